@@ -1,0 +1,5 @@
+"""`python -m evalgate` runs the command line."""
+
+from evalgate.cli import main
+
+raise SystemExit(main())

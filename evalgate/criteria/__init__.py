@@ -1,0 +1,9 @@
+"""Criteria, one module each, registered under their ADK metric names."""
+
+from evalgate.criteria.base import REGISTRY, Criterion, Outcome, criterion
+
+# Importing a criterion's module registers it. Heavy SDKs are imported inside the
+# criteria that need them, never at module level.
+from evalgate.criteria import response_match, tool_trajectory  # noqa: F401,E402
+
+__all__ = ["REGISTRY", "Criterion", "Outcome", "criterion"]

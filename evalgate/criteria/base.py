@@ -1,0 +1,65 @@
+"""The criterion contract: parameters as pydantic fields, scoring as one method.
+
+A criterion scores one invocation (actual against expected) or one trace and returns an
+`Outcome`. It does not apply thresholds, average invocations or catch its own errors: the
+engine does all three, the same way for every criterion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from evalgate.adk import Invocation
+
+InputKind = Literal["invocations", "trace"]
+
+
+@dataclass
+class Outcome:
+    """The result of scoring one invocation or trace.
+
+    `score` is None when the criterion could not evaluate it; `error` then says why.
+    `details` is free-form, JSON-serialisable, and goes into the results file.
+    """
+
+    score: float | None
+    details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+class Criterion(BaseModel):
+    """Base class of every criterion. Subclasses set `name` and implement a score method."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    input_kind: ClassVar[InputKind] = "invocations"
+    needs_expected: ClassVar[bool] = True
+
+    threshold: float = Field(ge=0.0, le=1.0, description="Pass when the score is at least this.")
+
+    def score_invocation(self, actual: Invocation, expected: Invocation | None) -> Outcome:
+        raise NotImplementedError(f"{self.name} does not score invocations")
+
+    def score_trace(self, trace: Any) -> Outcome:
+        raise NotImplementedError(f"{self.name} does not score traces")
+
+    def options(self) -> dict[str, Any]:
+        """Parameters other than the threshold, as they go into results and digests."""
+        return self.model_dump(mode="json", exclude={"threshold"})
+
+
+REGISTRY: dict[str, type[Criterion]] = {}
+
+
+def criterion(cls: type[Criterion]) -> type[Criterion]:
+    """Class decorator: register a criterion under its (ADK) metric name."""
+    if cls.name in REGISTRY:
+        raise RuntimeError(f"criterion {cls.name!r} registered twice")
+    REGISTRY[cls.name] = cls
+    return cls

@@ -1,0 +1,107 @@
+"""`response_match_score`: ROUGE-1 F-measure of the final response against the reference.
+
+Semantics follow ADK 2.13: the response text is the text parts joined with newlines; the
+score is rouge-score's ROUGE-1 F-measure with Porter stemming, computed over ADK's
+Unicode-aware tokens:
+
+- the text is NFKC-normalised and lowercased;
+- Han (U+4E00-9FFF), Hiragana, Katakana and Hangul syllables are one token per character;
+- Thai, Lao, Khmer and Myanmar are split into grapheme clusters (a base character plus the
+  combining marks after it);
+- other Unicode letters, digits and combining marks form words; everything else separates;
+- a pure-ASCII word goes through rouge-score's own tokenizer (stemmed when longer than 3).
+
+Two empty texts score 0.0, as in rouge-score.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+from typing import ClassVar
+
+from evalgate.adk import Invocation
+from evalgate.criteria.base import Criterion, Outcome, criterion
+
+# The exact code-point ranges ADK 2.13 treats specially; parity depends on them.
+_PER_CHARACTER = ((0x4E00, 0x9FFF), (0x3040, 0x309F), (0x30A0, 0x30FF), (0xAC00, 0xD7AF))
+_CLUSTERED = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x1780, 0x17FF), (0x1000, 0x109F))
+
+
+def _in(ranges: tuple[tuple[int, int], ...], code: int) -> bool:
+    return any(lo <= code <= hi for lo, hi in ranges)
+
+
+class _SpacingTable(dict):
+    """str.translate table, filled lazily: what each character becomes before splitting."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        is_mark = unicodedata.category(ch).startswith("M")
+        if _in(_PER_CHARACTER, code):
+            out = f" {ch} "
+        elif _in(_CLUSTERED, code):
+            out = ch if is_mark else f" {ch}"
+        elif ch.isalnum() or is_mark:
+            out = ch
+        else:
+            out = " "
+        self[code] = out
+        return out
+
+
+_SPACING = _SpacingTable()
+
+
+@lru_cache(maxsize=1)
+def _ascii_tokenizer():
+    from rouge_score import tokenizers  # rouge-score pulls in nltk: load it on first use
+
+    return tokenizers.DefaultTokenizer(use_stemmer=True)
+
+
+@lru_cache(maxsize=65536)
+def _ascii_tokens(word: str) -> tuple[str, ...]:
+    return tuple(_ascii_tokenizer().tokenize(word))
+
+
+def tokenize(text: str) -> list[str]:
+    """ADK 2.13's Unicode-aware ROUGE tokens for `text`."""
+    spaced = unicodedata.normalize("NFKC", text).lower().translate(_SPACING)
+    tokens: list[str] = []
+    for word in spaced.split():
+        if word.isascii():
+            tokens.extend(_ascii_tokens(word))
+        else:
+            tokens.append(word)
+    return tokens
+
+
+@lru_cache(maxsize=16384)
+def _counts(text: str) -> tuple[Counter, int]:
+    tokens = tokenize(text)
+    return Counter(tokens), len(tokens)
+
+
+def rouge1(reference: str, candidate: str) -> tuple[float, float, float]:
+    """(precision, recall, F-measure) of ROUGE-1, as rouge-score computes them."""
+    ref, n_ref = _counts(reference)
+    cand, n_cand = _counts(candidate)
+    overlap = sum(min(n, cand[tok]) for tok, n in ref.items()) if n_cand else 0
+    precision = overlap / max(n_cand, 1)
+    recall = overlap / max(n_ref, 1)
+    f = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return precision, recall, f
+
+
+@criterion
+class ResponseMatch(Criterion):
+    """ROUGE-1 F-measure of the final response against the reference (ADK `response_match_score`)."""
+
+    name: ClassVar[str] = "response_match_score"
+
+    def score_invocation(self, actual: Invocation, expected: Invocation | None) -> Outcome:
+        assert expected is not None
+        precision, recall, f = rouge1(expected.final_text(), actual.final_text())
+        return Outcome(f, {"precision": precision, "recall": recall})

@@ -1,0 +1,228 @@
+"""Scoring: apply each suite's criteria to its cases and build the results.
+
+The engine owns what is the same for every criterion: thresholds, averaging invocations,
+turning a criterion's exception into a NOT_EVALUATED record, the case status rule, and the
+suite's NOT_EVALUATED policy. Criteria only score.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Literal
+
+from evalgate.adk import Invocation
+from evalgate.criteria.base import Criterion, Outcome
+from evalgate.results import (
+    CaseResult,
+    CriterionResult,
+    CriterionSpec,
+    Counts,
+    InvocationResult,
+    InvocationSummary,
+    RunInfo,
+    RunResults,
+    Status,
+    SuiteResult,
+)
+
+NotEvaluatedPolicy = Literal["fail", "warn", "ignore"]
+
+
+@dataclass
+class CaseInput:
+    """One case, ready to score: expected data, actual outputs, and its criteria."""
+
+    eval_set_id: str
+    eval_id: str
+    criteria: dict[str, Criterion]
+    expected_digest: str
+    expected: list[Invocation] | None = None  # None: no static conversation (traces, scenarios)
+    actual: list[Invocation] | None = None
+    trace: Any = None
+    source: dict[str, str] = field(default_factory=dict)
+    session: dict[str, Any] = field(default_factory=dict)  # ADK session_input, for ADK-shaped output
+
+
+@dataclass
+class SuitePlan:
+    name: str
+    cases: list[CaseInput]
+    not_evaluated: NotEvaluatedPolicy = "warn"
+    warnings: list[str] = field(default_factory=list)
+
+
+def _status_for(score: float | None, threshold: float) -> Status:
+    if score is None:
+        return Status.NOT_EVALUATED
+    return Status.PASSED if score >= threshold else Status.FAILED
+
+
+def _invocation_result(outcome: Outcome, threshold: float) -> InvocationResult:
+    return InvocationResult(
+        score=outcome.score,
+        status=_status_for(outcome.score, threshold),
+        details=outcome.details,
+        error=outcome.error if outcome.score is None else None,
+    )
+
+
+def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
+    """Per-invocation outcomes to a criterion result, as ADK aggregates them.
+
+    The score is the mean over evaluated invocations. A criterion with no evaluated
+    invocation is NOT_EVALUATED. A partly evaluated one may fail but never pass: if it
+    would pass, it is NOT_EVALUATED, with the reason.
+    """
+    per = [_invocation_result(o, threshold) for o in outcomes]
+    scores = [o.score for o in outcomes if o.score is not None]
+    missing = [f"invocation {i}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
+    if not scores:
+        error = "; ".join(missing) if missing else "nothing to evaluate"
+        return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, per_invocation=per, error=error)
+    score = sum(scores) / len(scores)
+    status = _status_for(score, threshold)
+    error = None
+    if missing:
+        error = f"{len(missing)} of {len(outcomes)} invocations not evaluated: " + "; ".join(missing)
+        if status is Status.PASSED:
+            status = Status.NOT_EVALUATED
+    return CriterionResult(score=score, status=status, threshold=threshold, per_invocation=per, error=error)
+
+
+def _failed(threshold: float, error: str) -> CriterionResult:
+    return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, error=error)
+
+
+def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
+    """Score one criterion on one case; exceptions become NOT_EVALUATED with the error."""
+    try:
+        if crit.input_kind == "trace":
+            if case.trace is None:
+                return _failed(crit.threshold, f"{crit.name} scores traces, and this case has none")
+            return aggregate([crit.score_trace(case.trace)], crit.threshold)
+        if case.actual is None:
+            return _failed(crit.threshold, "no actual outputs for this case")
+        if crit.needs_expected and case.expected is None:
+            return _failed(crit.threshold, f"{crit.name} needs an expected conversation, and this case has none")
+        expected = case.expected if case.expected is not None else [None] * len(case.actual)
+        if len(expected) != len(case.actual):
+            return _failed(
+                crit.threshold,
+                f"{len(case.actual)} actual invocations for {len(expected)} expected; they must agree",
+            )
+        return aggregate([crit.score_invocation(a, e) for a, e in zip(case.actual, expected)], crit.threshold)
+    except Exception as e:  # a criterion's failure is a record, never a crash or a pass
+        return _failed(crit.threshold, f"{type(e).__name__}: {e}")
+
+
+def case_status(criteria: dict[str, CriterionResult]) -> Status:
+    """ADK's rule: FAILED if any criterion failed, else PASSED if any passed, else NOT_EVALUATED."""
+    statuses = {c.status for c in criteria.values()}
+    if Status.FAILED in statuses:
+        return Status.FAILED
+    if Status.PASSED in statuses:
+        return Status.PASSED
+    return Status.NOT_EVALUATED
+
+
+def _summaries(case: CaseInput) -> list[InvocationSummary]:
+    if case.actual is None:
+        return []
+    out = []
+    for i, actual in enumerate(case.actual):
+        expected = case.expected[i] if case.expected and i < len(case.expected) else None
+        out.append(
+            InvocationSummary(
+                user=actual.user_text() or (expected.user_text() if expected else ""),
+                expected_response=expected.final_text() if expected else None,
+                actual_response=actual.final_text(),
+                expected_tools=[{"name": c.name, "args": c.args} for c in expected.tool_calls()] if expected else None,
+                actual_tools=[{"name": c.name, "args": c.args} for c in actual.tool_calls()],
+            )
+        )
+    return out
+
+
+def score_case(case: CaseInput) -> CaseResult:
+    results = {name: score_criterion(crit, case) for name, crit in sorted(case.criteria.items())}
+    return CaseResult(
+        eval_set_id=case.eval_set_id,
+        eval_id=case.eval_id,
+        expected_digest=case.expected_digest,
+        status=case_status(results),
+        criteria=results,
+        invocations=_summaries(case),
+        source=case.source,
+    )
+
+
+def _counts(cases: list[CaseResult]) -> Counts:
+    return Counts(
+        cases=len(cases),
+        passed=sum(c.status is Status.PASSED for c in cases),
+        failed=sum(c.status is Status.FAILED for c in cases),
+        not_evaluated=sum(c.status is Status.NOT_EVALUATED for c in cases),
+    )
+
+
+def suite_status(counts: Counts, policy: NotEvaluatedPolicy) -> Status:
+    """FAILED on any failed case (or any NOT_EVALUATED one under policy `fail`);
+    NOT_EVALUATED when nothing passed; PASSED otherwise."""
+    if counts.failed or (policy == "fail" and counts.not_evaluated):
+        return Status.FAILED
+    if counts.passed == 0:
+        return Status.NOT_EVALUATED
+    return Status.PASSED
+
+
+def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
+    specs: dict[str, CriterionSpec] = {}
+    for case in cases:
+        for name, crit in case.criteria.items():
+            specs.setdefault(name, CriterionSpec(threshold=crit.threshold, version=crit.version, options=crit.options()))
+    return dict(sorted(specs.items()))
+
+
+def score_suite(plan: SuitePlan, progress: Callable[[int], None] | None = None) -> SuiteResult:
+    ordered = sorted(plan.cases, key=lambda c: (c.eval_set_id, c.eval_id))
+    results = []
+    for case in ordered:
+        results.append(score_case(case))
+        if progress:
+            progress(1)
+    counts = _counts(results)
+    warnings = list(plan.warnings)
+    if counts.not_evaluated and plan.not_evaluated == "warn":
+        warnings.append(f"{counts.not_evaluated} of {counts.cases} cases were not evaluated")
+    return SuiteResult(
+        name=plan.name,
+        status=suite_status(counts, plan.not_evaluated),
+        not_evaluated_policy=plan.not_evaluated,
+        counts=counts,
+        criteria=_specs(ordered),
+        warnings=warnings,
+        cases=results,
+    )
+
+
+def run(plans: list[SuitePlan], config_digest: str, progress: Callable[[int], None] | None = None) -> RunResults:
+    """Score every suite. Suites keep config order; cases are sorted by (eval_set_id, eval_id)."""
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    suites = [score_suite(p, progress) for p in plans]
+    total = Counts()
+    for s in suites:
+        total = Counts(**{k: getattr(total, k) + getattr(s.counts, k) for k in Counts.model_fields})
+    statuses = {s.status for s in suites}
+    overall = Status.FAILED if Status.FAILED in statuses else (
+        Status.PASSED if Status.PASSED in statuses else Status.NOT_EVALUATED
+    )
+    return RunResults(
+        config_digest=config_digest,
+        status=overall,
+        counts=total,
+        suites=suites,
+        run=RunInfo(started_at=started.isoformat(timespec="seconds"), duration_seconds=round(time.perf_counter() - t0, 3)),
+    )
