@@ -19,6 +19,7 @@ class AdkModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         extra="ignore",
+        loc_by_alias=False,  # errors name fields the way ADK documents them: snake_case
     )
 
 
@@ -154,7 +155,7 @@ class Invocation(AdkModel):
 
 
 class SessionInput(AdkModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", loc_by_alias=False)
     app_name: str = ""
     user_id: str = ""
     state: dict[str, Any] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -94,7 +95,7 @@ def json_path(loc: Iterable[Any], prefix: str = "") -> str:
         elif part in _UNION_TAGS:
             continue
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{part}" if out and not out.endswith(" ") else str(part)
     return out or "(top level)"
 
 
@@ -146,16 +147,13 @@ def problems_from_validation(
 
 
 def display_path(path: Path | str, base: Path | None = None) -> str:
-    """A path as the user wrote it or relative to the working directory when possible."""
-    p = Path(path)
-    for root in (base, Path.cwd()):
-        if root is None:
-            continue
-        try:
-            return p.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            continue
-    return p.as_posix()
+    """`path` relative to `base` (default: the working directory), posix-style, '..' allowed."""
+    root = base if base is not None else Path.cwd()
+    try:
+        rel = os.path.relpath(Path(path).resolve(), Path(root).resolve())
+    except ValueError:  # another drive on Windows
+        return Path(path).as_posix()
+    return Path(rel).as_posix()
 
 
 def read_text(path: Path, shown: str | None = None) -> str:

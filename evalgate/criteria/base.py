@@ -34,7 +34,7 @@ class Outcome:
 class Criterion(BaseModel):
     """Base class of every criterion. Subclasses set `name` and implement a score method."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
 
     name: ClassVar[str]
     version: ClassVar[str] = "1"

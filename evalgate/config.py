@@ -1,0 +1,288 @@
+"""The evalgate config file (`evalgate.yaml` or `.json`): strict models and loading.
+
+Strict on purpose: an unknown key or criterion is an error that names it, its place (JSON
+path and line) and the closest valid name. Criteria use ADK's `criteria` syntax: a number
+is a threshold; an object carries `threshold` and the criterion's options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evalgate.criteria import REGISTRY, Criterion
+from evalgate.errors import (
+    InputError,
+    Problem,
+    ProblemCollector,
+    did_you_mean,
+    display_path,
+    json_path,
+    parse_json,
+    problems_from_validation,
+    read_text,
+)
+
+CONFIG_NAMES = ("evalgate.yaml", "evalgate.yml", "evalgate.json")
+
+# ADK's defaults when a suite names no criteria (google-adk's default EvalConfig).
+ADK_DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+
+Patterns = list[str]
+
+
+def _as_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class SuiteConfig(BaseModel):
+    """One suite: eval sets with their actual outputs (or traces), and criteria."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="Unique; used in reports and commit status contexts.")
+    evalsets: Patterns = Field(
+        default_factory=list,
+        description="ADK eval set files, globs or folders (a folder means every *.test.json and *.evalset.json under it).",
+    )
+    actual: Patterns = Field(
+        default_factory=list,
+        description="The agent's outputs: ADK eval history (*.evalset_result.json) or evalgate inference JSONL.",
+    )
+    traces: Patterns = Field(default_factory=list, description="KnowledgePulse ReasoningTrace files (JSON or JSONL).")
+    criteria: Optional[Union[str, dict[str, Any]]] = Field(
+        default=None,
+        description=(
+            "ADK criteria: {name: threshold} or {name: {threshold, options...}}, or a path to an ADK "
+            "test_config.json. Default: the test_config.json next to each eval set, else ADK's defaults."
+        ),
+    )
+    not_evaluated: Literal["fail", "warn", "ignore"] = Field(
+        default="warn", description="What a NOT_EVALUATED case does to the suite: fail it, warn, or nothing."
+    )
+
+    @field_validator("evalsets", "actual", "traces", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _as_list(value)
+
+
+class Config(BaseModel):
+    """The whole config file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = Field(default=1, description="Config format version.")
+    suites: list[SuiteConfig] = Field(min_length=1)
+
+
+@dataclass
+class LoadedConfig:
+    config: Config
+    path: Path
+    shown: str
+    base: Path  # relative paths in the config resolve against this folder
+    positions: dict[tuple, int]
+
+    def where(self, *loc: Any) -> str:
+        """A JSON path with its line in the config file, when known."""
+        line = self.positions.get(tuple(loc))
+        return json_path(loc) + (f" (line {line})" if line else "")
+
+
+# --- reading -----------------------------------------------------------------------
+
+
+def find_config(explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit)
+    for name in CONFIG_NAMES:
+        if Path(name).exists():
+            return Path(name)
+    raise InputError(
+        Problem(
+            None,
+            None,
+            f"no config file found in {Path.cwd()} (looked for {', '.join(CONFIG_NAMES)})",
+            "Create evalgate.yaml or pass --config PATH.",
+        )
+    )
+
+
+def _line_map(node: yaml.Node, loc: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    """Map each JSON path in a YAML/JSON document to its 1-based line."""
+    out = {} if out is None else out
+    out[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
+            out[loc + (k,)] = key.start_mark.line + 1
+            _line_map(value, loc + (k,), out)
+            out[loc + (k,)] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, loc + (i,), out)
+    return out
+
+
+def _parse(text: str, shown: str, is_json: bool) -> Any:
+    if is_json:
+        return parse_json(text, shown)
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        what = f"invalid YAML: {e.problem or e.context}"
+        raise InputError(Problem(shown, where, what, "Fix the YAML syntax at that place.")) from None
+    except yaml.YAMLError as e:
+        raise InputError(Problem(shown, None, f"invalid YAML: {e}", "Fix the YAML syntax.")) from None
+
+
+def _valid_keys(model: type[BaseModel]):
+    def keys_at(loc: tuple) -> list[str] | None:
+        if not loc:
+            return list(model.model_fields)
+        if loc[0] == "suites" and len(loc) == 2:
+            return list(SuiteConfig.model_fields)
+        return None
+
+    return keys_at
+
+
+def load_config(path: Path) -> LoadedConfig:
+    """Read and validate a config file; every problem is reported at once."""
+    shown = display_path(path)
+    text = read_text(path, shown)
+    data = _parse(text, shown, path.suffix.lower() == ".json")
+    try:
+        positions = _line_map(yaml.compose(text)) if text.strip() else {}
+    except yaml.YAMLError:
+        positions = {}
+    if not isinstance(data, dict):
+        raise InputError(Problem(shown, None, "the config must be a mapping with a 'suites' list", "See the README's config reference."))
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as e:
+        problems = problems_from_validation(e, shown, valid_keys_for=_valid_keys(Config))
+        problems = [_with_line(p, positions) for p in problems]
+        raise InputError(problems) from None
+    loaded = LoadedConfig(config, path, shown, path.parent, positions)
+    problems = ProblemCollector()
+    seen: dict[str, int] = {}
+    for i, suite in enumerate(config.suites):
+        if suite.name in seen:
+            problems.add(shown, loaded.where("suites", i, "name"), f"duplicate suite name '{suite.name}' (also suites[{seen[suite.name]}])", "Give each suite a unique name.")
+        seen.setdefault(suite.name, i)
+        if suite.traces and (suite.evalsets or suite.actual):
+            problems.add(shown, loaded.where("suites", i), "a suite has either traces or evalsets with actual outputs, not both", "Split it into two suites.")
+        elif not suite.traces:
+            if not suite.evalsets:
+                problems.add(shown, loaded.where("suites", i), "the suite names no eval sets", "Add 'evalsets: [path or glob]' (or 'traces: [...]').")
+            if not suite.actual:
+                problems.add(shown, loaded.where("suites", i), "the suite names no actual outputs", "Add 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.")
+        if isinstance(suite.criteria, dict):
+            problems.run(parse_criteria, suite.criteria, shown, lambda *loc, i=i: loaded.where("suites", i, "criteria", *loc))
+        if suite.traces and suite.criteria is None:
+            problems.add(shown, loaded.where("suites", i), "a trace suite needs criteria", "Add 'criteria: {trace_value: 0.6}'.")
+    problems.raise_if_any()
+    return loaded
+
+
+def _with_line(p: Problem, positions: dict[tuple, int]) -> Problem:
+    # Recover the location tuple from the JSON path to add the line number.
+    loc: list[Any] = []
+    for chunk in (p.where or "").replace("]", "").replace("[", ".").split("."):
+        if chunk:
+            loc.append(int(chunk) if chunk.isdigit() else chunk)
+    for n in range(len(loc), 0, -1):
+        line = positions.get(tuple(loc[:n]))
+        if line:
+            return Problem(p.file, f"{p.where} (line {line})", p.what, p.fix)
+    return p
+
+
+# --- criteria ------------------------------------------------------------------------
+
+
+def parse_criteria(raw: dict[str, Any], shown: str, where) -> dict[str, Criterion]:
+    """ADK criteria syntax to criterion objects. `where(*loc)` names a place in the file."""
+    problems = ProblemCollector()
+    out: dict[str, Criterion] = {}
+    for name, value in raw.items():
+        cls = REGISTRY.get(name)
+        if cls is None:
+            problems.add(shown, where(name), f"unknown criterion '{name}'", did_you_mean(name, REGISTRY))
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+            problems.add(shown, where(name), f"'{name}' must be a threshold number or an object with 'threshold'", f"Write '{name}: 0.8' or '{name}: {{threshold: 0.8}}'.")
+            continue
+        params = {"threshold": value} if isinstance(value, (int, float)) else value
+        try:
+            out[name] = cls.model_validate(params)
+        except ValidationError as e:
+            for err in e.errors(include_url=False):
+                loc = tuple(err.get("loc", ()))
+                kind = err.get("type")
+                what = err.get("msg", "invalid value")
+                what = what.removeprefix("Value error, ")
+                fix = None
+                if kind == "extra_forbidden":
+                    what = f"unknown option '{loc[-1]}' for {name}"
+                    fix = "Remove it or fix the spelling. " + did_you_mean(str(loc[-1]), _option_names(cls))
+                elif loc and loc[0] == "threshold" and kind in ("greater_than_equal", "less_than_equal"):
+                    what = f"threshold {params.get('threshold')} is outside [0, 1]"
+                    fix = "Use a threshold between 0 and 1."
+                elif kind == "missing":
+                    fix = f"Add '{loc[-1]}'."
+                place = where(name) if isinstance(value, (int, float)) else where(name, *loc)
+                problems.add(shown, place, what[:1].lower() + what[1:], fix)
+    problems.raise_if_any()
+    return out
+
+
+def _option_names(cls: type[Criterion]) -> list[str]:
+    return list(cls.model_fields)
+
+
+def read_test_config(path: Path) -> dict[str, Criterion]:
+    """Criteria from an ADK test_config.json (`{"criteria": {...}}`); other ADK keys are ignored."""
+    shown = display_path(path)
+    data = parse_json(read_text(path, shown), shown)
+    if not isinstance(data, dict) or not isinstance(data.get("criteria", {}), dict):
+        raise InputError(Problem(shown, "criteria", "an ADK test_config.json holds an object with a 'criteria' object", 'Write {"criteria": {"tool_trajectory_avg_score": 1.0}}.'))
+    raw = data.get("criteria") or ADK_DEFAULT_CRITERIA
+    return parse_criteria(raw, shown, lambda *loc: json_path(("criteria",) + loc))
+
+
+def default_criteria() -> dict[str, Criterion]:
+    return parse_criteria(ADK_DEFAULT_CRITERIA, "(ADK defaults)", lambda *loc: json_path(loc))
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of the config, with each criterion's options, for editors."""
+    schema = Config.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "evalgate config"
+    props = {}
+    for name, cls in sorted(REGISTRY.items()):
+        options = cls.model_json_schema(by_alias=False)
+        options.pop("title", None)
+        schema.setdefault("$defs", {}).update(options.pop("$defs", {}))
+        props[name] = {
+            "description": (cls.__doc__ or "").strip().splitlines()[0],
+            "anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, options],
+        }
+    criteria_schema = {"type": "object", "properties": props, "additionalProperties": False}
+    suite = schema["$defs"]["SuiteConfig"]["properties"]
+    suite["criteria"] = {
+        "description": suite["criteria"].get("description"),
+        "anyOf": [{"type": "string", "description": "Path to an ADK test_config.json"}, criteria_schema, {"type": "null"}],
+    }
+    for key in ("evalsets", "actual", "traces"):
+        suite[key] = {"description": suite[key].get("description"), "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    return schema

@@ -1,0 +1,1 @@
+"""Readers for the files evalgate scores: eval sets, actual outputs, traces."""

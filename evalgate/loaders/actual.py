@@ -1,0 +1,109 @@
+"""Actual outputs: ADK eval history (`*.evalset_result.json`) and evalgate's inference JSONL.
+
+Inference JSONL, one line per case: `{"eval_set_id": ..., "eval_id": ..., "invocations":
+[<ADK Invocation>, ...]}`. ADK eval history holds the actual invocations inside each case
+result's per-invocation metric results; ADK <= 1.20 wrote it double-encoded (a JSON string
+holding the JSON), which is read too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalgate.adk import EvalSetResult, Invocation
+from evalgate.errors import InputError, Problem, ProblemCollector, display_path, parse_json, problems_from_validation, read_text
+
+
+class InferenceRecord(BaseModel):
+    """One line of evalgate's inference JSONL (strict: it is our format)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eval_set_id: str = Field(description="The eval set's eval_set_id (for a legacy *.test.json file: its path).")
+    eval_id: str = Field(min_length=1, description="The eval case's eval_id.")
+    invocations: list[Invocation] = Field(description="The agent's invocations, in ADK's Invocation shape, in order.")
+
+
+@dataclass
+class ActualRecord:
+    eval_set_id: str
+    eval_id: str
+    invocations: list[Invocation]
+    shown: str  # the file
+    place: str  # where inside it
+    timestamp: float | None  # eval history's creation time; None for inference JSONL
+
+
+def load_actual(path: Path) -> list[ActualRecord]:
+    shown = display_path(path)
+    text = read_text(path, shown)
+    if path.name.endswith(".jsonl"):
+        return _from_jsonl(text, shown)
+    data = parse_json(text, shown)
+    if isinstance(data, str):  # double-encoded eval history from ADK <= 1.20
+        data = parse_json(data, shown)
+    if isinstance(data, dict) and ({"eval_case_results", "evalCaseResults"} & data.keys()):
+        return _from_history(data, shown)
+    raise InputError(
+        Problem(
+            shown,
+            None,
+            "not ADK eval history nor evalgate inference JSONL",
+            "Point 'actual' at *.evalset_result.json files from ADK's eval history, or at a .jsonl file with one {eval_set_id, eval_id, invocations} per line.",
+        )
+    )
+
+
+def _from_history(data: dict[str, Any], shown: str) -> list[ActualRecord]:
+    try:
+        result = EvalSetResult.model_validate(data)
+    except ValidationError as e:
+        raise InputError(problems_from_validation(e, shown)) from None
+    records = []
+    for i, case in enumerate(result.eval_case_results):
+        invocations = [p.actual_invocation for p in case.eval_metric_result_per_invocation]
+        records.append(
+            ActualRecord(
+                eval_set_id=case.eval_set_id or result.eval_set_id,
+                eval_id=case.eval_id,
+                invocations=invocations,
+                shown=shown,
+                place=f"eval_case_results[{i}]",
+                timestamp=result.creation_timestamp,
+            )
+        )
+    return records
+
+
+def _from_jsonl(text: str, shown: str) -> list[ActualRecord]:
+    problems = ProblemCollector()
+    records = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            problems.add(shown, f"line {n}, column {e.colno}", f"invalid JSON: {e.msg}", "Each line must be one complete JSON object.")
+            continue
+        try:
+            rec = InferenceRecord.model_validate(data)
+        except ValidationError as e:
+            problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else None))
+            continue
+        records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None))
+    problems.raise_if_any()
+    return records
+
+
+def inference_schema() -> dict[str, Any]:
+    """JSON Schema of one inference JSONL line."""
+    schema = InferenceRecord.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "evalgate inference record (one JSONL line)"
+    return schema

@@ -1,0 +1,162 @@
+"""Expected data: ADK eval sets (`*.evalset.json`, legacy and new `*.test.json`) and discovery.
+
+A legacy `*.test.json` is a list of turns `{query, expected_tool_use, reference, ...}`; as in
+ADK it becomes one multi-turn case whose eval_id (and here eval_set_id) is the file path.
+Unlike ADK, a file that fails the EvalSet schema is not silently retried as legacy: the
+real validation error is reported.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalgate.adk import Content, EvalSet, FunctionCall, IntermediateData, Invocation, Part
+from evalgate.errors import InputError, Problem, ProblemCollector, display_path, load_json_file, problems_from_validation
+
+EVALSET_SUFFIXES = (".evalset.json", ".test.json")
+
+
+@dataclass
+class LoadedEvalSet:
+    path: Path
+    shown: str
+    eval_set: EvalSet
+    legacy: bool
+    case_places: dict[str, str] = field(default_factory=dict)  # eval_id -> place in the file
+
+
+def expand(patterns: list[str], base: Path, suffixes: tuple[str, ...] | None, shown_config: str, where) -> list[Path]:
+    """Files named by paths, globs or folders (a folder: files under it with `suffixes`).
+
+    A pattern that matches nothing is an error naming it: a typo must not mean "no cases".
+    """
+    problems = ProblemCollector()
+    found: list[Path] = []
+    for i, pattern in enumerate(patterns):
+        full = pattern if Path(pattern).is_absolute() else str(base / pattern)
+        if glob.has_magic(pattern):
+            hits = sorted(Path(p) for p in glob.glob(full, recursive=True) if Path(p).is_file())
+        elif Path(full).is_dir():
+            hits = sorted(p for p in Path(full).rglob("*") if p.is_file() and suffixes and p.name.endswith(suffixes))
+        elif Path(full).is_file():
+            hits = [Path(full)]
+        else:
+            problems.add(shown_config, where(i), f"'{pattern}' does not exist", f"Check the path; it is relative to {display_path(base) or '.'}.")
+            continue
+        if not hits:
+            kinds = " or ".join(f"*{s}" for s in suffixes) if suffixes else "files"
+            problems.add(shown_config, where(i), f"'{pattern}' matches no {kinds}", "Fix the pattern, or remove it.")
+        found.extend(hits)
+    problems.raise_if_any()
+    unique: dict[Path, None] = {}
+    for p in found:
+        unique.setdefault(p.resolve(), None)
+    return list(unique)
+
+
+def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
+    """Read one eval set file in either ADK schema.
+
+    A legacy file's case is named by its path relative to `base` (the config's folder), so
+    its ids do not depend on the folder evalgate runs from.
+    """
+    shown = display_path(path)
+    data = load_json_file(path, shown)
+    if isinstance(data, list):
+        legacy_id = display_path(path, base) if base is not None else shown
+        eval_set = _from_legacy(data, shown, legacy_id)
+        return LoadedEvalSet(path, shown, eval_set, legacy=True, case_places={legacy_id: "(whole file)"})
+    if not isinstance(data, dict) or not ({"eval_cases", "evalCases"} & data.keys()):
+        raise InputError(
+            Problem(
+                shown,
+                None,
+                "not an ADK eval set",
+                "Use the EvalSet schema ({eval_set_id, eval_cases: [...]}) or the legacy list of turns ([{query, expected_tool_use, reference}]).",
+            )
+        )
+    try:
+        eval_set = EvalSet.model_validate(data)
+    except ValidationError as e:
+        raise InputError(problems_from_validation(e, shown)) from None
+    problems = ProblemCollector()
+    places: dict[str, str] = {}
+    for i, case in enumerate(eval_set.eval_cases):
+        if case.eval_id in places:
+            problems.add(shown, f"eval_cases[{i}].eval_id", f"duplicate eval_id '{case.eval_id}' (first at {places[case.eval_id]})", "Give each case a unique eval_id.")
+            continue
+        places[case.eval_id] = f"eval_cases[{i}]"
+    problems.raise_if_any()
+    return LoadedEvalSet(path, shown, eval_set, legacy=False, case_places=places)
+
+
+def _from_legacy(turns: list[Any], shown: str, legacy_id: str) -> EvalSet:
+    problems = ProblemCollector()
+    conversation: list[Invocation] = []
+    for i, turn in enumerate(turns):
+        here = f"[{i}]"
+        if not isinstance(turn, dict):
+            problems.add(shown, here, "a legacy turn must be an object", 'Write {"query": ..., "expected_tool_use": [...], "reference": ...}.')
+            continue
+        query = turn.get("query")
+        if not isinstance(query, str):
+            problems.add(shown, f"{here}.query", "missing or not a string", "Add the user's message as 'query'.")
+            continue
+        reference = turn.get("reference", "")
+        if not isinstance(reference, str):
+            problems.add(shown, f"{here}.reference", "must be a string", "Give the expected response as text.")
+            continue
+        calls = []
+        for j, use in enumerate(turn.get("expected_tool_use") or []):
+            place = f"{here}.expected_tool_use[{j}]"
+            if not isinstance(use, dict) or not isinstance(use.get("tool_name"), str):
+                problems.add(shown, f"{place}.tool_name", "missing or not a string", "Name the tool as 'tool_name'.")
+                continue
+            if "tool_input" not in use or not (use["tool_input"] is None or isinstance(use["tool_input"], dict)):
+                problems.add(shown, f"{place}.tool_input", "missing or not an object", "Give the call's arguments as 'tool_input' ({} for none).")
+                continue
+            calls.append(FunctionCall(name=use["tool_name"], args=use["tool_input"]))
+        responses = []
+        for j, resp in enumerate(turn.get("expected_intermediate_agent_responses") or []):
+            if not isinstance(resp, dict) or not isinstance(resp.get("author"), str) or not isinstance(resp.get("text"), str):
+                problems.add(shown, f"{here}.expected_intermediate_agent_responses[{j}]", "needs 'author' and 'text' strings", "Add both, or remove the entry.")
+                continue
+            responses.append((resp["author"], [Part(text=resp["text"])]))
+        conversation.append(
+            Invocation(
+                user_content=Content.from_text(query, "user"),
+                final_response=Content.from_text(reference, "model"),
+                intermediate_data=IntermediateData(tool_uses=calls, intermediate_responses=responses),
+            )
+        )
+    if not turns:
+        problems.add(shown, None, "the legacy eval file has no turns", "Add at least one {query, reference} turn.")
+    problems.raise_if_any()
+    from evalgate.adk import EvalCase
+
+    return EvalSet(eval_set_id=legacy_id, eval_cases=[EvalCase(eval_id=legacy_id, conversation=conversation)])
+
+
+def test_config_beside(path: Path) -> Path | None:
+    candidate = path.parent / "test_config.json"
+    return candidate if candidate.is_file() else None
+
+
+def expected_digest(case_data: dict[str, Any]) -> str:
+    from evalgate.results import digest
+
+    return digest(_strip_volatile(case_data))
+
+
+def _strip_volatile(value: Any) -> Any:
+    # Ids and timestamps change when a file is re-saved without changing what is expected.
+    if isinstance(value, dict):
+        return {k: _strip_volatile(v) for k, v in value.items() if k not in ("creation_timestamp", "invocation_id")}
+    if isinstance(value, list):
+        return [_strip_volatile(v) for v in value]
+    return value

@@ -1,0 +1,39 @@
+"""Shared test helpers: where ../shared/fixtures is, and running the CLI in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+@pytest.fixture
+def shared_fixtures() -> Path:
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip("../shared/fixtures is not beside the checkout")
+    return SHARED_FIXTURES
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `evalgate ARGS` in-process from a folder; returns (exit code, stdout, stderr)."""
+    from evalgate.cli import main
+
+    def run(*args: str, cwd: Path | None = None):
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def write_json(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    return path

@@ -1,0 +1,182 @@
+"""Loaders read what ADK reads: its own fixtures, both casings, eval history, folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import write_json
+from evalgate.adk import Invocation
+from evalgate.errors import InputError
+from evalgate.loaders.actual import load_actual
+from evalgate.loaders.evalsets import load_evalset
+
+adk_evaluator = pytest.importorskip("google.adk.evaluation.agent_evaluator")
+
+
+def _fixture_files(root: Path) -> list[Path]:
+    files = sorted(root.rglob("*.test.json")) + sorted(root.rglob("*.evalset.json"))
+    assert files, f"no fixtures under {root}"
+    return files
+
+
+def test_every_adk_fixture_loads_like_adk(shared_fixtures):
+    """Same cases, invocations, tool calls and texts as ADK's own loader."""
+    files = _fixture_files(shared_fixtures / "adk")
+    assert len(files) == 11
+    for path in files:
+        ours = load_evalset(path).eval_set
+        from google.adk.evaluation.eval_config import EvalConfig
+
+        theirs = adk_evaluator.AgentEvaluator._load_eval_set_from_file(str(path), EvalConfig(), {})
+        assert len(ours.eval_cases) == len(theirs.eval_cases), path
+        for a, b in zip(ours.eval_cases, theirs.eval_cases):
+            assert len(a.conversation) == len(b.conversation), path
+            for inv_a, inv_b in zip(a.conversation, b.conversation):
+                from google.adk.evaluation.eval_case import get_all_tool_calls
+
+                calls_b = get_all_tool_calls(inv_b.intermediate_data)
+                assert [(c.name, c.args) for c in inv_a.tool_calls()] == [(c.name, c.args) for c in calls_b], path
+                assert inv_a.user_text() == "\n".join(p.text for p in inv_b.user_content.parts if p.text)
+                ref_b = "\n".join(p.text for p in (inv_b.final_response.parts or []) if p.text) if inv_b.final_response else ""
+                assert inv_a.final_text() == ref_b
+
+
+def test_legacy_fixture_is_one_multi_turn_case_named_by_path(shared_fixtures):
+    path = shared_fixtures / "adk" / "trip_planner_agent" / "trip_inquiry.test.json"
+    loaded = load_evalset(path, base=shared_fixtures / "adk")
+    assert loaded.legacy
+    (case,) = loaded.eval_set.eval_cases
+    assert case.eval_id == loaded.eval_set.eval_set_id == "trip_planner_agent/trip_inquiry.test.json"
+    assert len(case.conversation) == 2
+    assert [c.name for c in case.conversation[1].tool_calls()] == ["transfer_to_agent"]
+
+
+def test_camel_case_and_snake_case_read_the_same(tmp_path):
+    snake = {
+        "eval_set_id": "s",
+        "eval_cases": [
+            {
+                "eval_id": "c",
+                "conversation": [
+                    {
+                        "user_content": {"parts": [{"text": "こんにちは"}], "role": "user"},
+                        "final_response": {"parts": [{"text": "はい"}], "role": "model"},
+                        "intermediate_data": {"tool_uses": [{"name": "t", "args": {"a": 1}}]},
+                    }
+                ],
+            }
+        ],
+    }
+    camel = {
+        "evalSetId": "s",
+        "evalCases": [
+            {
+                "evalId": "c",
+                "conversation": [
+                    {
+                        "userContent": {"parts": [{"text": "こんにちは"}], "role": "user"},
+                        "finalResponse": {"parts": [{"text": "はい"}], "role": "model"},
+                        "intermediateData": {"toolUses": [{"name": "t", "args": {"a": 1}}]},
+                    }
+                ],
+            }
+        ],
+    }
+    a = load_evalset(write_json(tmp_path / "a.evalset.json", snake)).eval_set
+    b = load_evalset(write_json(tmp_path / "b.evalset.json", camel)).eval_set
+    assert a == b
+    assert a.eval_cases[0].conversation[0].tool_calls()[0].args == {"a": 1}
+
+
+def test_invocation_events_and_tool_uses_give_the_same_calls():
+    calls = [{"name": "get_weather", "args": {"city": "서울"}}, {"name": "get_time", "args": {}}]
+    flat = Invocation.model_validate({"user_content": {"parts": [{"text": "q"}]}, "intermediate_data": {"tool_uses": calls}})
+    events = Invocation.model_validate(
+        {
+            "user_content": {"parts": [{"text": "q"}]},
+            "intermediate_data": {
+                "invocation_events": [
+                    {"author": "agent", "content": {"parts": [{"function_call": calls[0]}, {"text": "thinking"}]}},
+                    {"author": "tool", "content": {"parts": [{"function_response": {"name": "get_weather", "response": {"t": 3}}}]}},
+                    {"author": "agent", "content": {"parts": [{"functionCall": calls[1]}]}},
+                ]
+            },
+        }
+    )
+    assert [(c.name, c.args) for c in flat.tool_calls()] == [(c.name, c.args) for c in events.tool_calls()]
+    assert [r.response for r in events.tool_responses()] == [{"t": 3}]
+
+
+def _adk_history(eval_set_id: str, eval_id: str, invocations: list[dict]) -> str:
+    """An eval-history file written by ADK's own models."""
+    from google.adk.evaluation.eval_case import Invocation as AdkInvocation
+    from google.adk.evaluation.eval_metrics import EvalMetricResultPerInvocation
+    from google.adk.evaluation.eval_result import EvalCaseResult, EvalSetResult
+    from google.adk.evaluation.evaluator import EvalStatus
+
+    per = [EvalMetricResultPerInvocation(actual_invocation=AdkInvocation.model_validate(i), eval_metric_results=[]) for i in invocations]
+    case = EvalCaseResult(
+        eval_set_id=eval_set_id,
+        eval_id=eval_id,
+        final_eval_status=EvalStatus.PASSED,
+        overall_eval_metric_results=[],
+        eval_metric_result_per_invocation=per,
+        session_id="s1",
+    )
+    result = EvalSetResult(eval_set_result_id="r", eval_set_id=eval_set_id, eval_case_results=[case], creation_timestamp=12.5)
+    return result.model_dump_json(indent=2)
+
+
+INVOCATIONS = [
+    {
+        "user_content": {"parts": [{"text": "불 꺼 줘"}], "role": "user"},
+        "final_response": {"parts": [{"text": "껐습니다"}], "role": "model"},
+        "intermediate_data": {"tool_uses": [{"name": "set_light", "args": {"on": False}}]},
+    }
+]
+
+
+@pytest.mark.parametrize("double_encoded", [False, True])
+def test_eval_history_as_adk_writes_it(tmp_path, double_encoded):
+    text = _adk_history("home", "c1", INVOCATIONS)
+    if double_encoded:  # ADK <= 1.20 wrote a JSON string holding the JSON
+        text = json.dumps(text)
+    path = tmp_path / "run.evalset_result.json"
+    path.write_text(text, encoding="utf-8")
+    (record,) = load_actual(path)
+    assert (record.eval_set_id, record.eval_id, record.timestamp) == ("home", "c1", 12.5)
+    assert record.invocations[0].final_text() == "껐습니다"
+    assert [c.name for c in record.invocations[0].tool_calls()] == ["set_light"]
+
+
+def test_unknown_actual_file_shape(tmp_path):
+    path = write_json(tmp_path / "x.json", {"hello": 1})
+    with pytest.raises(InputError, match="not ADK eval history nor evalgate inference JSONL"):
+        load_actual(path)
+
+
+def test_folder_discovery_uses_each_test_config(shared_fixtures, tmp_path, cli):
+    """A folder suite picks up every *.test.json with the test_config.json beside it."""
+    folder = shared_fixtures / "adk" / "home_automation_agent"
+    lines = []
+    for path in _fixture_files(folder):
+        es = load_evalset(path, base=tmp_path).eval_set
+        for case in es.eval_cases:
+            invs = [i.model_dump(mode="json", exclude_none=True) for i in case.conversation]
+            lines.append(json.dumps({"eval_set_id": es.eval_set_id, "eval_id": case.eval_id, "invocations": invs}, ensure_ascii=False))
+    (tmp_path / "actual.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    (tmp_path / "evalgate.yaml").write_text(f"suites:\n  - name: home\n    evalsets: [{folder}]\n    actual: actual.jsonl\n", encoding="utf-8")
+    code, out, err = cli("run", "--out", str(tmp_path / "out"), "--no-color", cwd=tmp_path)
+    assert code == 0, out + err
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    (suite,) = results["suites"]
+    assert suite["counts"] == {"cases": 7, "passed": 7, "failed": 0, "not_evaluated": 0}
+    for case in suite["cases"]:
+        beside = (tmp_path / case["source"]["evalset"]).resolve().parent / "test_config.json"
+        wanted = json.loads(beside.read_text(encoding="utf-8"))["criteria"]
+        assert {k: v["threshold"] for k, v in case["criteria"].items()} == wanted, case["eval_id"]
+    kinds = {frozenset(c["criteria"]) for c in suite["cases"]}
+    assert len(kinds) == 2  # the folder mixes test_configs with different criteria
