@@ -81,7 +81,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 problems.add(es.shown, place, f"eval case '{case.eval_id}' of eval set '{key[0]}' is also in {seen[key]}", "Keep one copy of each case.")
                 continue
             seen[key] = f"{es.shown} {place}".strip()
-            record = _match(actual_index, key)
+            record = _match(actual_index, key, es.path if es.legacy else None)
             if record is None:
                 problems.add(
                     es.shown,
@@ -153,15 +153,33 @@ def _index_actual(records: list[ActualRecord], problems: ProblemCollector, warni
     return index
 
 
-def _match(index: dict[Any, ActualRecord], key: tuple[str, str]) -> ActualRecord | None:
+def _match(index: dict[Any, ActualRecord], key: tuple[str, str], legacy_file: Path | None) -> ActualRecord | None:
     """Exact (eval_set_id, eval_id), else the only record with that eval_id.
 
-    The fallback serves legacy files, whose eval_set_id ADK makes up at run time."""
+    The fallback serves legacy files, whose eval_set_id ADK makes up at run time. ADK also
+    names a legacy case by the path it was given, relative to wherever ADK ran; so for a
+    legacy file, a record whose eval_id is a path to the same file also matches.
+    """
     hit = index.get(key)
     if hit is not None:
         return hit
-    by_id = [r for (s, e), r in index.items() if e == key[1]]
+    by_id = [r for (_, e), r in index.items() if e == key[1]]
+    if not by_id and legacy_file is not None:
+        by_id = [r for (_, e), r in index.items() if _same_file(e, legacy_file)]
     return by_id[0] if len(by_id) == 1 else None
+
+
+def _same_file(eval_id: str, file: Path) -> bool:
+    """Does a legacy eval_id (a path as ADK was given it) name `file`? Exact from the working
+    directory, or by trailing path components (at least the file and its folder)."""
+    named = Path(eval_id)
+    if named.is_absolute() or (Path.cwd() / named).exists():
+        try:
+            return named.resolve() == file.resolve()
+        except OSError:
+            return False
+    parts, full = named.parts, file.resolve().parts
+    return len(parts) >= 2 and full[-len(parts):] == parts
 
 
 def _trace_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig, criteria: dict[str, Criterion]) -> SuitePlan:

@@ -180,3 +180,18 @@ def test_folder_discovery_uses_each_test_config(shared_fixtures, tmp_path, cli):
         assert {k: v["threshold"] for k, v in case["criteria"].items()} == wanted, case["eval_id"]
     kinds = {frozenset(c["criteria"]) for c in suite["cases"]}
     assert len(kinds) == 2  # the folder mixes test_configs with different criteria
+
+
+@pytest.mark.parametrize("run_from", ["project", "outside"])
+def test_legacy_history_named_from_another_folder_still_matches(tmp_path, cli, run_from):
+    """ADK names a legacy case by the path it was given; evalgate finds it from any folder."""
+    project = tmp_path / "repo" / "agent"
+    write_json(project / "evals" / "lights.test.json", [{"query": "불 꺼 줘", "expected_tool_use": [{"tool_name": "set_light", "tool_input": {"on": False}}], "reference": "껐습니다"}])
+    history = _adk_history("3f1c-uuid", "agent/evals/lights.test.json", INVOCATIONS)  # ADK ran from repo/
+    (project / "runs").mkdir()
+    (project / "runs" / "a.evalset_result.json").write_text(history, encoding="utf-8")
+    (project / "evalgate.yaml").write_text("suites:\n  - name: legacy\n    evalsets: [evals]\n    actual: [runs/*.evalset_result.json]\n", encoding="utf-8")
+    cwd = project if run_from == "project" else tmp_path
+    code, out, err = cli("validate", "--config", str(project / "evalgate.yaml"), cwd=cwd)
+    assert code == 0, err
+    assert "1 cases" in out
