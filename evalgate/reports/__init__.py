@@ -1,0 +1,34 @@
+"""Writers that turn a run's results into text and files: JUnit XML, ADK eval history, the terminal summary."""
+
+from __future__ import annotations
+
+from evalgate.results import CaseResult, Status
+
+
+def format_scores(score: float, threshold: float) -> tuple[str, str]:
+    """Score and threshold as text, with as many digits as it takes to show a failure.
+
+    Two decimals usually; more when rounding would print a failing 0.996 as `1.00 < 1.00`.
+    """
+    for digits in range(2, 7):
+        s, t = f"{score:.{digits}f}", f"{threshold:.{digits}f}"
+        if s != t or score >= threshold:
+            return s, t
+    return repr(score), repr(threshold)
+
+
+def not_evaluated_reasons(case: CaseResult) -> dict[str, list[str]]:
+    """Why criteria of the case were not evaluated: each reason with the criteria it stopped.
+
+    Grouped, since one cause (no actual outputs, a judge down) usually stops several.
+    """
+    reasons: dict[str, list[str]] = {}
+    for name, crit in case.criteria.items():
+        if crit.status is Status.NOT_EVALUATED:
+            reasons.setdefault(crit.error or "not evaluated", []).append(name)
+    return reasons
+
+
+def reason_text(reason: str, criteria: list[str]) -> str:
+    """`criterion, criterion: reason`."""
+    return f"{', '.join(criteria)}: {reason}"

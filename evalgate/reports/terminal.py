@@ -1,0 +1,251 @@
+"""The terminal summary of a run, and a progress bar for runs that take a while."""
+
+from __future__ import annotations
+
+import sys
+import time
+import unicodedata
+from collections import Counter
+from typing import Callable, Optional, Sequence, TextIO
+
+from evalgate.reports import format_scores, not_evaluated_reasons, reason_text
+from evalgate.results import Counts, RunResults, Status, SuiteResult
+
+MAX_ID = 40  # display columns an id or name may take in a table before it is cut
+MAX_REASON = 160
+ELLIPSIS = "…"
+
+_STATUS_STYLE = {Status.PASSED: "32", Status.FAILED: "31", Status.NOT_EVALUATED: "33"}
+_BOLD = "1"
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch) or unicodedata.category(ch) == "Cf":
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Terminal columns the text takes: East Asian wide characters take two."""
+    return sum(_char_width(ch) for ch in text)
+
+
+def _plain(text: str) -> str:
+    """One line, no control characters (an ESC in the data must not drive the terminal)."""
+    text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cc")
+
+
+def truncate(text: str, width: int) -> str:
+    """Cut the text to at most `width` columns, ending with an ellipsis when cut."""
+    text = _plain(text)
+    if display_width(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        w = _char_width(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + ELLIPSIS
+
+
+class _Style:
+    def __init__(self, color: bool):
+        self.color = color
+
+    def __call__(self, text: str, sgr: str) -> str:
+        return f"\x1b[{sgr}m{text}\x1b[0m" if self.color and sgr and text else text
+
+    def status(self, status: Status) -> str:
+        return self(status.value, _STATUS_STYLE[status])
+
+
+Cell = tuple[str, str]  # (text, SGR code or "")
+
+
+def _table(style: _Style, headers: Sequence[str], aligns: str, rows: list[list[Cell]], indent: str = "  ") -> list[str]:
+    """Rows padded to common column widths; colour wraps the text, never the padding.
+
+    With a right-aligned last column every row has the same display width; a left-aligned
+    last column is not padded, so no line ends in spaces.
+    """
+    body = [[(_plain(t), s) for t, s in row] for row in rows]
+    head = [(h, _BOLD) for h in headers]
+    widths = [max(display_width(row[i][0]) for row in [head, *body]) for i in range(len(headers))]
+    lines = []
+    for row in [head, *body]:
+        cells = []
+        for (text, sgr), width, align in zip(row, widths, aligns):
+            pad = " " * (width - display_width(text))
+            cells.append(pad + style(text, sgr) if align == ">" else style(text, sgr) + pad)
+        lines.append((indent + "  ".join(cells)).rstrip(" "))
+    return lines
+
+
+def _mean(values: list[float]) -> Optional[float]:
+    return sum(values) / len(values) if values else None
+
+
+def _criteria_table(style: _Style, suite: SuiteResult) -> list[str]:
+    names = sorted({n for c in suite.cases for n in c.criteria} | set(suite.criteria))
+    rows = []
+    for name in names:
+        results = [c.criteria[name] for c in suite.cases if name in c.criteria]
+        thresholds = {r.threshold for r in results} or (
+            {suite.criteria[name].threshold} if name in suite.criteria else set()
+        )
+        threshold = f"{thresholds.pop():.2f}" if len(thresholds) == 1 else "varies"
+        mean = _mean([r.score for r in results if r.score is not None])
+        n = Counter(r.status for r in results)
+        rows.append([
+            (truncate(name, MAX_ID), ""),
+            (threshold, ""),
+            (f"{mean:.2f}" if mean is not None else "-", ""),
+            (str(n[Status.PASSED]), ""),
+            (str(n[Status.FAILED]), _STATUS_STYLE[Status.FAILED] if n[Status.FAILED] else ""),
+            (str(n[Status.NOT_EVALUATED]), _STATUS_STYLE[Status.NOT_EVALUATED] if n[Status.NOT_EVALUATED] else ""),
+        ])
+    headers = ("criterion", "threshold", "mean", "passed", "failed", "not evaluated")
+    return _table(style, headers, "<>>>>>", rows)
+
+
+def _failed_table(style: _Style, suite: SuiteResult) -> list[str]:
+    rows = []
+    for case in suite.cases:
+        if case.status is not Status.FAILED:
+            continue
+        for name, crit in case.criteria.items():
+            if crit.status is Status.FAILED and crit.score is not None:
+                score, threshold = format_scores(crit.score, crit.threshold)
+                rows.append([
+                    (truncate(case.eval_set_id, MAX_ID), ""),
+                    (truncate(case.eval_id, MAX_ID), ""),
+                    (truncate(name, MAX_ID), ""),
+                    (score, _STATUS_STYLE[Status.FAILED]),
+                    (threshold, ""),
+                ])
+    if not rows:
+        return []
+    return ["", "  " + style("failed cases", _BOLD)] + _table(
+        style, ("eval set", "eval_id", "criterion", "score", "threshold"), "<<<>>", rows
+    )
+
+
+def _not_evaluated(style: _Style, suite: SuiteResult) -> list[str]:
+    cases: Counter[str] = Counter()
+    criteria: dict[str, set[str]] = {}
+    for case in suite.cases:
+        for reason, names in not_evaluated_reasons(case).items():
+            cases[reason] += 1
+            criteria.setdefault(reason, set()).update(names)
+    if not cases:
+        return []
+    rows = [
+        [
+            (str(count), _STATUS_STYLE[Status.NOT_EVALUATED]),
+            (truncate(reason_text(reason, sorted(criteria[reason])), MAX_REASON), ""),
+        ]
+        for reason, count in sorted(cases.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    return ["", "  " + style("not evaluated", _BOLD)] + _table(style, ("cases", "reason"), "><", rows)
+
+
+def _counts_text(counts: Counts) -> str:
+    noun = "case" if counts.cases == 1 else "cases"
+    return (
+        f"{counts.cases} {noun}: {counts.passed} passed, {counts.failed} failed, "
+        f"{counts.not_evaluated} not evaluated"
+    )
+
+
+def _verdict(style: _Style, suite: SuiteResult) -> str:
+    text = f"{_plain(suite.name)}: {style.status(suite.status)} ({_counts_text(suite.counts)})"
+    if suite.counts.not_evaluated and suite.not_evaluated_policy == "fail":
+        text += "; not evaluated cases fail this suite"
+    return text
+
+
+def summary_table(results: RunResults, color: bool) -> str:
+    """The run for a person at a terminal: per suite its criteria, failures, unevaluated
+    reasons and verdict, then the overall verdict. ANSI colour only when `color`."""
+    style = _Style(color)
+    lines: list[str] = []
+    for suite in results.suites:
+        lines.append(style(f"suite {_plain(suite.name)}", _BOLD))
+        lines.extend(_criteria_table(style, suite))
+        lines.extend(_failed_table(style, suite))
+        lines.extend(_not_evaluated(style, suite))
+        if suite.warnings:
+            lines.append("")
+            lines.extend(f"  {style('warning', '33')}: {_plain(w)}" for w in suite.warnings)
+        lines.extend(["", _verdict(style, suite), ""])
+    n = len(results.suites)
+    lines.append(
+        f"overall: {style.status(results.status)} ({_counts_text(results.counts)} in {n} suite{'s' if n != 1 else ''})"
+    )
+    return "\n".join(lines) + "\n"
+
+
+class Progress:
+    """A one-line progress bar on a terminal, for runs that take more than a moment.
+
+    Draws nothing when disabled, nothing during the first `delay` seconds (a quick run
+    stays quiet), and redraws at most every `interval` seconds. `close()` clears the line.
+    """
+
+    WIDTH = 30
+
+    def __init__(
+        self,
+        total: int,
+        stream: Optional[TextIO] = None,
+        enabled: bool = True,
+        *,
+        delay: float = 0.5,
+        interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.total = max(total, 0)
+        self.done = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.delay = delay
+        self.interval = interval
+        self._clock = clock
+        self._start = clock()
+        self._last_draw: Optional[float] = None
+        self._closed = False
+
+    def advance(self, n: int = 1) -> None:
+        self.done = min(self.done + n, self.total) if self.total else self.done + n
+        if not self.enabled or self._closed:
+            return
+        now = self._clock()
+        if now - self._start < self.delay:
+            return
+        if self._last_draw is not None and now - self._last_draw < self.interval:
+            return
+        self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        self._last_draw = now
+        filled = self.WIDTH * self.done // self.total if self.total else 0
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        elapsed = int(now - self._start)
+        self.stream.write(f"\r\x1b[K[{bar}] {self.done}/{self.total} cases  {elapsed}s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """Clear the bar's line, if it was drawn; later advances draw nothing."""
+        if self._last_draw is not None and not self._closed:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+        self._closed = True
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
