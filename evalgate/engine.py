@@ -158,15 +158,6 @@ def score_case(case: CaseInput) -> CaseResult:
     )
 
 
-def _counts(cases: list[CaseResult]) -> Counts:
-    return Counts(
-        cases=len(cases),
-        passed=sum(c.status is Status.PASSED for c in cases),
-        failed=sum(c.status is Status.FAILED for c in cases),
-        not_evaluated=sum(c.status is Status.NOT_EVALUATED for c in cases),
-    )
-
-
 def suite_status(counts: Counts, policy: NotEvaluatedPolicy) -> Status:
     """FAILED on any failed case (or any NOT_EVALUATED one under policy `fail`);
     NOT_EVALUATED when nothing passed; PASSED otherwise."""
@@ -192,7 +183,7 @@ def score_suite(plan: SuitePlan, progress: Callable[[int], None] | None = None) 
         results.append(score_case(case))
         if progress:
             progress(1)
-    counts = _counts(results)
+    counts = Counts.of(results)
     warnings = list(plan.warnings)
     if counts.not_evaluated and plan.not_evaluated == "warn":
         warnings.append(f"{counts.not_evaluated} of {counts.cases} cases were not evaluated")
@@ -212,9 +203,7 @@ def run(plans: list[SuitePlan], config_digest: str, progress: Callable[[int], No
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     suites = [score_suite(p, progress) for p in plans]
-    total = Counts()
-    for s in suites:
-        total = Counts(**{k: getattr(total, k) + getattr(s.counts, k) for k in Counts.model_fields})
+    total = Counts.of([case for s in suites for case in s.cases])
     statuses = {s.status for s in suites}
     overall = Status.FAILED if Status.FAILED in statuses else (
         Status.PASSED if Status.PASSED in statuses else Status.NOT_EVALUATED

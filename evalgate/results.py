@@ -77,6 +77,15 @@ class Counts(_Model):
     failed: int = 0
     not_evaluated: int = 0
 
+    @classmethod
+    def of(cls, cases: list["CaseResult"]) -> "Counts":
+        return cls(
+            cases=len(cases),
+            passed=sum(c.status is Status.PASSED for c in cases),
+            failed=sum(c.status is Status.FAILED for c in cases),
+            not_evaluated=sum(c.status is Status.NOT_EVALUATED for c in cases),
+        )
+
 
 class SuiteResult(_Model):
     name: str

@@ -116,19 +116,10 @@ def _pair(
     return given, result
 
 
-def _counts(cases: list[CaseResult]) -> Counts:
-    return Counts(
-        cases=len(cases),
-        passed=sum(c.status is Status.PASSED for c in cases),
-        failed=sum(c.status is Status.FAILED for c in cases),
-        not_evaluated=sum(c.status is Status.NOT_EVALUATED for c in cases),
-    )
-
-
 def _suite(name: str, policy: str, pairs: list, warnings=()) -> tuple[SuitePlan, SuiteResult]:
     pairs = sorted(pairs, key=lambda p: (p[1].eval_set_id, p[1].eval_id))
     cases = [r for _, r in pairs]
-    counts = _counts(cases)
+    counts = Counts.of(cases)
     plan = SuitePlan(name=name, cases=[g for g, _ in pairs], not_evaluated=policy)
     result = SuiteResult(
         name=name,
@@ -148,7 +139,7 @@ def _run(*suites: tuple[SuitePlan, SuiteResult]) -> tuple[RunResults, list[Suite
     status = Status.FAILED if Status.FAILED in statuses else (
         Status.PASSED if Status.PASSED in statuses else Status.NOT_EVALUATED
     )
-    run = RunResults(config_digest="sha256:c", status=status, counts=_counts(cases), suites=results)
+    run = RunResults(config_digest="sha256:c", status=status, counts=Counts.of(cases), suites=results)
     return run, [p for p, _ in suites]
 
 
