@@ -81,7 +81,12 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     if not scores:
         error = "; ".join(missing) if missing else "nothing to evaluate"
         return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, per_invocation=per, error=error)
-    score = sum(scores) / len(scores)
+    # Left to right, as ADK adds: Python >= 3.12's sum() compensates rounding and can
+    # differ from ADK in the last bit, which can flip a status at the threshold.
+    total = 0.0
+    for s in scores:
+        total += s
+    score = total / len(scores)
     status = _status_for(score, threshold)
     error = None
     if missing:
