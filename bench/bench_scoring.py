@@ -10,6 +10,7 @@ are identical and prints timings. Exits 1 if any score or status differs, 2 with
 from __future__ import annotations
 
 import argparse
+import random
 import cProfile
 import gc
 import io
@@ -47,7 +48,7 @@ def _clear_evalgate_caches() -> None:
     from evalgate.criteria import response_match
 
     response_match._counts.cache_clear()
-    response_match._ascii_tokens.cache_clear()
+    response_match._WORDS.clear()
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -62,12 +63,49 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
         gc.enable()
 
 
+def _word(rng: random.Random, script: str) -> str:
+    if script == "en":  # pronounceable pseudo-words, so the Porter stemmer does real work
+        syllables = rng.randint(1, 4)
+        word = "".join(rng.choice("bcdfghklmnprstvw") + rng.choice("aeiou") for _ in range(syllables))
+        return word + rng.choice(["", "s", "ing", "ed", "ly", "tion", "er"])
+    if script == "ko":
+        return "".join(chr(rng.randint(0xAC00, 0xD7A3)) for _ in range(rng.randint(2, 4)))
+    pool = "のはをにがでとしてですますあるいうえおかきくけこアイウエオカキクケコ東京大阪注文配送返品確認"
+    return "".join(rng.choice(pool) for _ in range(rng.randint(2, 6)))
+
+
+def _use_response_sized_texts(cases: list, seed: int) -> None:
+    """Give every invocation an agent-sized reference and a reworded actual response.
+
+    Unique per invocation, so whole-text caching cannot help; words repeat across texts
+    the way a vocabulary does, which the per-word stem cache may use (as in a real run).
+    """
+    rng = random.Random(seed * 7919)
+    vocab = {script: [_word(rng, script) for _ in range(3000)] for script in ("en", "ko", "ja")}
+    for case in cases:
+        for expected, actual in zip(case.expected, case.actual):
+            script = rng.choices(["en", "ko", "ja"], weights=[60, 20, 20])[0]
+            words = [rng.choice(vocab[script]) for _ in range(rng.randint(40, 160))]
+            reworded = [w if rng.random() > 0.2 else rng.choice(vocab[script]) for w in words]
+            reworded = reworded[: max(1, len(reworded) - rng.randint(0, 20))]
+            for inv, text in ((expected, words), (actual, reworded)):
+                inv.pop("finalResponse", None)  # the generator writes either casing
+                inv["final_response"] = {"role": "model", "parts": [{"text": " ".join(text)}]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--invocations", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3, help="timings per side; the best is reported")
     parser.add_argument("--profile", action="store_true", help="profile evalgate's scoring even if the goal is met")
+    parser.add_argument(
+        "--texts",
+        choices=["edge", "responses"],
+        default="edge",
+        help="edge: the parity generator's short edge-case texts (<= ~12 words); responses: "
+        "agent-sized responses (40-160 words, English, Korean, Japanese), unique per invocation",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -79,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     from evalgate.engine import CaseInput, score_criterion
 
     t_gen, cases = _timed(lambda: gen.generate_invocations(args.seed, args.invocations))
+    if args.texts == "responses":
+        _use_response_sized_texts(cases, args.seed)
     n_inv = sum(len(c.expected) for c in cases)
 
     def parse_adk():

@@ -8,6 +8,7 @@ both shapes of intermediate data, and unknown keys ignored.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
@@ -120,6 +121,10 @@ class Invocation(AdkModel):
 
     def tool_calls(self) -> list[FunctionCall]:
         """Tool calls in order, from either intermediate-data shape."""
+        return self._calls
+
+    @cached_property
+    def _calls(self) -> list[FunctionCall]:
         data = self.intermediate_data
         if data is None:
             return []
@@ -132,6 +137,17 @@ class Invocation(AdkModel):
             for p in event.content.parts
             if p.function_call
         ]
+
+    # Scoring reads these for every criterion; invocations are not mutated after loading,
+    # so they are computed once.
+    @cached_property
+    def call_keys(self) -> list[tuple[Optional[str], Optional[dict[str, Any]]]]:
+        """(name, args) of each tool call, in order."""
+        return [(c.name, c.args) for c in self._calls]
+
+    @cached_property
+    def call_names(self) -> list[Optional[str]]:
+        return [c.name for c in self._calls]
 
     def tool_responses(self) -> list[FunctionResponse]:
         data = self.intermediate_data
@@ -148,6 +164,10 @@ class Invocation(AdkModel):
         ]
 
     def final_text(self) -> str:
+        return self._final_text
+
+    @cached_property
+    def _final_text(self) -> str:
         return self.final_response.text() if self.final_response else ""
 
     def user_text(self) -> str:

@@ -19,7 +19,6 @@ from evalgate.results import (
     CriterionResult,
     CriterionSpec,
     Counts,
-    InvocationResult,
     InvocationSummary,
     RunInfo,
     RunResults,
@@ -59,13 +58,15 @@ def _status_for(score: float | None, threshold: float) -> Status:
     return Status.PASSED if score >= threshold else Status.FAILED
 
 
-def _invocation_result(outcome: Outcome, threshold: float) -> InvocationResult:
-    return InvocationResult(
-        score=outcome.score,
-        status=_status_for(outcome.score, threshold),
-        details=outcome.details,
-        error=outcome.error if outcome.score is None else None,
-    )
+def _invocation_result(outcome: Outcome, threshold: float) -> dict[str, Any]:
+    # A dict, validated once with its criterion result: one pydantic call per criterion
+    # instead of one per invocation (scoring time is mostly object building otherwise).
+    return {
+        "score": outcome.score,
+        "status": _status_for(outcome.score, threshold),
+        "details": outcome.details,
+        "error": outcome.error if outcome.score is None else None,
+    }
 
 
 def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
@@ -78,22 +79,24 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     per = [_invocation_result(o, threshold) for o in outcomes]
     scores = [o.score for o in outcomes if o.score is not None]
     missing = [f"invocation {i}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
+    score, error = None, None
+    if scores:
+        # Left to right, as ADK adds: Python >= 3.12's sum() compensates rounding and can
+        # differ from ADK in the last bit, which can flip a status at the threshold.
+        total = 0.0
+        for s in scores:
+            total += s
+        score = total / len(scores)
+    status = _status_for(score, threshold)
     if not scores:
         error = "; ".join(missing) if missing else "nothing to evaluate"
-        return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, per_invocation=per, error=error)
-    # Left to right, as ADK adds: Python >= 3.12's sum() compensates rounding and can
-    # differ from ADK in the last bit, which can flip a status at the threshold.
-    total = 0.0
-    for s in scores:
-        total += s
-    score = total / len(scores)
-    status = _status_for(score, threshold)
-    error = None
-    if missing:
+    elif missing:
         error = f"{len(missing)} of {len(outcomes)} invocations not evaluated: " + "; ".join(missing)
         if status is Status.PASSED:
             status = Status.NOT_EVALUATED
-    return CriterionResult(score=score, status=status, threshold=threshold, per_invocation=per, error=error)
+    return CriterionResult.model_validate(
+        {"score": score, "status": status, "threshold": threshold, "per_invocation": per, "error": error}
+    )
 
 
 def _failed(threshold: float, error: str) -> CriterionResult:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 from functools import lru_cache
+from itertools import chain
 from typing import ClassVar
 
 from evalgate.adk import Invocation
@@ -61,34 +62,46 @@ def _ascii_tokenizer():
     return tokenizers.DefaultTokenizer(use_stemmer=True)
 
 
-@lru_cache(maxsize=65536)
-def _ascii_tokens(word: str) -> tuple[str, ...]:
-    return tuple(_ascii_tokenizer().tokenize(word))
+class _WordTable(dict):
+    """word -> its tokens, filled lazily: an ASCII word through rouge-score's stemming
+    tokenizer, any other word as it is. Looked up from C (map + dict), so a text's
+    tokens cost no Python call per word once its words have been seen."""
+
+    LIMIT = 500_000  # distinct words kept; past that the table starts afresh
+
+    def __missing__(self, word: str) -> tuple[str, ...]:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        tokens = tuple(_ascii_tokenizer().tokenize(word)) if word.isascii() else (word,)
+        self[word] = tokens
+        return tokens
+
+
+_WORDS = _WordTable()
+
+
+def _spaced_words(text: str) -> list[str]:
+    return unicodedata.normalize("NFKC", text).lower().translate(_SPACING).split()
 
 
 def tokenize(text: str) -> list[str]:
     """ADK 2.13's Unicode-aware ROUGE tokens for `text`."""
-    spaced = unicodedata.normalize("NFKC", text).lower().translate(_SPACING)
-    tokens: list[str] = []
-    for word in spaced.split():
-        if word.isascii():
-            tokens.extend(_ascii_tokens(word))
-        else:
-            tokens.append(word)
-    return tokens
+    return list(chain.from_iterable(map(_WORDS.__getitem__, _spaced_words(text))))
 
 
 @lru_cache(maxsize=16384)
 def _counts(text: str) -> tuple[Counter, int]:
-    tokens = tokenize(text)
-    return Counter(tokens), len(tokens)
+    counts = Counter(chain.from_iterable(map(_WORDS.__getitem__, _spaced_words(text))))
+    return counts, sum(counts.values())
 
 
 def rouge1(reference: str, candidate: str) -> tuple[float, float, float]:
     """(precision, recall, F-measure) of ROUGE-1, as rouge-score computes them."""
     ref, n_ref = _counts(reference)
     cand, n_cand = _counts(candidate)
-    overlap = sum(min(n, cand[tok]) for tok, n in ref.items()) if n_cand else 0
+    common = ref.keys() & cand.keys()
+    # Sum of min counts over shared tokens (integers, so the order does not matter).
+    overlap = sum(map(min, map(ref.__getitem__, common), map(cand.__getitem__, common)))
     precision = overlap / max(n_cand, 1)
     recall = overlap / max(n_ref, 1)
     f = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0

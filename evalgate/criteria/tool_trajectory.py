@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from evalgate.adk import FunctionCall, Invocation
+from evalgate.adk import Invocation
 from evalgate.criteria.base import Criterion, Outcome, criterion
 
 
@@ -62,46 +62,39 @@ class ToolTrajectory(Criterion):
 
     def score_invocation(self, actual: Invocation, expected: Invocation | None) -> Outcome:
         assert expected is not None
-        got = actual.tool_calls()
-        want = expected.tool_calls()
-        if self.match_type is MatchType.EXACT:
-            ok = self._exact(got, want)
-        elif self.match_type is MatchType.IN_ORDER:
-            ok = self._in_order(got, want)
+        # Calls compare as (name, args) tuples, or names alone: == on these is exactly
+        # "names equal and args equal" (the tools themselves are in the case summary).
+        if self.ignore_args:
+            got, want = actual.call_names, expected.call_names
         else:
-            ok = self._any_order(got, want)
-        details = {"expected_tools": _describe(want), "actual_tools": _describe(got)}
-        return Outcome(1.0 if ok else 0.0, details)
-
-    def _same(self, a: FunctionCall, b: FunctionCall) -> bool:
-        return a.name == b.name and (self.ignore_args or a.args == b.args)
-
-    def _exact(self, got: list[FunctionCall], want: list[FunctionCall]) -> bool:
-        return len(got) == len(want) and all(self._same(a, b) for a, b in zip(got, want))
-
-    def _in_order(self, got: list[FunctionCall], want: list[FunctionCall]) -> bool:
-        # Greedy subsequence: take each actual call that matches the next expected one.
-        i = 0
-        for call in got:
-            if i == len(want):
-                break
-            if self._same(call, want[i]):
-                i += 1
-        return i == len(want)
-
-    def _any_order(self, got: list[FunctionCall], want: list[FunctionCall]) -> bool:
-        # "Same call" is an equivalence relation, so taking the first unused match for
-        # each expected call never blocks a later one: greedy is exact here.
-        unused = list(got)
-        for w in want:
-            for j, call in enumerate(unused):
-                if self._same(call, w):
-                    del unused[j]
-                    break
-            else:
-                return False
-        return True
+            got, want = actual.call_keys, expected.call_keys
+        if self.match_type is MatchType.EXACT:
+            ok = got == want
+        elif self.match_type is MatchType.IN_ORDER:
+            ok = _in_order(got, want)
+        else:
+            ok = _any_order(got, want)
+        return Outcome(1.0 if ok else 0.0)
 
 
-def _describe(calls: list[FunctionCall]) -> list[dict[str, Any]]:
-    return [{"name": c.name, "args": c.args} for c in calls]
+def _in_order(got: list, want: list) -> bool:
+    """Is `want` a subsequence of `got`? Greedy: take each call that matches the next one wanted."""
+    i, n = 0, len(want)
+    for call in got:
+        if i == n:
+            break
+        if call == want[i]:
+            i += 1
+    return i == n
+
+
+def _any_order(got: list, want: list) -> bool:
+    """Multiset containment: each wanted call needs its own matching call. Equality is an
+    equivalence relation, so removing the first match never blocks a later one."""
+    unused = list(got)
+    for call in want:
+        try:
+            unused.remove(call)
+        except ValueError:
+            return False
+    return True
