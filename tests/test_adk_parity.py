@@ -375,3 +375,21 @@ def test_response_match_mean_over_invocations_is_adks():
     assert theirs.overall_score == 0.7777777777777777
     assert ours.score == 0.7777777777777777
     assert ours.status is Status.FAILED
+
+
+def test_tokens_equal_adks_tokenizer_and_fast_counts():
+    """tokenize() equals ADK's tokenizer, and the fast counting path counts the same tokens."""
+    import random
+    from collections import Counter
+
+    from google.adk.evaluation.final_response_match_v1 import _UnicodeAwareTokenizer
+
+    from evalgate.criteria.response_match import _token_counts, tokenize
+
+    adk = _UnicodeAwareTokenizer(use_stemmer=True)
+    rng = random.Random(7)
+    texts = [gen._pick_text(rng, set()) for _ in range(2000)]
+    texts += ["東京タワー ＡＢＣ running", "ข้าว กับ ขาว", "서울 Seoul 東京", "", "!!!", "ﬁne café İstanbul"]
+    for text in texts:
+        assert tokenize(text) == adk.tokenize(text), text
+        assert _token_counts(text) == Counter(tokenize(text)), text

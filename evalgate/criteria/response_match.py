@@ -16,6 +16,7 @@ Two empty texts score 0.0, as in rouge-score.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from functools import lru_cache
@@ -80,18 +81,39 @@ class _WordTable(dict):
 _WORDS = _WordTable()
 
 
-def _spaced_words(text: str) -> list[str]:
-    return unicodedata.normalize("NFKC", text).lower().translate(_SPACING).split()
+# Fast paths with the same tokens. A per-character script's characters are tokens on
+# their own, so they can be counted directly and replaced by spaces without changing the
+# rest; and ASCII needs no Unicode table (ASCII letters and digits are words, the rest
+# separates), so a bytes table does it.
+_PER_CHARACTER_RE = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _PER_CHARACTER) + "]")
+_ASCII_SPACING = bytes(c if (0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A) else 0x20 for c in range(256))
+
+
+def _words(lowered: str) -> list[str]:
+    if lowered.isascii():
+        return lowered.encode("ascii").translate(_ASCII_SPACING).decode("ascii").split()
+    return lowered.translate(_SPACING).split()
+
+
+def _token_counts(text: str) -> Counter:
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    singles = _PER_CHARACTER_RE.findall(lowered)
+    if singles:
+        lowered = _PER_CHARACTER_RE.sub(" ", lowered)
+    counts = Counter(singles)
+    counts.update(chain.from_iterable(map(_WORDS.__getitem__, _words(lowered))))
+    return counts
 
 
 def tokenize(text: str) -> list[str]:
-    """ADK 2.13's Unicode-aware ROUGE tokens for `text`."""
-    return list(chain.from_iterable(map(_WORDS.__getitem__, _spaced_words(text))))
+    """ADK 2.13's Unicode-aware ROUGE tokens for `text`, in order."""
+    words = unicodedata.normalize("NFKC", text).lower().translate(_SPACING).split()
+    return list(chain.from_iterable(map(_WORDS.__getitem__, words)))
 
 
 @lru_cache(maxsize=16384)
 def _counts(text: str) -> tuple[Counter, int]:
-    counts = Counter(chain.from_iterable(map(_WORDS.__getitem__, _spaced_words(text))))
+    counts = _token_counts(text)
     return counts, sum(counts.values())
 
 
