@@ -180,7 +180,7 @@ def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
     specs: dict[str, CriterionSpec] = {}
     for case in cases:
         for name, crit in case.criteria.items():
-            specs.setdefault(name, CriterionSpec(threshold=crit.threshold, version=crit.version, options=crit.options()))
+            specs.setdefault(name, CriterionSpec(threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options()))
     return dict(sorted(specs.items()))
 
 

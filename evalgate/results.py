@@ -68,6 +68,7 @@ class CaseResult(_Model):
 class CriterionSpec(_Model):
     threshold: float
     version: str
+    judge: bool = Field(False, description="Noisy LLM-judged criterion (true) or deterministic (false).")
     options: dict[str, Any] = Field(default_factory=dict)
 
 

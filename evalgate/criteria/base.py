@@ -40,6 +40,9 @@ class Criterion(BaseModel):
     version: ClassVar[str] = "1"
     input_kind: ClassVar[InputKind] = "invocations"
     needs_expected: ClassVar[bool] = True
+    # A judge criterion's verdicts are noisy (an LLM samples them); a deterministic one
+    # gives the same score for the same data. The gate treats the two differently.
+    judge: ClassVar[bool] = False
 
     threshold: float = Field(ge=0.0, le=1.0, description="Pass when the score is at least this.")
 
