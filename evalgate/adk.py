@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Annotated, Any, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 
@@ -22,6 +22,12 @@ class AdkModel(BaseModel):
         extra="ignore",
         loc_by_alias=False,  # errors name fields the way ADK documents them: snake_case
     )
+
+
+# Where ADK itself rejects unknown keys (its EvalBaseModel), so do we: there a typo such
+# as `tool_use` for `tool_uses` would silently drop expected data and could let a case
+# pass. Content, parts and calls stay tolerant, as google-genai's own models are.
+STRICT = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", loc_by_alias=False)
 
 
 class FunctionCall(AdkModel):
@@ -73,10 +79,12 @@ class Content(AdkModel):
 
 
 class RubricContent(AdkModel):
+    model_config = STRICT
     text_property: Optional[str] = None
 
 
 class Rubric(AdkModel):
+    model_config = STRICT
     rubric_id: str
     rubric_content: RubricContent
     description: Optional[str] = None
@@ -84,6 +92,7 @@ class Rubric(AdkModel):
 
 
 class IntermediateData(AdkModel):
+    model_config = STRICT
     tool_uses: list[FunctionCall] = Field(default_factory=list)
     tool_responses: list[FunctionResponse] = Field(default_factory=list)
     intermediate_responses: list[tuple[str, list[Part]]] = Field(default_factory=list)
@@ -95,6 +104,7 @@ class InvocationEvent(AdkModel):
 
 
 class InvocationEvents(AdkModel):
+    model_config = STRICT
     invocation_events: list[InvocationEvent] = Field(default_factory=list)
 
 
@@ -111,11 +121,16 @@ IntermediateDataType = Annotated[
 
 
 class Invocation(AdkModel):
+    model_config = STRICT
+
     invocation_id: str = ""
     user_content: Content
     final_response: Optional[Content] = None
     intermediate_data: Optional[IntermediateDataType] = None
     creation_timestamp: float = 0.0
+    duration: Optional[float] = None
+    model_duration: Optional[float] = None
+    tool_duration: Optional[float] = None
     rubrics: Optional[list[Rubric]] = None
     app_details: Optional[dict[str, Any]] = None
 
@@ -197,6 +212,14 @@ class EvalCase(AdkModel):
             raise ValueError("eval_id is empty; give each case a unique, non-empty eval_id")
         return v
 
+    @model_validator(mode="after")
+    def _one_conversation(self) -> "EvalCase":
+        if (self.conversation is None) == (self.conversation_scenario is None):
+            raise ValueError(
+                "a case needs exactly one of 'conversation' (the expected turns) and 'conversation_scenario'"
+            )
+        return self
+
 
 class EvalSet(AdkModel):
     eval_set_id: str
@@ -226,3 +249,12 @@ class EvalSetResult(AdkModel):
     eval_set_id: str = ""
     eval_case_results: list[EvalCaseResult] = Field(default_factory=list)
     creation_timestamp: float = 0.0
+
+
+def field_names() -> list[str]:
+    """Every field name of these models (snake_case), to suggest the closest to a typo."""
+    names: set[str] = set()
+    for model in (Part, Content, FunctionCall, FunctionResponse, Rubric, RubricContent, IntermediateData,
+                  InvocationEvent, InvocationEvents, Invocation, SessionInput, EvalCase, EvalSet):
+        names.update(model.model_fields)
+    return sorted(names)

@@ -62,6 +62,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from evalgate.errors import InputError, Problem
+
     loaded, plans = _load(args.config)
 
     from evalgate import engine, results
@@ -78,9 +80,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.close()
 
     out = Path(args.out)
-    results.write(run, out / "results.json")
-    (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
-    write_adk_results(run, plans, out / "adk")
+    try:
+        results.write(run, out / "results.json")
+        (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+        write_adk_results(run, plans, out / "adk")
+    except OSError as e:
+        raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if args.quiet:
@@ -105,6 +110,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from evalgate.errors import InputError
 
+    # A console or pipe that cannot encode Korean or Japanese must not crash a finished run.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

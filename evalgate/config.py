@@ -7,7 +7,7 @@ is a threshold; an object carries `threshold` and the criterion's options.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
@@ -87,6 +87,7 @@ class LoadedConfig:
     shown: str
     base: Path  # relative paths in the config resolve against this folder
     positions: dict[tuple, int]
+    inline_criteria: dict[int, dict[str, Criterion]] = field(default_factory=dict)  # suite index -> parsed
 
     def where(self, *loc: Any) -> str:
         """A JSON path with its line in the config file, when known."""
@@ -113,20 +114,21 @@ def find_config(explicit: str | None) -> Path:
     )
 
 
-def _line_map(node: yaml.Node, loc: tuple = (), out: dict | None = None) -> dict[tuple, int]:
-    """Map each JSON path in a YAML/JSON document to its 1-based line."""
-    out = {} if out is None else out
+def _line_map(node: yaml.Node, loc: tuple, out: dict[tuple, int], duplicates: list[tuple[tuple, int, int]]) -> None:
+    """Map each JSON path in a YAML/JSON document to its 1-based line; note duplicate keys
+    (YAML and JSON parsers keep the last one silently, which hides a typo'd override)."""
     out[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
-            out[loc + (k,)] = key.start_mark.line + 1
-            _line_map(value, loc + (k,), out)
-            out[loc + (k,)] = key.start_mark.line + 1
+            line = key.start_mark.line + 1
+            if loc + (k,) in out:
+                duplicates.append((loc + (k,), out[loc + (k,)], line))
+            _line_map(value, loc + (k,), out, duplicates)
+            out[loc + (k,)] = line  # a key's place is its own line, not its value's
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _line_map(item, loc + (i,), out)
-    return out
+            _line_map(item, loc + (i,), out, duplicates)
 
 
 def _parse(text: str, shown: str, is_json: bool) -> Any:
@@ -134,6 +136,9 @@ def _parse(text: str, shown: str, is_json: bool) -> Any:
         return parse_json(text, shown)
     try:
         return yaml.safe_load(text)
+    except (ValueError, RecursionError) as e:
+        what = "nested too deeply" if isinstance(e, RecursionError) else str(e).split(";")[0]
+        raise InputError(Problem(shown, None, f"unreadable YAML: {what}", "Simplify the file.")) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -159,10 +164,18 @@ def load_config(path: Path) -> LoadedConfig:
     shown = display_path(path)
     text = read_text(path, shown)
     data = _parse(text, shown, path.suffix.lower() == ".json")
+    positions: dict[tuple, int] = {}
+    duplicates: list[tuple[tuple, int, int]] = []
     try:
-        positions = _line_map(yaml.compose(text)) if text.strip() else {}
-    except yaml.YAMLError:
-        positions = {}
+        node = yaml.compose(text)
+        if node is not None:
+            _line_map(node, (), positions, duplicates)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        pass
+    if duplicates:
+        raise InputError(
+            [Problem(shown, f"{json_path(loc)} (line {second})", f"duplicate key (also on line {first})", "Keep one; the parser would silently use the last.") for loc, first, second in duplicates]
+        )
     if not isinstance(data, dict):
         raise InputError(Problem(shown, None, "the config must be a mapping with a 'suites' list", "See the README's config reference."))
     try:
@@ -186,7 +199,9 @@ def load_config(path: Path) -> LoadedConfig:
             if not suite.actual:
                 problems.add(shown, loaded.where("suites", i), "the suite names no actual outputs", "Add 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.")
         if isinstance(suite.criteria, dict):
-            problems.run(parse_criteria, suite.criteria, shown, lambda *loc, i=i: loaded.where("suites", i, "criteria", *loc))
+            parsed = problems.run(parse_criteria, suite.criteria, shown, lambda *loc, i=i: loaded.where("suites", i, "criteria", *loc))
+            if parsed is not None:
+                loaded.inline_criteria[i] = parsed
         if suite.traces and suite.criteria is None:
             problems.add(shown, loaded.where("suites", i), "a trace suite needs criteria", "Add 'criteria: {trace_value: 0.6}'.")
     problems.raise_if_any()
@@ -255,7 +270,9 @@ def read_test_config(path: Path) -> dict[str, Criterion]:
     data = parse_json(read_text(path, shown), shown)
     if not isinstance(data, dict) or not isinstance(data.get("criteria", {}), dict):
         raise InputError(Problem(shown, "criteria", "an ADK test_config.json holds an object with a 'criteria' object", 'Write {"criteria": {"tool_trajectory_avg_score": 1.0}}.'))
-    raw = data.get("criteria") or ADK_DEFAULT_CRITERIA
+    raw = data.get("criteria")
+    if not raw:  # ADK runs no metric at all then; a gate that checks nothing must not pass
+        raise InputError(Problem(shown, "criteria", "names no criteria", 'Add criteria, e.g. {"criteria": {"tool_trajectory_avg_score": 1.0}}, or delete the file to use ADK\'s defaults.'))
     return parse_criteria(raw, shown, lambda *loc: json_path(("criteria",) + loc))
 
 

@@ -108,12 +108,12 @@ def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
     try:
         if crit.input_kind == "trace":
             if case.trace is None:
-                return _failed(crit.threshold, f"{crit.name} scores traces, and this case has none")
+                return _failed(crit.threshold, "scores traces, and this case has none")
             return aggregate([crit.score_trace(case.trace)], crit.threshold)
         if case.actual is None:
             return _failed(crit.threshold, "no actual outputs for this case")
         if crit.needs_expected and case.expected is None:
-            return _failed(crit.threshold, f"{crit.name} needs an expected conversation, and this case has none")
+            return _failed(crit.threshold, "needs an expected conversation, and this case has none")
         expected = case.expected if case.expected is not None else [None] * len(case.actual)
         if len(expected) != len(case.actual):
             return _failed(

@@ -80,10 +80,10 @@ def closest(name: str, valid: Iterable[str]) -> str | None:
 def did_you_mean(name: str, valid: Iterable[str]) -> str:
     valid = sorted(valid)
     near = closest(name, valid)
-    listed = ", ".join(valid)
+    listed = f" Valid names: {', '.join(valid)}." if len(valid) <= 12 else ""
     if near:
-        return f"Did you mean '{near}'? Valid names: {listed}."
-    return f"Valid names: {listed}."
+        return f"Did you mean '{near}'?{listed}"
+    return listed.strip() or "Check the spelling against the format's documentation."
 
 
 def json_path(loc: Iterable[Any], prefix: str = "") -> str:
@@ -162,7 +162,7 @@ def read_text(path: Path, shown: str | None = None) -> str:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise InputError(Problem(shown, None, "file not found", "Check the path; it is resolved relative to the config file.")) from None
+        raise InputError(Problem(shown, None, "file not found", "Check the path.")) from None
     except IsADirectoryError:
         raise InputError(Problem(shown, None, "is a directory, not a file", "Name a file, or a folder where a folder is allowed.")) from None
     except OSError as e:
@@ -181,6 +181,32 @@ def parse_json(text: str, shown: str) -> Any:
         raise InputError(
             Problem(shown, f"line {e.lineno}, column {e.colno}", f"invalid JSON: {e.msg}", "Fix the JSON syntax at that place.")
         ) from None
+    except (ValueError, RecursionError) as e:  # integers past Python's digit limit, absurd nesting
+        raise InputError(Problem(shown, None, f"unreadable JSON: {_short_error(e)}", "Keep numbers under 4,300 digits and nesting shallow.")) from None
+
+
+def _short_error(e: BaseException) -> str:
+    return "nested too deeply" if isinstance(e, RecursionError) else str(e).split(";")[0]
+
+
+def read_jsonl(text: str, shown: str) -> list[tuple[int, Any]]:
+    """(line number, value) for each non-blank line; every bad line reported together.
+
+    Lines end at "\n" only: json.dumps(ensure_ascii=False) leaves U+2028 and other Unicode
+    line separators unescaped inside strings, and str.splitlines() would split there."""
+    problems = ProblemCollector()
+    out = []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line)))
+        except json.JSONDecodeError as e:
+            problems.add(shown, f"line {n}, column {e.colno}", f"invalid JSON: {e.msg}", "Each line must be one complete JSON object.")
+        except (ValueError, RecursionError) as e:
+            problems.add(shown, f"line {n}", f"unreadable JSON: {_short_error(e)}", "Keep numbers under 4,300 digits and nesting shallow.")
+    problems.raise_if_any()
+    return out
 
 
 def load_json_file(path: Path, shown: str | None = None) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, parse_criteria, read_test_config
+from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_test_config
 from evalgate.criteria import Criterion
 from evalgate.engine import CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
@@ -59,11 +59,10 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     problems.raise_if_any()
 
     warnings: list[str] = []
-    actual_index = _index_actual(records, problems, warnings)
+    actual_index = _ActualIndex(records, {es.eval_set.eval_set_id for es in evalsets}, problems)
     test_configs: dict[Path, dict[str, Criterion]] = {}
     cases: list[CaseInput] = []
     seen: dict[tuple[str, str], str] = {}
-    used: set[int] = set()
     for es in evalsets:
         criteria = explicit
         if criteria is None:
@@ -81,7 +80,10 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 problems.add(es.shown, place, f"eval case '{case.eval_id}' of eval set '{key[0]}' is also in {seen[key]}", "Keep one copy of each case.")
                 continue
             seen[key] = f"{es.shown} {place}".strip()
-            record = _match(actual_index, key, es.path if es.legacy else None)
+            record, ambiguous = actual_index.match(key, es.path if es.legacy else None)
+            if ambiguous:
+                problems.add(es.shown, place, f"eval case '{case.eval_id}' matches several actual records: {ambiguous}", "Keep one record for the case, or give the records the eval set's eval_set_id.")
+                continue
             if record is None:
                 problems.add(
                     es.shown,
@@ -90,7 +92,6 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                     "Run the agent on this case and record its output, or remove the case.",
                 )
                 continue
-            used.add(id(record))
             expected = case.conversation
             if expected is not None and len(expected) != len(record.invocations):
                 problems.add(
@@ -109,12 +110,18 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                     expected_digest=expected_digest(case_data),
                     expected=expected,
                     actual=record.invocations,
-                    source={"evalset": es.shown, "actual": f"{record.shown} {record.place}"},
+                    # Paths relative to the config, so results do not depend on the working folder.
+                    source={"evalset": display_path(es.path, base), "actual": f"{display_path(record.path or record.shown, base)} {record.place}"},
                     session=case.session_input.model_dump(mode="json") if case.session_input else {},
                 )
             )
+    for name, crit in {n: c for case in cases for n, c in case.criteria.items()}.items():
+        if crit.input_kind != "invocations":
+            problems.add(shown, loaded.where("suites", i, "criteria", name), f"'{name}' scores traces, not eval sets", "Put it in a suite with 'traces:', or remove it.")
+    if not cases and not problems.problems:
+        problems.add(shown, loaded.where("suites", i), "the suite has no eval cases", "Add cases to its eval sets; a suite that scores nothing cannot pass.")
     problems.raise_if_any()
-    unused = [r for r in records if id(r) not in used and r is actual_index.get((r.eval_set_id, r.eval_id))]
+    unused = actual_index.unused()
     if unused:
         sample = ", ".join(f"'{r.eval_id}'" for r in unused[:3])
         warnings.append(f"{len(unused)} actual records match no eval case (e.g. {sample}); they were not scored")
@@ -130,43 +137,65 @@ def _explicit_criteria(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> dict
         if not path.is_file():
             raise InputError(Problem(loaded.shown, loaded.where("suites", i, "criteria"), f"'{suite.criteria}' is not a file", "Point 'criteria' at an ADK test_config.json, or write the criteria inline."))
         return read_test_config(path)
-    criteria = parse_criteria(suite.criteria, loaded.shown, lambda *loc: loaded.where("suites", i, "criteria", *loc))
+    criteria = loaded.inline_criteria[i]
     if not criteria:
         raise InputError(Problem(loaded.shown, loaded.where("suites", i, "criteria"), "no criteria given", "Name at least one criterion, or drop 'criteria' to use the defaults."))
     return criteria
 
 
-def _index_actual(records: list[ActualRecord], problems: ProblemCollector, warnings: list[str]) -> dict[Any, ActualRecord]:
-    """Index records by (eval_set_id, eval_id). Eval history may hold several runs of a case:
-    the newest wins. Two inference records for one case are an error."""
-    index: dict[tuple[str, str], ActualRecord] = {}
-    for r in records:
-        key = (r.eval_set_id, r.eval_id)
-        old = index.get(key)
-        if old is None:
-            index[key] = r
-        elif old.timestamp is not None and r.timestamp is not None:
-            newer = r if (r.timestamp, r.shown) > (old.timestamp, old.shown) else old
-            index[key] = newer
-        else:
-            problems.add(r.shown, r.place, f"a second set of actual outputs for eval case '{r.eval_id}' (eval set '{r.eval_set_id}'); the first is in {old.shown} {old.place}", "Keep one record per case.")
-    return index
+class _ActualIndex:
+    """Actual records by (eval_set_id, eval_id), and the rules that pair them with cases.
 
-
-def _match(index: dict[Any, ActualRecord], key: tuple[str, str], legacy_file: Path | None) -> ActualRecord | None:
-    """Exact (eval_set_id, eval_id), else the only record with that eval_id.
-
-    The fallback serves legacy files, whose eval_set_id ADK makes up at run time. ADK also
-    names a legacy case by the path it was given, relative to wherever ADK ran; so for a
-    legacy file, a record whose eval_id is a path to the same file also matches.
+    Eval history may hold several runs of a case: the newest wins. Two inference records
+    for one case are an error. A record serves at most one case.
     """
-    hit = index.get(key)
-    if hit is not None:
-        return hit
-    by_id = [r for (_, e), r in index.items() if e == key[1]]
-    if not by_id and legacy_file is not None:
-        by_id = [r for (_, e), r in index.items() if _same_file(e, legacy_file)]
-    return by_id[0] if len(by_id) == 1 else None
+
+    def __init__(self, records: list[ActualRecord], set_ids: set[str], problems: ProblemCollector):
+        self.set_ids = set_ids
+        self.by_key: dict[tuple[str, str], ActualRecord] = {}
+        self.used: set[int] = set()
+        for r in records:
+            key = (r.eval_set_id, r.eval_id)
+            old = self.by_key.get(key)
+            if old is None:
+                self.by_key[key] = r
+            elif old.timestamp is not None and r.timestamp is not None:
+                self.by_key[key] = _newest([old, r])
+            else:
+                problems.add(r.shown, r.place, f"a second set of actual outputs for eval case '{r.eval_id}' (eval set '{r.eval_set_id}'); the first is in {old.shown} {old.place}", "Keep one record per case.")
+
+    def match(self, key: tuple[str, str], legacy_file: Path | None) -> tuple[ActualRecord | None, str | None]:
+        """(record, None); (None, None) when there is none; (None, why) when ambiguous.
+
+        Exact (eval_set_id, eval_id) first. Otherwise a record whose eval_set_id names no
+        eval set of this suite may match by eval_id alone: ADK makes up a legacy file's
+        eval_set_id at each run. ADK also names a legacy case by the file's path as it was
+        given, relative to wherever ADK ran; a record naming the same file matches too.
+        """
+        hit = self.by_key.get(key)
+        if hit is None:
+            candidates = [
+                r
+                for (set_id, eval_id), r in self.by_key.items()
+                if set_id not in self.set_ids
+                and id(r) not in self.used
+                and (eval_id == key[1] or (legacy_file is not None and _same_file(eval_id, legacy_file)))
+            ]
+            if len(candidates) > 1 and all(r.timestamp is not None for r in candidates):
+                candidates = [_newest(candidates)]  # several eval-history runs of one case
+            if len(candidates) > 1:
+                return None, "; ".join(f"{r.shown} {r.place}" for r in candidates)
+            hit = candidates[0] if candidates else None
+        if hit is not None:
+            self.used.add(id(hit))
+        return hit, None
+
+    def unused(self) -> list[ActualRecord]:
+        return [r for r in self.by_key.values() if id(r) not in self.used]
+
+
+def _newest(records: list[ActualRecord]) -> ActualRecord:
+    return max(records, key=lambda r: (r.timestamp or 0.0, r.shown))
 
 
 def _same_file(eval_id: str, file: Path) -> bool:
@@ -195,6 +224,7 @@ def _trace_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig, criteria: dic
     seen: dict[str, str] = {}
     for path in files:
         shown = display_path(path)
+        set_id = display_path(path, loaded.base)  # not the working folder: results must not depend on it
         loaded_traces = problems.run(load_traces, path, shown) or []
         for place, trace in loaded_traces:
             if trace.id in seen:
@@ -204,13 +234,15 @@ def _trace_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig, criteria: dic
             data = trace.model_dump(mode="json")
             cases.append(
                 CaseInput(
-                    eval_set_id=shown,
+                    eval_set_id=set_id,
                     eval_id=trace.id,
                     criteria=criteria,
                     expected_digest=digest(data),
                     trace=trace,
-                    source={"trace": f"{shown} {place}"},
+                    source={"trace": f"{set_id} {place}"},
                 )
             )
+    if not cases and not problems.problems:
+        problems.add(loaded.shown, loaded.where("suites", i), "the suite has no traces", "Add traces to its files; a suite that scores nothing cannot pass.")
     problems.raise_if_any()
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated)

@@ -183,3 +183,79 @@ def test_threshold_must_be_number_or_object(cli, tmp_path, value):
     text = (root / "evalgate.yaml").read_text().replace("response_match_score: 0.8", f"response_match_score: {json.dumps(value)}")
     (root / "evalgate.yaml").write_text(text)
     _bad(cli, root, "'response_match_score' must be a threshold number or an object")
+
+
+# --- found in review: holes through which nothing, or the wrong thing, could pass ---------
+
+
+def test_typo_in_adk_keys_is_an_error_not_a_silent_pass(cli, tmp_path):
+    inv = dict(CASES["lights-en"][0])
+    inv["intermediate_data"] = {"tool_use": [{"name": "set_light"}]}  # "tool_uses" misspelt
+    root = make_project(tmp_path, eval_set={"eval_set_id": "home", "eval_cases": [{"eval_id": "lights-en", "conversation": [inv]}, {"eval_id": "난방-ko", "conversation": CASES["난방-ko"]}]})
+    _bad(cli, root, "eval_cases[0].conversation[0].intermediate_data.tool_use: unknown key 'tool_use'", "Did you mean 'tool_uses'?")
+
+
+def test_case_without_conversation(cli, tmp_path):
+    cases = [{"eval_id": "lights-en", "conversations": CASES["lights-en"]}, {"eval_id": "난방-ko", "conversation": CASES["난방-ko"]}]
+    root = make_project(tmp_path, eval_set={"eval_set_id": "home", "eval_cases": cases})
+    _bad(cli, root, "eval_cases[0]: a case needs exactly one of 'conversation'")
+
+
+def test_suite_with_no_cases(cli, tmp_path):
+    root = make_project(tmp_path, eval_set={"eval_set_id": "home", "eval_cases": []}, actual_lines=[])
+    _bad(cli, root, "suites[0] (line 2): the suite has no eval cases")
+
+
+def test_trace_criterion_in_an_eval_set_suite(cli, tmp_path):
+    root = make_project(tmp_path)
+    text = (root / "evalgate.yaml").read_text().replace("response_match_score: 0.8", "trace_value: 0.5")
+    (root / "evalgate.yaml").write_text(text)
+    _bad(cli, root, "suites[0].criteria.trace_value (line 7): 'trace_value' scores traces, not eval sets")
+
+
+def test_test_config_without_criteria(cli, tmp_path):
+    root = make_project(tmp_path, config="suites:\n  - name: home\n    evalsets: [evals/*.evalset.json]\n    actual: runs/out.jsonl\n")
+    write_json(root / "evals" / "test_config.json", {"criteria": {}})
+    _bad(cli, root, "evals/test_config.json: criteria: names no criteria")
+
+
+def test_duplicate_config_keys(cli, tmp_path):
+    root = make_project(tmp_path)
+    text = (root / "evalgate.yaml").read_text() + "      response_match_score: 0.1\n"
+    (root / "evalgate.yaml").write_text(text)
+    _bad(cli, root, "suites[0].criteria.response_match_score (line 8): duplicate key (also on line 7)")
+
+
+@pytest.mark.parametrize("payload", ["[" * 100000, '{"eval_set_id": "x", "n": 1' + "0" * 5000 + "}"])
+def test_absurd_json_is_an_input_error(cli, tmp_path, payload):
+    root = make_project(tmp_path)
+    (root / "evals" / "home.evalset.json").write_text(payload)
+    _bad(cli, root, "evals/home.evalset.json: unreadable JSON")
+
+
+def test_legacy_field_of_the_wrong_type(cli, tmp_path):
+    root = make_project(tmp_path, config="suites:\n  - name: legacy\n    evalsets: evals/l.test.json\n    actual: runs/out.jsonl\n")
+    write_json(root / "evals" / "l.test.json", [{"query": "q", "expected_tool_use": 5, "reference": "r"}])
+    _bad(cli, root, "evals/l.test.json: [0].expected_tool_use: must be a list")
+
+
+def test_unwritable_out_is_an_input_error(cli, tmp_path):
+    root = make_project(tmp_path)
+    (root / "afile").write_text("x")
+    code, _, err = cli("run", "--out", "afile", cwd=root)
+    assert code == 2 and "afile: cannot write the results there" in err
+
+
+def test_glob_takes_only_eval_set_files(cli, tmp_path):
+    root = make_project(tmp_path, config="suites:\n  - name: home\n    evalsets: [evals/*.json]\n    actual: runs/out.jsonl\n")
+    write_json(root / "evals" / "test_config.json", {"criteria": {"response_match_score": 0.5}})
+    code, out, err = cli("validate", cwd=root)
+    assert code == 0, err
+
+
+def test_unicode_line_separator_inside_jsonl_strings(cli, tmp_path):
+    lines = [{"eval_set_id": "home", "eval_id": k, "invocations": v} for k, v in CASES.items()]
+    lines[0] = json.loads(json.dumps(lines[0]).replace("The bedroom light is off.", "Off.\u2028Done."))
+    root = make_project(tmp_path, actual_lines=lines)
+    code, _, err = cli("validate", cwd=root)
+    assert code == 0, err

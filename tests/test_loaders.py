@@ -195,3 +195,42 @@ def test_legacy_history_named_from_another_folder_still_matches(tmp_path, cli, r
     code, out, err = cli("validate", "--config", str(project / "evalgate.yaml"), cwd=cwd)
     assert code == 0, err
     assert "1 cases" in out
+
+
+def test_a_record_is_never_scored_for_another_eval_sets_case(cli, tmp_path):
+    inv = INVOCATIONS
+    for set_id in ("s", "B"):
+        write_json(tmp_path / f"{set_id}.evalset.json", {"eval_set_id": set_id, "eval_cases": [{"eval_id": "c1", "conversation": inv}]})
+    (tmp_path / "a.jsonl").write_text(json.dumps({"eval_set_id": "B", "eval_id": "c1", "invocations": inv}), encoding="utf-8")
+    (tmp_path / "evalgate.yaml").write_text("suites:\n  - name: x\n    evalsets: ['*.evalset.json']\n    actual: a.jsonl\n", encoding="utf-8")
+    code, _, err = cli("validate", cwd=tmp_path)
+    assert code == 2 and "no actual outputs for eval case 'c1' (eval set 's')" in err
+
+
+def test_several_adk_runs_of_a_legacy_file_newest_wins(cli, tmp_path):
+    write_json(tmp_path / "evals" / "l.test.json", [{"query": "불 꺼 줘", "expected_tool_use": [{"tool_name": "set_light", "tool_input": {"on": False}}], "reference": "껐습니다"}])
+    old = json.loads(_adk_history("uuid-1", "evals/l.test.json", INVOCATIONS))
+    new = json.loads(_adk_history("uuid-2", "evals/l.test.json", INVOCATIONS))
+    new["creation_timestamp"] = 99.0
+    new["eval_case_results"][0]["eval_metric_result_per_invocation"][0]["actual_invocation"]["final_response"]["parts"][0]["text"] = "새 답"
+    write_json(tmp_path / "runs" / "1.evalset_result.json", old)
+    write_json(tmp_path / "runs" / "2.evalset_result.json", new)
+    (tmp_path / "evalgate.yaml").write_text("suites:\n  - name: x\n    evalsets: evals\n    actual: 'runs/*.evalset_result.json'\n", encoding="utf-8")
+    code, out, err = cli("run", "--out", "o", "--no-color", cwd=tmp_path)
+    results = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
+    (case,) = results["suites"][0]["cases"]
+    assert case["invocations"][0]["actual_response"] == "새 답"
+    assert case["source"]["actual"] == "runs/2.evalset_result.json eval_case_results[0]"
+
+
+def test_results_do_not_depend_on_the_working_folder(cli, tmp_path):
+    from conftest import REPO
+
+    config = str(REPO / "examples" / "quickstart" / "evalgate.yaml")
+    payloads = []
+    for cwd in (REPO, tmp_path):
+        cli("run", "--config", config, "--out", str(tmp_path / f"o{len(payloads)}"), "--quiet", cwd=cwd)
+        data = json.loads((tmp_path / f"o{len(payloads)}" / "results.json").read_text(encoding="utf-8"))
+        data.pop("run")
+        payloads.append(data)
+    assert payloads[0] == payloads[1]

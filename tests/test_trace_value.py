@@ -265,7 +265,7 @@ def test_engine_applies_the_threshold():
 def test_registered_with_its_options():
     assert REGISTRY["trace_value"] is TraceValue
     assert TraceValue.input_kind == "trace" and TraceValue.needs_expected is False
-    assert TraceValue(threshold=0.5).options() == {"novelty": "fixed"}
+    assert TraceValue(threshold=0.5).options() == {"novelty": "fixed", "include_intermediate_responses_in_final": False}
     with pytest.raises(ValueError, match="'fixed' or 'embeddings'"):
         TraceValue(threshold=0.5, novelty="embedding")
 

@@ -139,7 +139,7 @@ def test_invalid_jsonl_names_the_line_of_the_file(tmp_path):
     path = write(tmp_path, "bad.jsonl", json.dumps(trace()) + "\n\n" + '{"id": "kp:trace:2", "steps": [,]}\n' + json.dumps(trace()) + "\n")
     assert error_of(path) == (
         "traces/bad.jsonl: line 3, column 32: invalid JSON: Expecting value. "
-        "Fix the JSON on that line; each line must hold one complete trace object."
+        "Each line must be one complete JSON object."
     )
 
 
@@ -147,7 +147,7 @@ def test_invalid_jsonl_line_in_a_json_file(tmp_path):
     path = write(tmp_path, "bad.json", json.dumps(trace()) + "\n" + "{oops}\n")
     assert error_of(path) == (
         "traces/bad.json: line 2, column 2: invalid JSON: Expecting property name enclosed in double quotes. "
-        "Fix the JSON on that line; each line must hold one complete trace object."
+        "Each line must be one complete JSON object."
     )
 
 

@@ -45,6 +45,11 @@ class Criterion(BaseModel):
     judge: ClassVar[bool] = False
 
     threshold: float = Field(ge=0.0, le=1.0, description="Pass when the score is at least this.")
+    include_intermediate_responses_in_final: bool = Field(
+        default=False,
+        description="ADK option: judge the intermediate text together with the final response. "
+        "Accepted everywhere as in ADK; criteria that do not read responses ignore it.",
+    )
 
     def score_invocation(self, actual: Invocation, expected: Invocation | None) -> Outcome:
         raise NotImplementedError(f"{self.name} does not score invocations")

@@ -8,15 +8,14 @@ holding the JSON), which is read too.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalgate.adk import EvalSetResult, Invocation
-from evalgate.errors import InputError, Problem, ProblemCollector, display_path, parse_json, problems_from_validation, read_text
+from evalgate.adk import EvalSetResult, Invocation, field_names
+from evalgate.errors import InputError, Problem, ProblemCollector, display_path, parse_json, problems_from_validation, read_jsonl, read_text
 
 
 class InferenceRecord(BaseModel):
@@ -34,21 +33,22 @@ class ActualRecord:
     eval_set_id: str
     eval_id: str
     invocations: list[Invocation]
-    shown: str  # the file
+    shown: str  # the file, as shown in messages
     place: str  # where inside it
     timestamp: float | None  # eval history's creation time; None for inference JSONL
+    path: Path | None = None
 
 
 def load_actual(path: Path) -> list[ActualRecord]:
     shown = display_path(path)
     text = read_text(path, shown)
     if path.name.endswith(".jsonl"):
-        return _from_jsonl(text, shown)
+        return _with_path(_from_jsonl(text, shown), path)
     data = parse_json(text, shown)
     if isinstance(data, str):  # double-encoded eval history from ADK <= 1.20
         data = parse_json(data, shown)
     if isinstance(data, dict) and ({"eval_case_results", "evalCaseResults"} & data.keys()):
-        return _from_history(data, shown)
+        return _with_path(_from_history(data, shown), path)
     raise InputError(
         Problem(
             shown,
@@ -59,11 +59,17 @@ def load_actual(path: Path) -> list[ActualRecord]:
     )
 
 
+def _with_path(records: list[ActualRecord], path: Path) -> list[ActualRecord]:
+    for r in records:
+        r.path = path
+    return records
+
+
 def _from_history(data: dict[str, Any], shown: str) -> list[ActualRecord]:
     try:
         result = EvalSetResult.model_validate(data)
     except ValidationError as e:
-        raise InputError(problems_from_validation(e, shown)) from None
+        raise InputError(problems_from_validation(e, shown, valid_keys_for=lambda loc: field_names())) from None
     records = []
     for i, case in enumerate(result.eval_case_results):
         invocations = [p.actual_invocation for p in case.eval_metric_result_per_invocation]
@@ -83,18 +89,11 @@ def _from_history(data: dict[str, Any], shown: str) -> list[ActualRecord]:
 def _from_jsonl(text: str, shown: str) -> list[ActualRecord]:
     problems = ProblemCollector()
     records = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.add(shown, f"line {n}, column {e.colno}", f"invalid JSON: {e.msg}", "Each line must be one complete JSON object.")
-            continue
+    for n, data in read_jsonl(text, shown):
         try:
             rec = InferenceRecord.model_validate(data)
         except ValidationError as e:
-            problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else None))
+            problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else field_names()))
             continue
         records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None))
     problems.raise_if_any()

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalgate.adk import Content, EvalSet, FunctionCall, IntermediateData, Invocation, Part
+from evalgate.adk import Content, EvalSet, FunctionCall, IntermediateData, Invocation, Part, field_names
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path, load_json_file, problems_from_validation
 
 EVALSET_SUFFIXES = (".evalset.json", ".test.json")
@@ -40,13 +40,15 @@ def expand(patterns: list[str], base: Path, suffixes: tuple[str, ...] | None, sh
     for i, pattern in enumerate(patterns):
         full = pattern if Path(pattern).is_absolute() else str(base / pattern)
         if glob.has_magic(pattern):
-            hits = sorted(Path(p) for p in glob.glob(full, recursive=True) if Path(p).is_file())
+            hits = sorted(
+                Path(p) for p in glob.glob(full, recursive=True) if Path(p).is_file() and (not suffixes or p.endswith(suffixes))
+            )
         elif Path(full).is_dir():
             hits = sorted(p for p in Path(full).rglob("*") if p.is_file() and suffixes and p.name.endswith(suffixes))
         elif Path(full).is_file():
             hits = [Path(full)]
         else:
-            problems.add(shown_config, where(i), f"'{pattern}' does not exist", f"Check the path; it is relative to {display_path(base) or '.'}.")
+            problems.add(shown_config, where(i), f"'{pattern}' does not exist", f"Check the path; it is relative to the config file's folder ({display_path(base)}).")
             continue
         if not hits:
             kinds = " or ".join(f"*{s}" for s in suffixes) if suffixes else "files"
@@ -83,7 +85,7 @@ def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
     try:
         eval_set = EvalSet.model_validate(data)
     except ValidationError as e:
-        raise InputError(problems_from_validation(e, shown)) from None
+        raise InputError(problems_from_validation(e, shown, valid_keys_for=lambda loc: field_names())) from None
     problems = ProblemCollector()
     places: dict[str, str] = {}
     for i, case in enumerate(eval_set.eval_cases):
@@ -110,6 +112,11 @@ def _from_legacy(turns: list[Any], shown: str, legacy_id: str) -> EvalSet:
         reference = turn.get("reference", "")
         if not isinstance(reference, str):
             problems.add(shown, f"{here}.reference", "must be a string", "Give the expected response as text.")
+            continue
+        not_lists = [k for k in ("expected_tool_use", "expected_intermediate_agent_responses") if not isinstance(turn.get(k) or [], list)]
+        for key in not_lists:
+            problems.add(shown, f"{here}.{key}", "must be a list", "Give a list ([] for none).")
+        if not_lists:
             continue
         calls = []
         for j, use in enumerate(turn.get("expected_tool_use") or []):

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
-from evalgate.errors import InputError, Problem, ProblemCollector, did_you_mean, problems_from_validation, read_text
+from evalgate.errors import InputError, Problem, ProblemCollector, did_you_mean, parse_json, problems_from_validation, read_jsonl, read_text
 
 STEP_TYPES = ("thought", "tool_call", "observation", "error_recovery")
 StepType = Literal["thought", "tool_call", "observation", "error_recovery"]
@@ -98,6 +98,8 @@ def _json_values(text: str, shown: str) -> tuple[list[tuple[str, Any]], ProblemC
         if e.msg == "Extra data" and _first_line_is_object(text):
             return _jsonl_values(text, shown)
         raise InputError(Problem(shown, f"line {e.lineno}, column {e.colno}", f"invalid JSON: {e.msg}", "Fix the JSON syntax at that place.")) from None
+    except (ValueError, RecursionError):
+        data = parse_json(text, shown)  # raises the shared message for absurd numbers and nesting
     problems = ProblemCollector()
     if isinstance(data, list):
         return [(f"[{i}]", item) for i, item in enumerate(data)], problems
@@ -111,23 +113,12 @@ def _first_line_is_object(text: str) -> bool:
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:
         return isinstance(json.loads(first), dict)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return False
 
 
 def _jsonl_values(text: str, shown: str) -> tuple[list[tuple[str, Any]], ProblemCollector]:
-    problems = ProblemCollector()
-    values = []
-    # split("\n"), not splitlines(): the latter also breaks at U+2028 and friends, which
-    # may sit inside a JSON string, and would put line numbers out of step with editors.
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            values.append((f"line {n}", json.loads(line)))
-        except json.JSONDecodeError as e:
-            problems.add(shown, f"line {n}, column {e.colno}", f"invalid JSON: {e.msg}", "Fix the JSON on that line; each line must hold one complete trace object.")
-    return values, problems
+    return [(f"line {n}", value) for n, value in read_jsonl(text, shown)], ProblemCollector()
 
 
 def _validate(value: Any, where: str, shown: str, problems: ProblemCollector) -> ReasoningTrace | None:
