@@ -14,6 +14,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evalgate.compare import GatePolicy
 from evalgate.criteria import REGISTRY, Criterion
 from evalgate.errors import (
     InputError,
@@ -71,6 +72,26 @@ class SuiteConfig(BaseModel):
         return _as_list(value)
 
 
+class BaselineConfig(BaseModel):
+    """Where baselines and the flake ledger are kept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: Literal["dir", "github"] = Field(
+        default="dir", description="dir: a folder (local use, or one committed to the repo); github: a data branch via the REST API."
+    )
+    path: str = Field(default=".evalgate/baselines", description="The folder, for the dir store (relative to the config file).")
+    branch: str = Field(default="evalgate-data", min_length=1, description="The data branch, for the github store.")
+    max_depth: int = Field(default=50, ge=0, le=1000, description="First-parent commits to walk back from the base commit to find a baseline.")
+
+
+class GateConfig(GatePolicy):
+    """The gate: how a run is compared with its baseline and judged."""
+
+    id: str = Field(default="evalgate", min_length=1, description="Gate id: one PR comment and ledger per gate, so two gates can coexist.")
+    baseline: BaselineConfig = Field(default_factory=BaselineConfig)
+
+
 class Config(BaseModel):
     """The whole config file."""
 
@@ -78,6 +99,7 @@ class Config(BaseModel):
 
     version: Literal[1] = Field(default=1, description="Config format version.")
     suites: list[SuiteConfig] = Field(min_length=1)
+    gate: GateConfig = Field(default_factory=GateConfig, description="Comparison with the baseline and the verdict.")
 
 
 @dataclass
@@ -154,6 +176,10 @@ def _valid_keys(model: type[BaseModel]):
             return list(model.model_fields)
         if loc[0] == "suites" and len(loc) == 2:
             return list(SuiteConfig.model_fields)
+        if loc == ("gate",):
+            return list(GateConfig.model_fields)
+        if loc == ("gate", "baseline"):
+            return list(BaselineConfig.model_fields)
         return None
 
     return keys_at

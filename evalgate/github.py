@@ -312,9 +312,9 @@ class GitHubClient:
         `conflict`: statuses that mean "changed under us" for this call (GitHubConflict).
         """
         attempts = max(1, self.retry.attempts)
+        endpoint = self._endpoint(requests.Request(method, url, params=params).prepare().url or url)
+        what = f"GitHub API {method} {endpoint}"
         for attempt in range(1, attempts + 1):
-            endpoint = self._endpoint(requests.Request(method, url, params=params).prepare().url or url)
-            what = f"GitHub API {method} {endpoint}"
             try:
                 response = self._session.request(method, url, params=params, json=json, timeout=self.timeout)
             except requests.RequestException as e:
