@@ -155,13 +155,15 @@ class GitHubClient:
         """
         if not marker:
             raise ValueError("a marker is required to find the comment again")
-        if marker not in body:
+        if not body.startswith(marker):
             body = f"{marker}\n{body}"
         if len(body) > COMMENT_LIMIT:
             raise ValueError(f"comment body has {len(body)} characters; GitHub accepts at most {COMMENT_LIMIT}")
         found: Optional[dict[str, Any]] = None
         for comment in self.iter_issue_comments(number):
-            if marker in (comment.get("body") or "") and (found is None or comment["id"] > found["id"]):
+            # Only a comment that starts with the marker is ours: a person quoting the
+            # marker in their own comment must not make us try to edit theirs.
+            if (comment.get("body") or "").startswith(marker) and (found is None or comment["id"] > found["id"]):
                 found = comment
         if found is None:
             created = self._send("POST", self._repo_path(f"issues/{int(number)}/comments"), json={"body": body})
@@ -389,9 +391,6 @@ def truncate(text: str, limit: int) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
-def comment_marker(gate_id: str) -> str:
-    """The hidden marker that identifies one gate's comment on a pull request."""
-    return f"<!-- evalgate:comment gate={gate_id} -->"
 
 
 def _check_sha(sha: str) -> str:

@@ -8,6 +8,7 @@ import socket
 
 import pytest
 
+from evalgate.reports.markdown import marker as gate_marker
 from evalgate.github import (
     GitHubClient,
     GitHubConflict,
@@ -15,7 +16,6 @@ from evalgate.github import (
     GitHubForbidden,
     GitHubRateLimited,
     RetryPolicy,
-    comment_marker,
     truncate,
 )
 from fake_github import FakeGitHub, fake_github  # noqa: F401  (fixture)
@@ -44,7 +44,7 @@ def _no_token_anywhere(fake: FakeGitHub, *texts: str) -> None:
 
 
 def test_every_request_carries_the_documented_headers(fake_github, client):  # noqa: F811
-    client.upsert_comment(PR, "hello", comment_marker("default"))
+    client.upsert_comment(PR, "hello", gate_marker("default"))
     client.set_status(fake_github.refs["refs/heads/main"], "success", "evalgate", "ok")
     assert len(fake_github.log) == 3
     for r in fake_github.log:
@@ -95,7 +95,7 @@ def test_a_next_link_to_another_host_is_not_followed(fake_github, client):  # no
 
 def test_a_second_upsert_edits_the_first_comment_even_on_page_3(fake_github, client):  # noqa: F811
     fake_github.max_per_page = 2
-    marker = comment_marker("default")
+    marker = gate_marker("default")
     for i in range(4):  # pages 1 and 2
         fake_github.add_comment(PR, f"chatter {i}")
     url, created = client.upsert_comment(PR, f"{marker}\nfirst run", marker)  # page 3
@@ -119,7 +119,7 @@ def test_a_second_upsert_edits_the_first_comment_even_on_page_3(fake_github, cli
 
 
 def test_the_newest_marked_comment_is_the_one_edited(fake_github, client):  # noqa: F811
-    marker = comment_marker("default")
+    marker = gate_marker("default")
     old = fake_github.add_comment(PR, f"{marker}\nold")
     new = fake_github.add_comment(PR, f"{marker}\nnewer")
     client.upsert_comment(PR, "third", marker)
@@ -129,16 +129,16 @@ def test_the_newest_marked_comment_is_the_one_edited(fake_github, client):  # no
 
 def test_two_gate_ids_keep_two_comments(fake_github, client):  # noqa: F811
     for run in ("one", "two"):
-        client.upsert_comment(PR, f"{comment_marker('api')}\napi {run}", comment_marker("api"))
-        client.upsert_comment(PR, f"{comment_marker('api-v2')}\nv2 {run}", comment_marker("api-v2"))
+        client.upsert_comment(PR, f"{gate_marker('api')}\napi {run}", gate_marker("api"))
+        client.upsert_comment(PR, f"{gate_marker('api-v2')}\nv2 {run}", gate_marker("api-v2"))
     bodies = sorted(c["body"] for c in fake_github.issue_comments(PR))
-    assert bodies == [f"{comment_marker('api')}\napi two", f"{comment_marker('api-v2')}\nv2 two"]
+    assert bodies == [f"{gate_marker('api')}\napi two", f"{gate_marker('api-v2')}\nv2 two"]
     assert len(fake_github.requests("POST", COMMENTS)) == 2
     assert len(fake_github.requests("PATCH")) == 2
 
 
 def test_an_unchanged_comment_is_not_rewritten(fake_github, client):  # noqa: F811
-    marker = comment_marker("default")
+    marker = gate_marker("default")
     client.upsert_comment(PR, f"{marker}\nsame", marker)
     fake_github.log.clear()
     assert client.upsert_comment(PR, f"{marker}\nsame", marker)[1] is False
@@ -146,7 +146,7 @@ def test_an_unchanged_comment_is_not_rewritten(fake_github, client):  # noqa: F8
 
 
 def test_a_comment_over_githubs_limit_is_refused_before_sending(fake_github, client):  # noqa: F811
-    marker = comment_marker("default")
+    marker = gate_marker("default")
     with pytest.raises(ValueError, match="65536"):
         client.upsert_comment(PR, marker + "x" * 65_536, marker)
     assert fake_github.log == []
@@ -211,7 +211,7 @@ def test_a_502_is_retried_with_exponential_backoff_then_succeeds(fake_github, cl
 @pytest.mark.parametrize("status", [429, 403])
 def test_retry_after_is_honoured(fake_github, client, waits, status):  # noqa: F811
     fake_github.fail(COMMENTS, status, headers={"retry-after": "7"}, body={"message": "You have exceeded a secondary rate limit."})
-    client.upsert_comment(PR, "x", comment_marker("default"))
+    client.upsert_comment(PR, "x", gate_marker("default"))
     assert waits == [7.0]
     assert len(fake_github.requests("GET", COMMENTS)) == 2
 
@@ -292,7 +292,7 @@ def test_a_fork_token_gets_github_forbidden_without_retries_and_the_token_stays_
     fake_github.read_only = True
     head = fake_github.refs["refs/heads/main"]
     calls = [
-        lambda: client.upsert_comment(PR, "report", comment_marker("default")),
+        lambda: client.upsert_comment(PR, "report", gate_marker("default")),
         lambda: client.set_status(head, "failure", "evalgate", "1 regression"),
         lambda: client.put_file("ledger/default.json.gz", b"x", branch="main", message="m", sha=None),
     ]
@@ -391,3 +391,12 @@ def test_first_parent_follows_the_first_parent(fake_github, client):  # noqa: F8
     assert client.first_parent(b) == a
     assert client.first_parent(a) is None
     assert fake_github.requests("GET")[0].path == f"/repos/octo/hello/commits/{merge}"
+
+
+def test_a_quoted_marker_in_someone_elses_comment_is_not_ours(client, fake_github):  # noqa: F811
+    marker = gate_marker("default")
+    fake_github.add_comment(PR, f"> {marker}\nquoting the bot", user={"login": "someone"})
+    url, created = client.upsert_comment(PR, "report", marker)
+    assert created
+    bodies = [c["body"] for c in client.iter_issue_comments(PR)]
+    assert bodies == [f"> {marker}\nquoting the bot", f"{marker}\nreport"]

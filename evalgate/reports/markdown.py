@@ -1,0 +1,942 @@
+"""The gate's report in Markdown: the pull-request comment and the job summary.
+
+Rendering is pure: a `Comparison` and the current `RunResults` in, text out; the same
+inputs give the same bytes (no clock: ages are measured against the run's own start time).
+
+Safety. Agent text, eval ids, suite and criterion names, tool names and arguments, and the
+comparison's reasons (which quote them) are untrusted. The templates run with autoescape
+off, and every value they print must come out of exactly one of these filters, chosen by
+where it lands (the environment's `finalize` refuses any other string, so a forgotten
+filter is an error, not a hole):
+
+- `md`: Markdown inline text: table cells, list items, headings, paragraphs. One line;
+  `\\ ` * _ [ ] | ~ $` backslash-escaped (no emphasis, code, links, images, table cells,
+  math); `& < >` as entities (no HTML, no HTML comments, no quote); a leading `#`, `+`,
+  `-` or `1. ` escaped (no heading, list or rule); mentions and references neutralized.
+- `html`: text inside an HTML element on a raw-HTML line (`<summary>`), where Markdown is
+  not parsed and backslashes would show: one line, `& < > "` as entities, and `\\ ` [ ] $`
+  as numeric entities too (shown the same; no link, code or math should a renderer parse
+  Markdown there after all); mentions and references neutralized.
+- `fenced(info)`: a whole fenced code block around the text: verbatim, since GitHub links
+  nothing and parses nothing inside code; the fence is one backtick longer than the
+  longest backtick run in the text, so no line of it can close the block, and `<!--`
+  gets a WORD JOINER after `<!` so no text can forge the comment marker.
+- `url`: a link destination: http(s) only, with spaces, quotes, brackets and parentheses
+  percent-encoded.
+
+In all of them, characters that hide or reorder text (Unicode format characters such as
+U+200B, U+202E, U+2066, tag characters; control characters but newline and tab; runs of
+variation selectors) are shown as `{U+202E}`. Mentions (`@user`, `@org/team`), issue
+references (`#123`, `GH-123`) and bare autolinks (`https://`, `www.`) get a WORD JOINER
+(U+2060) after `@`, `#`, `GH-`, `:` or `www`, which GitHub does not link and a reader does
+not see. Everything else, Korean and Japanese included, is kept as written.
+
+Size. The comment must stay under GitHub's limit, so the report is rendered at successive
+budgets until it fits, cutting in this order: case detail blocks beyond the first 50, 20,
+10, 5, 3; messages and responses trimmed from 400 to 150 characters; case lists shortened
+to 100, then 20 entries, then to counts; table rows of passing criteria dropped; the
+remaining case detail blocks dropped; finally only the verdict, reasons and baseline. The
+report ends by saying what was cut and where the full report is.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any, Callable, Optional
+from urllib.parse import quote
+
+from evalgate.compare import CaseKey, Comparison, CriterionComparison, SuiteComparison, Verdict
+from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
+
+COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
+SUMMARY_LIMIT = 1_000_000  # the job summary takes 1 MiB per step; measured in UTF-8 bytes
+
+__all__ = ["marker", "render_comment", "render_summary", "COMMENT_LIMIT", "SUMMARY_LIMIT"]
+
+
+def marker(gate_id: str) -> str:
+    """The hidden first line of the gate's comment, by which the GitHub client finds it.
+
+    The id is percent-encoded outside `[A-Za-z0-9._-]`, so it can never end the comment
+    early; agent text can never contain `<!--` (see the module docstring).
+    """
+    return f"<!-- evalgate:gate={quote(gate_id, safe='._-')} -->"
+
+
+# --- sanitizing -------------------------------------------------------------------------
+
+
+class Markdown(str):
+    """Text safe to place in the report: a filter's output, or text we composed ourselves."""
+
+
+class UnfilteredText(TypeError):
+    """A template printed a string that went through no filter: a bug in the template."""
+
+
+_WJ = "\u2060"  # WORD JOINER: invisible, and breaks GitHub's mention and link detection
+_NEWLINES = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
+_VARIATION = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
+_NEUTRALIZE = [
+    (re.compile(r"@(?=[A-Za-z0-9_])"), "@" + _WJ),  # @user, @org/team, user@host
+    (re.compile(r"#(?=[0-9])"), "#" + _WJ),  # #123, owner/repo#123
+    (re.compile(r"(?i)(gh)-(?=[0-9])"), r"\1-" + _WJ),  # GH-123
+    (re.compile(r"(?i)(?<=[a-z0-9]):(?=//)"), ":" + _WJ),  # https://github.com/o/r/issues/1
+    (re.compile(r"(?i)(www)(?=\.)"), r"\1" + _WJ),  # www.example.com
+]
+_MD_ESCAPES = str.maketrans(
+    {c: "\\" + c for c in "\\`*_[]|~$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+)
+_HTML_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"} | {c: f"&#x{ord(c):X};" for c in "\\`[]$"}
+)
+_LEADING = re.compile(r"^(?:([#+\-])|([0-9]{1,9})([.)])(?= |$))")
+
+
+def _shown(ch: str) -> str:
+    return f"{{U+{ord(ch):04X}}}"
+
+
+def _reveal(text: str, keep: str) -> str:
+    """Show what would otherwise be invisible or reorder the text around it."""
+    text = _VARIATION.sub(lambda m: "".join(_shown(c) for c in m.group()), text)
+    hidden = {
+        ord(ch): _shown(ch)
+        for ch in set(text)
+        if ch not in keep and unicodedata.category(ch) in ("Cc", "Cf", "Cs")
+    }
+    return text.translate(hidden) if hidden else text
+
+
+def _one_line(text: str) -> str:
+    return _reveal(_NEWLINES.sub(" ", text).replace("\t", " "), keep="").strip()
+
+
+def _neutralize(text: str) -> str:
+    for pattern, repl in _NEUTRALIZE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _cut(text: str, limit: Optional[int]) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 1)].rstrip() + "…"
+
+
+def _untrusted(value: object, name: str) -> str:
+    if isinstance(value, Markdown):
+        raise TypeError(f"{name}: the text was already filtered once")
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected text, got {type(value).__name__}")
+    return value
+
+
+def md(value: str, limit: Optional[int] = None) -> Markdown:
+    """Untrusted text as Markdown inline content (cell, list item, heading, paragraph)."""
+    text = _neutralize(_one_line(_cut(_untrusted(value, "md"), limit)))
+    text = text.translate(_MD_ESCAPES)
+    return Markdown(_LEADING.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), text))
+
+
+def html(value: str, limit: Optional[int] = None) -> Markdown:
+    """Untrusted text inside an HTML element on a raw-HTML line, such as `<summary>`."""
+    return Markdown(_neutralize(_one_line(_cut(_untrusted(value, "html"), limit))).translate(_HTML_ESCAPES))
+
+
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any backtick run in the text (at least three)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def fenced(value: str, info: str = "text") -> Markdown:
+    """Untrusted text as a whole fenced code block, verbatim but for hidden characters."""
+    text = _reveal(_NEWLINES.sub("\n", _untrusted(value, "fenced")), keep="\n\t")
+    text = text.replace("<!--", "<!" + _WJ + "--")
+    fence = fence_for(text)
+    return Markdown(f"{fence}{info}\n{text}\n{fence}")
+
+
+def url(value: str) -> Markdown:
+    """A link destination: http(s) only, anything that could end it percent-encoded."""
+    value = _untrusted(value, "url")
+    if not re.match(r"(?i)https?://", value):
+        raise ValueError(f"not an http(s) URL: {value!r}")
+    return Markdown(quote(value, safe=":/?#@!$&*+,;=%-._~"))
+
+
+def _finalize(value: object) -> object:
+    if isinstance(value, Markdown) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise UnfilteredText(f"the report template printed {type(value).__name__} {str(value)[:60]!r} without a filter")
+
+
+# --- numbers and words we compose (trusted) ----------------------------------------------
+
+
+def _num(x: Optional[float], digits: int = 3) -> Markdown:
+    return Markdown("–" if x is None else f"{x:.{digits}f}")
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+def _p(p: float) -> str:
+    return "p&lt;0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def _parse_time(value: Optional[str]) -> Optional[datetime]:
+    if not value:
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _age(created_at: Optional[str], now: Optional[str]) -> Optional[str]:
+    """`3 days older than this run`; None when either time is unknown."""
+    created, current = _parse_time(created_at), _parse_time(now)
+    if created is None or current is None:
+        return None
+    hours = (current - created).total_seconds() / 3600
+    if hours < 1:
+        return "less than an hour older than this run"
+    if hours < 48:
+        return f"{_count(int(hours), 'hour')} older than this run"
+    return f"{_count(int(hours // 24), 'day')} older than this run"
+
+
+_VERDICT_WORD = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.INCONCLUSIVE: "INCONCLUSIVE", Verdict.ERROR: "ERROR"}
+
+
+def _status_cell(status: Verdict, p_adjusted: Optional[float]) -> Markdown:
+    word = _VERDICT_WORD[status]
+    text = word if status is Verdict.PASS else f"**{word}**"
+    if p_adjusted is not None:
+        text += f" ({_p(p_adjusted)})"
+    return Markdown(text)
+
+
+# --- the view the templates print ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Budget:
+    details: Optional[int] = None  # case detail blocks shown; None: all
+    text: int = 400  # characters kept of a message, response or tool call
+    items: Optional[int] = None  # entries per case list; None: all; 0: counts only
+    passing_rows: bool = True  # table rows of criteria that pass
+    minimal: bool = False  # verdict, reasons and baseline only
+
+
+_LADDER = [
+    _Budget(),
+    *(_Budget(details=n) for n in (50, 20, 10, 5, 3)),
+    _Budget(details=3, text=150),
+    *(_Budget(details=3, text=150, items=n) for n in (100, 20, 0)),
+    _Budget(details=3, text=150, items=0, passing_rows=False),
+    _Budget(details=0, text=150, items=0, passing_rows=False),
+    _Budget(details=0, text=150, items=0, passing_rows=False, minimal=True),
+]
+
+MAX_LINES = 15  # lines kept of a message or response
+MAX_TOOL_LINES = 30
+MAX_INVOCATIONS = 3  # invocations shown per case
+MAX_REASONS = 20
+MAX_JUDGE_REASONS = 5
+MAX_RUBRICS = 12
+LIST_COLLAPSE = 10  # a case list longer than this is folded into a <details> block
+
+
+@dataclass
+class _Row:
+    criterion: str
+    kind: Optional[Markdown]  # "judge", "judge, per sample": how the criterion is scored
+    threshold: Markdown
+    pairs: int
+    baseline: Markdown
+    current: Markdown
+    delta: Markdown
+    status: Markdown
+    passing: bool
+
+
+@dataclass
+class _Suite:
+    name: str
+    verdict: Markdown
+    reasons: list[str]
+    rows: list[_Row]
+    hidden_rows: int = 0
+
+
+@dataclass
+class _Block:
+    """A message, response or trajectory: the (trimmed) text and what was left out."""
+
+    title: Markdown
+    text: str
+    info: str
+    note: Optional[Markdown]
+
+
+@dataclass
+class _Rubric:
+    rubric_id: str
+    verdict: Markdown
+    rationale: str
+
+
+@dataclass
+class _Judge:
+    criterion: str
+    status: Markdown
+    error: Optional[str]
+    reasons: list[str]
+    rubrics: list[_Rubric]
+    hidden: Optional[Markdown]
+
+
+@dataclass
+class _Invocation:
+    title: Optional[Markdown]
+    user: _Block
+    tools: Optional[_Block]
+    tools_note: Markdown
+    expected: Optional[_Block]
+    actual: _Block
+    judges: list[_Judge]
+
+
+@dataclass
+class _Detail:
+    invocations: list[_Invocation]
+    hidden: Optional[Markdown]
+
+
+@dataclass
+class _Case:
+    kind: Markdown
+    label: str  # untrusted: "suite: eval_set / eval_id", at most 186 characters
+    scores: list[tuple[str, Markdown]]  # (criterion, "1.00 → 0.00")
+    extra: Optional[Markdown]
+    detail: Optional[_Detail] = None
+
+
+@dataclass
+class _List:
+    title: Markdown
+    note: Optional[Markdown]
+    items: list[_Case]
+    total: int
+    collapsed: bool
+
+
+@dataclass
+class _Stat:
+    label: str
+    values: list[Markdown]
+
+
+@dataclass
+class _View:
+    marker: Optional[Markdown]
+    headline: Markdown
+    gate: Optional[str]
+    reasons: list[str]
+    hidden_reasons: int
+    config_changed: bool
+    baseline: list[Any]  # alternating Markdown and untrusted str, printed by type
+    suites: list[_Suite]
+    attention: Optional[_List]  # regressed, broken stable, (absolute mode) failing: with details
+    attention_more: Optional[_List]  # the same beyond the detail budget: one line each
+    lists: list[_List]
+    skipped: list[str]
+    stat_columns: list[Markdown]
+    stats: list[_Stat]
+    footer: list[Any]
+    cut: Optional[Markdown]
+    minimal: bool
+    with_baseline: bool
+    text: int  # characters kept of a judge's reason or rationale
+
+
+def _label(key: CaseKey, show_suite: bool) -> str:
+    """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id."""
+    ids = f"{_cut(key.eval_set_id, 60)} / {_cut(key.eval_id, 80)}"
+    return f"{_cut(key.suite, 40)}: {ids}" if show_suite else ids
+
+
+def _block(title: str, text: str, budget: _Budget, info: str = "text", lines: int = MAX_LINES) -> _Block:
+    kept = text
+    split = kept.split("\n")
+    if len(split) > lines:
+        kept = "\n".join(split[:lines])
+    if len(kept) > budget.text:
+        kept = kept[: budget.text]
+    note = None
+    if len(kept) < len(text):
+        note = Markdown(f"first {len(kept):,} of {len(text):,} characters")
+    return _Block(Markdown(title), kept, info, note)
+
+
+def _call_line(call: dict[str, Any], width: int) -> str:
+    name = _NEWLINES.sub(" ", str(call.get("name", "?")))
+    args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+    return _cut(f"{name}({args})", width)
+
+
+def _trajectory(inv: InvocationSummary, budget: _Budget) -> tuple[Optional[_Block], Markdown]:
+    width = max(budget.text, 120)
+    actual = [_call_line(c, width) for c in inv.actual_tools]
+    if inv.expected_tools is None:
+        if not actual:
+            return None, Markdown("no tool calls (none expected given)")
+        lines = ["  " + line for line in actual]
+        note = "actual (no expected calls given)"
+    else:
+        expected = [_call_line(c, width) for c in inv.expected_tools]
+        if not expected and not actual:
+            return None, Markdown("no tool calls, none expected")
+        lines = []
+        matcher = difflib.SequenceMatcher(a=expected, b=actual, autojunk=False)
+        for op, a0, a1, b0, b1 in matcher.get_opcodes():
+            if op == "equal":
+                lines.extend("  " + line for line in expected[a0:a1])
+            else:
+                lines.extend("- " + line for line in expected[a0:a1])
+                lines.extend("+ " + line for line in actual[b0:b1])
+        note = "expected (-) vs actual (+)" if expected != actual else "as expected"
+    if len(lines) > MAX_TOOL_LINES:
+        more = len(lines) - MAX_TOOL_LINES
+        lines = lines[:MAX_TOOL_LINES] + [f"@@ {more} more lines not shown @@"]
+    return _Block(Markdown("Tool calls"), "\n".join(lines), "diff", None), Markdown(note)
+
+
+def _verdict_text(verdict: Any) -> Markdown:
+    if isinstance(verdict, bool):
+        return Markdown("yes" if verdict else "**no**")
+    if isinstance(verdict, (int, float)):
+        return Markdown(f"{verdict:g}")
+    return md(str(verdict), 20)
+
+
+def _judges(case: CaseResult, index: int) -> list[_Judge]:
+    """The judge's reasons and rubric verdicts for one invocation, for criteria that did not pass it."""
+    out = []
+    for name, crit in case.criteria.items():
+        if index >= len(crit.per_invocation):
+            continue
+        inv = crit.per_invocation[index]
+        if inv.status is Status.PASSED:
+            continue
+        reasons = inv.details.get("reasons")
+        if isinstance(reasons, str):
+            reasons = [reasons]
+        reasons = [str(r) for r in reasons] if isinstance(reasons, list) else []
+        rubrics_raw = inv.details.get("rubrics")
+        rubrics = []
+        if isinstance(rubrics_raw, list):
+            for r in rubrics_raw:
+                if isinstance(r, dict):
+                    rubrics.append(
+                        _Rubric(
+                            str(r.get("rubric_id", r.get("rubricId", "?"))),
+                            _verdict_text(r.get("verdict")),
+                            str(r.get("rationale", r.get("reasoning", "")) or ""),
+                        )
+                    )
+        if not reasons and not rubrics and not inv.error:
+            continue
+        hidden = max(len(reasons) - MAX_JUDGE_REASONS, 0) + max(len(rubrics) - MAX_RUBRICS, 0)
+        score = "not evaluated" if inv.score is None else f"{inv.score:.2f}"
+        out.append(
+            _Judge(
+                criterion=name,
+                status=Markdown(f"{score}, {inv.status.value}"),
+                error=inv.error,
+                reasons=reasons[:MAX_JUDGE_REASONS],
+                rubrics=rubrics[:MAX_RUBRICS],
+                hidden=Markdown(f"{hidden:,} more not shown") if hidden else None,
+            )
+        )
+    return out
+
+
+def _detail(case: CaseResult, budget: _Budget) -> _Detail:
+    n = len(case.invocations)
+    failing = [
+        i for i in range(n)
+        if any(i < len(c.per_invocation) and c.per_invocation[i].status is not Status.PASSED for c in case.criteria.values())
+    ]
+    shown = (failing or list(range(min(n, 1))))[:MAX_INVOCATIONS]
+    invocations = []
+    for i in shown:
+        inv = case.invocations[i]
+        tools, tools_note = _trajectory(inv, budget)
+        invocations.append(
+            _Invocation(
+                title=Markdown(f"Invocation {i + 1} of {n}") if n > 1 else None,
+                user=_block("User", inv.user, budget),
+                tools=tools,
+                tools_note=tools_note,
+                expected=_block("Expected response", inv.expected_response, budget)
+                if inv.expected_response is not None
+                else None,
+                actual=_block("Actual response", inv.actual_response, budget),
+                judges=_judges(case, i),
+            )
+        )
+    hidden = n - len(shown)
+    note = None
+    if hidden:
+        note = Markdown(f"{_count(hidden, 'other invocation')} not shown" + (" (all passed)" if len(failing) <= len(shown) else ""))
+    return _Detail(invocations, note)
+
+
+_KIND = {
+    "regressed": "regressed",
+    "broken_stable": "broken stable",
+    "fixed": "fixed",
+    "score_drop": "score dropped",
+    "score_rise": "score rose",
+    "failed": "failed",
+}
+
+
+def _history_p(change: Any) -> Optional[Markdown]:
+    """A broken stable case's p-value from its own history, and after Holm when given."""
+    if change.p_value is None:
+        return None
+    text = f"its own history: {_p(change.p_value)}"
+    adjusted = getattr(change, "p_adjusted", None)
+    if adjusted is not None:
+        text += f", {_p(adjusted)} after Holm"
+    return Markdown(text)
+
+
+def _scores(criteria: dict[str, tuple[Optional[float], Optional[float]]]) -> list[tuple[str, Markdown]]:
+    return [(name, Markdown(f"{_num(b, 2)} → {_num(c, 2)}")) for name, (b, c) in criteria.items()]
+
+
+def _current_scores(case: CaseResult) -> list[tuple[str, Markdown]]:
+    return [
+        (name, Markdown(f"{_num(c.score, 2)} &lt; {c.threshold:.2f}"))
+        for name, c in case.criteria.items()
+        if c.status is Status.FAILED
+    ]
+
+
+def _case_list(title: str, note: Optional[str], items: list[_Case], budget: _Budget) -> _List:
+    total = len(items)
+    kept = items if budget.items is None else items[: budget.items]
+    heading = Markdown(f"{title} ({total:,})")
+    return _List(heading, Markdown(note) if note else None, kept, total, collapsed=len(kept) > LIST_COLLAPSE)
+
+
+def _key_cases(keys: list[CaseKey], kind: str, show_suite: bool, cases: dict[CaseKey, CaseResult]) -> list[_Case]:
+    out = []
+    for key in keys:
+        case = cases.get(key)
+        extra = None
+        if case is not None and kind == "added" and case.status is not Status.PASSED:
+            extra = Markdown(f"**{case.status.value}**")
+        out.append(_Case(Markdown(kind), _label(key, show_suite), [], extra))
+    return out
+
+
+_STAT_LABELS = {
+    "requests": "requests",
+    "cache_hits": "cache hits",
+    "retries": "retries",
+    "failures": "failures",
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
+    "tokens": "tokens",
+}
+
+
+def _flat_numbers(stats: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in stats.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat_numbers(v, name + "_"))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[name] = v
+    return out
+
+
+def _judge_stats(current: RunResults, show_suite: bool) -> tuple[list[Markdown], list[_Stat]]:
+    """Per-criterion judge usage, when the results carry it.
+
+    Read from a `stats` mapping on a suite's criterion spec (`suite.criteria[name].stats`),
+    numbers keyed like `requests`, `cache_hits`, `retries`, `failures`, `input_tokens`,
+    `output_tokens` (nested mappings are flattened with `_`). Absent: nothing is shown.
+    """
+    found: list[tuple[str, dict[str, float]]] = []
+    for suite in current.suites:
+        for name, spec in suite.criteria.items():
+            stats = getattr(spec, "stats", None)
+            if hasattr(stats, "model_dump"):
+                stats = stats.model_dump()
+            if isinstance(stats, dict) and (numbers := _flat_numbers(stats)):
+                found.append((f"{suite.name}: {name}" if show_suite else name, numbers))
+    if not found:
+        return [], []
+    keys = sorted({k for _, n in found for k in n}, key=lambda k: (list(_STAT_LABELS).index(k) if k in _STAT_LABELS else 99, k))
+    columns = [md(_STAT_LABELS.get(k, k.replace("_", " "))) for k in keys]
+    rows = []
+    for label, numbers in found:
+        values = [Markdown("–" if k not in numbers else f"{numbers[k]:,.0f}" if float(numbers[k]).is_integer() else f"{numbers[k]:,.2f}") for k in keys]
+        rows.append(_Stat(label, values))
+    return columns, rows
+
+
+def _criterion_row(c: CriterionComparison, with_baseline: bool) -> _Row:
+    if c.delta is None:
+        delta = "–"
+    elif c.ci_low is not None and c.ci_high is not None:
+        delta = f"{_signed(c.delta)} [{_signed(c.ci_low)}, {_signed(c.ci_high)}]"
+    else:
+        delta = _signed(c.delta)
+    return _Row(
+        criterion=c.criterion,
+        kind=Markdown("judge, per sample" if getattr(c, "basis", "scores") == "samples" else "judge") if c.judge else None,
+        threshold=Markdown(f"{c.threshold:.2f}"),
+        pairs=c.n_pairs,
+        baseline=_num(c.baseline_mean),
+        current=_num(c.current_mean),
+        delta=Markdown(delta),
+        status=_status_cell(c.status, c.p_adjusted if with_baseline else None),
+        passing=c.status is Verdict.PASS,
+    )
+
+
+def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget) -> _Suite:
+    reasons = list(s.reasons)
+    for c in s.criteria:
+        if c.status is not Verdict.PASS:
+            reasons.extend(f"{c.criterion}: {r}" for r in c.reasons if r not in s.reasons)
+    rows = [_criterion_row(c, with_baseline) for c in s.criteria]
+    hidden = 0
+    if not budget.passing_rows:
+        hidden = sum(r.passing for r in rows)
+        rows = [r for r in rows if not r.passing]
+    return _Suite(s.name, _status_cell(s.verdict, None), reasons[:MAX_REASONS], rows, hidden)
+
+
+def _baseline_line(comparison: Comparison, current: RunResults) -> list[Any]:
+    info = comparison.baseline
+    if info is None:
+        return [Markdown("**No baseline found**: absolute thresholds only.")]
+    parts: list[Any] = []
+    if not info.commit:
+        parts += [Markdown("Baseline: a results file with no recorded commit")]
+    elif info.distance and info.commit != info.requested_commit:
+        steps = _count(info.distance, "commit")
+        parts += [Markdown("Baseline from ancestor "), info.commit[:12], Markdown(f", {steps} before the base "), info.requested_commit[:12]]
+    else:
+        parts += [Markdown("Baseline: "), info.commit[:12], Markdown(", the base commit")]
+    age = _age(info.created_at, current.run.started_at)
+    if age:
+        parts.append(Markdown(f" ({age})"))
+    elif info.created_at:
+        parts += [Markdown(" (recorded "), info.created_at[:10], Markdown(")")]
+    parts.append(Markdown("."))
+    return parts
+
+
+def _headline(comparison: Comparison, current: RunResults) -> Markdown:
+    kinds = [ch.kind for s in comparison.suites for ch in s.changes]
+    parts = []
+    regressed = kinds.count("regressed") + kinds.count("broken_stable")
+    if comparison.baseline is not None:
+        if regressed:
+            text = _count(regressed, "regressed case", "regressed cases")
+            if kinds.count("broken_stable"):
+                text += f" ({kinds.count('broken_stable'):,} broken stable)"
+            parts.append(text)
+        else:
+            parts.append("no regressed cases")
+        if kinds.count("fixed"):
+            parts.append(_count(kinds.count("fixed"), "fixed case", "fixed cases"))
+    c = current.counts
+    parts.append(
+        f"{_count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated"
+    )
+    return Markdown(f"**evalgate {_VERDICT_WORD[comparison.verdict]}** · " + " · ".join(parts))
+
+
+@dataclass
+class _Plan:
+    """What the report says, before any budget: cases sorted into sections, lines composed."""
+
+    comparison: Comparison
+    current: RunResults
+    gate_id: str
+    with_marker: bool
+    with_baseline: bool
+    attention: list[tuple[_Case, Optional[CaseResult]]]  # regressed, broken stable; failing when absolute
+    lists: list[tuple[str, Optional[str], list[_Case]]]  # (title, note, items)
+    skipped: list[str]
+    stat_columns: list[Markdown]
+    stats: list[_Stat]
+    footer: list[Any]
+
+
+def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url: Optional[str], with_marker: bool) -> _Plan:
+    show_suite = len(comparison.suites) > 1 or len(current.suites) > 1
+    cases = {CaseKey(s.name, c.eval_set_id, c.eval_id): c for s in current.suites for c in s.cases}
+    with_baseline = comparison.baseline is not None
+
+    attention: list[tuple[_Case, Optional[CaseResult]]] = []
+    fixed, moves, still = [], [], []
+    listed: set[CaseKey] = set()
+    for s in comparison.suites:
+        for ch in s.changes:
+            listed.add(ch.key)
+            extra = _history_p(ch)
+            item = _Case(Markdown(_KIND.get(ch.kind, ch.kind)), _label(ch.key, show_suite), _scores(ch.criteria), extra)
+            if ch.kind in ("regressed", "broken_stable"):
+                attention.append((item, cases.get(ch.key)))
+            elif ch.kind == "fixed":
+                fixed.append(item)
+            else:
+                moves.append(item)
+        listed.update(s.added)
+        listed.update(s.changed)
+    for key, case in cases.items():
+        if case.status is Status.FAILED and key not in listed:
+            item = _Case(Markdown(_KIND["failed"]), _label(key, show_suite), _current_scores(case), None)
+            if with_baseline:
+                still.append(item)
+            else:
+                attention.append((item, case))
+
+    lists: list[tuple[str, Optional[str], list[_Case]]] = [
+        ("Fixed cases", None, fixed),
+        ("Still failing", "They failed in the baseline too.", still),
+        ("Score changes", "Scores that moved without changing a case's status.", moves),
+    ]
+    for title, note, attr in (
+        ("Added cases", None, "added"),
+        ("Removed cases", None, "removed"),
+        ("Changed cases", "Their expected data changed, so they are not compared.", "changed"),
+    ):
+        keys = [k for s in comparison.suites for k in getattr(s, attr)]
+        lists.append((title, note, _key_cases(keys, attr, show_suite, cases)))
+
+    footer: list[Any] = []
+    if current.run.duration_seconds is not None:
+        footer.append(Markdown(f"Run time {_duration(current.run.duration_seconds)}"))
+    if run_url and re.match(r"(?i)https?://", run_url):
+        footer.append(Markdown(f"[workflow run]({url(run_url)})"))
+    footer.append(Markdown(f"evalgate {md(current.evalgate_version, 20)}, {comparison.mode} mode"))
+
+    stat_columns, stats = _judge_stats(current, show_suite)
+    return _Plan(
+        comparison=comparison,
+        current=current,
+        gate_id=gate_id,
+        with_marker=with_marker,
+        with_baseline=with_baseline,
+        attention=attention,
+        lists=[x for x in lists if x[2]],
+        skipped=[f"{s.name}: {x}" if show_suite else x for s in comparison.suites for x in s.skipped_criteria],
+        stat_columns=stat_columns,
+        stats=stats,
+        footer=footer,
+    )
+
+
+def _details_shown(plan: _Plan, budget: _Budget) -> int:
+    return len(plan.attention) if budget.details is None else min(budget.details, len(plan.attention))
+
+
+def _floor(plan: _Plan, budget: _Budget) -> int:
+    """A lower bound of the report's length at a budget, to skip budgets without rendering them."""
+    if budget.minimal:
+        return 0
+    shown = _details_shown(plan, budget)
+    groups = [[item for item, _ in plan.attention[shown:]]] + [items for _, _, items in plan.lists]
+    if budget.items is not None:
+        groups = [g[: budget.items] for g in groups]
+    floor = sum(min(len(item.label.strip()), 200) + 60 for item, _ in plan.attention[:shown])  # <details>...
+    return floor + sum(min(len(item.label.strip()), 200) + 3 for g in groups for item in g)  # "- label\n"
+
+
+def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
+    """The report's content at a budget, and the sizes a cut note needs."""
+    shown = _details_shown(plan, budget)
+    detailed = []
+    for item, case in plan.attention[:shown]:
+        if case is not None:
+            item = replace(item, detail=_detail(case, budget))
+        detailed.append(item)
+    beyond = [item for item, _ in plan.attention[shown:]]
+    title = "Regressed cases" if plan.with_baseline else "Failed cases"
+    lists = [_case_list(t, note, items, budget) for t, note, items in plan.lists]
+    reasons = plan.comparison.reasons
+    view = _View(
+        marker=Markdown(marker(plan.gate_id)) if plan.with_marker else None,
+        headline=_headline(plan.comparison, plan.current),
+        gate=plan.gate_id if plan.gate_id != "evalgate" else None,
+        reasons=reasons[:MAX_REASONS],
+        hidden_reasons=max(len(reasons) - MAX_REASONS, 0),
+        config_changed=plan.comparison.config_changed,
+        baseline=_baseline_line(plan.comparison, plan.current),
+        suites=[_suite_view(s, plan.with_baseline, budget) for s in plan.comparison.suites],
+        attention=_List(Markdown(f"{title} ({len(plan.attention):,})"), None, detailed, len(plan.attention), False)
+        if plan.attention
+        else None,
+        attention_more=_case_list(f"More {title.lower()}", "Without details, to keep the report short.", beyond, budget)
+        if beyond
+        else None,
+        lists=lists,
+        skipped=plan.skipped[:MAX_REASONS],
+        stat_columns=plan.stat_columns,
+        stats=plan.stats,
+        footer=plan.footer,
+        cut=None,
+        minimal=budget.minimal,
+        with_baseline=plan.with_baseline,
+        text=budget.text,
+    )
+    sizes = {
+        "attention": len(plan.attention),
+        "detailed": len(detailed),
+        "list_total": sum(len(items) for _, _, items in plan.lists) + len(beyond),
+        "hidden_rows": sum(s.hidden_rows for s in view.suites),
+    }
+    return view, sizes
+
+
+def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Optional[str]) -> Optional[Markdown]:
+    cuts = []
+    if budget.minimal:
+        cuts.append("everything but the verdict, its reasons and the baseline left out")
+    else:
+        if sizes["detailed"] < sizes["attention"]:
+            cuts.append(f"case details shown for {sizes['detailed']:,} of {sizes['attention']:,} cases")
+        if budget.text < _LADDER[0].text:
+            cuts.append(f"messages and responses trimmed to {budget.text} characters")
+        if budget.items == 0 and sizes["list_total"]:
+            cuts.append("case lists reduced to counts")
+        elif budget.items is not None and sizes["list_total"] > budget.items:
+            cuts.append(f"case lists shortened to {budget.items} entries")
+        if sizes["hidden_rows"]:
+            cuts.append(f"{_count(sizes['hidden_rows'], 'passing criterion', 'passing criteria')} left out of the tables")
+    if not cuts:
+        return None
+    text = f"**Shortened to fit {limit_text}**: " + "; ".join(cuts) + "."
+    if hint:
+        text += f" The full report is in the {md(hint, 200)}."
+    return Markdown(text)
+
+
+_ENV = None
+
+
+def _environment():
+    global _ENV
+    if _ENV is None:
+        import jinja2
+
+        _ENV = jinja2.Environment(
+            loader=jinja2.PackageLoader("evalgate", "templates"),
+            autoescape=False,  # Markdown, not HTML: the filters below do the escaping
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            finalize=_finalize,
+        )
+        _ENV.filters.update(md=md, html=html, fenced=fenced, url=url)
+        _ENV.tests["markdown"] = lambda v: isinstance(v, Markdown)
+    return _ENV
+
+
+def _render(
+    comparison: Comparison,
+    current: RunResults,
+    *,
+    gate_id: str,
+    run_url: Optional[str],
+    limit: int,
+    full_report_hint: Optional[str],
+    with_marker: bool,
+    measure: Callable[[str], int],
+    limit_text: str,
+) -> str:
+    template = _environment().get_template("report.md.j2")
+    plan = _plan(comparison, current, gate_id=gate_id, run_url=run_url, with_marker=with_marker)
+    for budget in _LADDER:
+        if _floor(plan, budget) > limit:
+            continue
+        view, sizes = _view(plan, budget)
+        view.cut = _cut_note(budget, sizes, limit_text, full_report_hint)
+        text = template.render(v=view)
+        if measure(text) <= limit:
+            return text
+    # Even the verdict alone is too long (thousands of long reasons): drop the reasons too.
+    view.reasons, view.hidden_reasons, view.baseline = [], len(plan.comparison.reasons), []
+    text = template.render(v=view)
+    if measure(text) <= limit:
+        return text
+    raise ValueError(f"a report limit of {limit:,} is too small for even the verdict ({measure(text):,})")
+
+
+def render_comment(
+    comparison: Comparison,
+    current: RunResults,
+    *,
+    gate_id: str = "evalgate",
+    run_url: Optional[str] = None,
+    limit: int = COMMENT_LIMIT,
+    full_report_hint: Optional[str] = None,
+) -> str:
+    """The pull-request comment: `marker(gate_id)` on its first line, under `limit` characters."""
+    return _render(
+        comparison, current, gate_id=gate_id, run_url=run_url, limit=limit, full_report_hint=full_report_hint,
+        with_marker=True, measure=len, limit_text=f"the {limit:,}-character comment limit",
+    )
+
+
+def render_summary(
+    comparison: Comparison,
+    current: RunResults,
+    *,
+    gate_id: str = "evalgate",
+    run_url: Optional[str] = None,
+    limit: int = SUMMARY_LIMIT,
+    full_report_hint: Optional[str] = None,
+) -> str:
+    """The same report for the job summary: no marker, `limit` in UTF-8 bytes."""
+    return _render(
+        comparison, current, gate_id=gate_id, run_url=run_url, limit=limit, full_report_hint=full_report_hint,
+        with_marker=False, measure=lambda t: len(t.encode("utf-8")), limit_text=f"the {limit:,}-byte job summary limit",
+    )
