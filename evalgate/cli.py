@@ -37,6 +37,30 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--config", "-c", help="config file")
     validate.set_defaults(func=cmd_validate)
 
+    compare = sub.add_parser("compare", help="compare a run with a baseline; print the PR report (exit 1 when the gate fails)")
+    compare.add_argument("--current", required=True, help="this run's results.json")
+    where = compare.add_mutually_exclusive_group()
+    where.add_argument("--baseline", help="the baseline: a results.json or a saved baseline file")
+    where.add_argument("--base-sha", help="look the baseline up in the config's store: this commit or its nearest first-parent ancestor (local git)")
+    compare.add_argument("--config", "-c", help="config whose 'gate' section sets the policy (default: evalgate.yaml here, if any)")
+    compare.add_argument("--output", "-o", help="also write the Markdown report to this file")
+    compare.add_argument("--run-url", help="link to the CI run, shown in the report")
+    compare.set_defaults(func=cmd_compare)
+
+    baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")
+    bsub = baseline.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
+    save = bsub.add_parser("save", help="save a run's results as the baseline of a commit, and record it in the flake ledger")
+    save.add_argument("--results", required=True, help="the run's results.json")
+    save.add_argument("--commit", required=True, help="the full commit SHA the results belong to")
+    save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
+    save.add_argument("--config", "-c", help="config file (its gate section names the store)")
+    save.set_defaults(func=cmd_baseline_save)
+    show = bsub.add_parser("show", help="show the baseline of a commit (or of its nearest ancestor that has one)")
+    show.add_argument("--commit", required=True, help="commit SHA")
+    show.add_argument("--config", "-c", help="config file")
+    show.add_argument("--json", action="store_true", help="print the whole baseline as JSON")
+    show.set_defaults(func=cmd_baseline_show)
+
     schema = sub.add_parser("schema", help="print a JSON Schema: the config (default), results or inference JSONL")
     schema.add_argument("which", nargs="?", choices=["config", "results", "inference"], default="config")
     schema.set_defaults(func=cmd_schema)
@@ -94,6 +118,125 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(summary_table(run, color=color))
         print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}")
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+
+
+def _gate_config(config_arg: str | None, required: bool = False):
+    """The config's gate section (and the config's folder), or defaults when there is no config."""
+    from evalgate.config import CONFIG_NAMES, GateConfig, find_config, load_config
+
+    if config_arg or required or any(Path(n).exists() for n in CONFIG_NAMES):
+        loaded = load_config(find_config(config_arg))
+        return loaded.config.gate, loaded.base
+    return GateConfig(), Path.cwd()
+
+
+def _store(gate, base: Path):
+    from evalgate.baselines import DirStore
+    from evalgate.errors import InputError, Problem
+
+    if gate.baseline.store != "dir":
+        raise InputError(
+            Problem(None, "gate.baseline.store", "the github store is used by the GitHub Action, not by this command", "Use the action, or set store: dir for local baselines.")
+        )
+    path = Path(gate.baseline.path)
+    return DirStore(path if path.is_absolute() else base / path, gate_id=gate.id)
+
+
+def _read_baseline_or_results(path: Path):
+    """(results, baseline info or None) from a results.json or a saved baseline (gzipped or not)."""
+    from evalgate.baselines import Baseline, decode_baseline
+    from evalgate.compare import BaselineInfo
+    from evalgate.errors import InputError, display_path, parse_json, problems_from_validation, read_text
+    from evalgate.results import RunResults
+    from pydantic import ValidationError
+
+    shown = display_path(path)
+    if path.is_file() and path.read_bytes()[:2] == b"\x1f\x8b":  # gzipped, as the stores keep them
+        baseline = decode_baseline(path.read_bytes(), shown)
+    else:
+        data = parse_json(read_text(path, shown), shown)
+        try:
+            if isinstance(data, dict) and "provenance" in data:
+                baseline = Baseline.model_validate(data)
+            else:
+                return RunResults.model_validate(data), None
+        except ValidationError as e:
+            raise InputError(problems_from_validation(e, shown)) from None
+    p = baseline.provenance
+    return baseline.results, BaselineInfo(commit=p.commit, requested_commit=p.commit, distance=0, created_at=p.created_at)
+
+
+def _exit_for(verdict, gate) -> int:
+    from evalgate.compare import Verdict
+
+    if verdict in (Verdict.FAIL, Verdict.ERROR):
+        return EXIT_FAILED
+    if verdict is Verdict.INCONCLUSIVE and gate.inconclusive == "fail":
+        return EXIT_FAILED
+    return EXIT_PASSED
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from evalgate import results
+    from evalgate.baselines import find_baseline, git_first_parent
+    from evalgate.compare import compare
+    from evalgate.reports.markdown import render_summary
+
+    gate, base = _gate_config(args.config, required=bool(args.base_sha))
+    current = results.read(Path(args.current))
+    baseline, info, ledger = None, None, None
+    if args.baseline:
+        baseline, info = _read_baseline_or_results(Path(args.baseline))
+    elif args.base_sha:
+        store = _store(gate, base)
+        found = find_baseline(store, args.base_sha, git_first_parent, gate.baseline.max_depth)
+        if found is not None:
+            baseline, info = found[0].results, found[1]
+        ledger = store.load_ledger(gate.id)
+    comparison = compare(baseline, current, gate, ledger, info)
+    report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url)
+    if args.output:
+        Path(args.output).write_text(report, encoding="utf-8")
+    print(report)
+    return _exit_for(comparison.verdict, gate)
+
+
+def cmd_baseline_save(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
+
+    from evalgate import results
+    from evalgate.baselines import make_baseline
+    from evalgate.compare import update_ledger
+
+    gate, base = _gate_config(args.config)
+    run = results.read(Path(args.results))
+    store = _store(gate, base)
+    store.save(make_baseline(run, args.commit, args.ref, datetime.now(timezone.utc)))
+    store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))
+    print(f"saved the baseline of {args.commit} for gate '{gate.id}' in {store}")
+    return EXIT_PASSED
+
+
+def cmd_baseline_show(args: argparse.Namespace) -> int:
+    from evalgate.baselines import find_baseline, git_first_parent
+
+    gate, base = _gate_config(args.config)
+    found = find_baseline(_store(gate, base), args.commit, git_first_parent, gate.baseline.max_depth)
+    if found is None:
+        print(f"no baseline for {args.commit} or its {gate.baseline.max_depth} nearest first-parent ancestors")
+        return EXIT_FAILED
+    baseline, info = found
+    if args.json:
+        print(baseline.model_dump_json(indent=2))
+        return EXIT_PASSED
+    p, c = baseline.provenance, baseline.results.counts
+    ancestor = f" (ancestor, {info.distance} commits before {info.requested_commit[:12]})" if info.distance else ""
+    print(f"baseline {p.commit[:12]}{ancestor}: {p.ref or 'no ref'}, saved {p.created_at}, evalgate {p.evalgate_version}")
+    print(f"  {baseline.results.status.value}: {c.cases} cases, {c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated")
+    for suite in baseline.results.suites:
+        crits = ", ".join(f"{n} {s.threshold:g}" for n, s in suite.criteria.items())
+        print(f"  {suite.name}: {suite.status.value} ({suite.counts.cases} cases; {crits})")
+    return EXIT_PASSED
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
