@@ -1,0 +1,93 @@
+"""Publish a verdict on a pull request: one sticky comment and a commit status per context.
+
+The last step of the data flow. Failures to publish never change the verdict and never
+crash the run: a read-only token (a fork's pull request) or a GitHub outage becomes a
+warning, and the results still reach the job summary and the results file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+from evalgate.compare import Comparison, Verdict
+from evalgate.github import GitHubClient, GitHubError, GitHubForbidden, truncate
+from evalgate.reports.markdown import marker
+
+_STATE = {Verdict.PASS: "success", Verdict.INCONCLUSIVE: "success", Verdict.FAIL: "failure", Verdict.ERROR: "error"}
+
+
+@dataclass
+class Published:
+    comment_url: Optional[str] = None
+    comment_created: bool = False
+    statuses: list[tuple[str, str]] = field(default_factory=list)  # (context, state)
+    warnings: list[str] = field(default_factory=list)
+
+
+def status_state(verdict: Verdict, inconclusive: Literal["pass", "fail"] = "pass") -> str:
+    if verdict is Verdict.INCONCLUSIVE and inconclusive == "fail":
+        return "failure"
+    return _STATE[verdict]
+
+
+def status_description(verdict: Verdict, passed: int, failed: int, regressions: int) -> str:
+    """A commit status line (GitHub allows 140 characters)."""
+    words = {
+        Verdict.PASS: "passed",
+        Verdict.INCONCLUSIVE: "passed with warnings (inconclusive drop)",
+        Verdict.FAIL: "failed",
+        Verdict.ERROR: "could not compare",
+    }[verdict]
+    detail = f"{passed} passed, {failed} failed"
+    if regressions:
+        detail += f", {regressions} regressed"
+    return truncate(f"evalgate {words}: {detail}", 140)
+
+
+def publish(
+    client: GitHubClient,
+    comparison: Comparison,
+    comment: str,
+    *,
+    pr_number: Optional[int],
+    head_sha: str,
+    gate_id: str = "evalgate",
+    context: str = "evalgate",
+    per_suite: bool = False,
+    target_url: Optional[str] = None,
+    counts: tuple[int, int] = (0, 0),
+    inconclusive: Literal["pass", "fail"] = "pass",
+    post_comment: bool = True,
+) -> Published:
+    """Post or update the gate's comment (when there is a PR) and set the status(es) on the head commit.
+
+    `head_sha` must be the pull request's head, not the merge commit GitHub tests on.
+    With `per_suite`, one status per suite as `<context>/<suite>`, plus the overall one.
+    """
+    out = Published()
+    if post_comment and pr_number is not None:
+        try:
+            out.comment_url, out.comment_created = client.upsert_comment(pr_number, comment, marker(gate_id))
+        except GitHubForbidden:
+            out.warnings.append("the token may not comment on this pull request (a fork's read-only token?); the report is in the job summary")
+        except GitHubError as e:
+            out.warnings.append(f"could not post the PR comment: {e}")
+
+    regressions = sum(1 for s in comparison.suites for c in s.changes if c.kind in ("regressed", "broken_stable"))
+    targets = [(context, comparison.verdict, status_description(comparison.verdict, *counts, regressions))]
+    if per_suite:
+        for suite in comparison.suites:
+            reason = suite.reasons[0] if suite.reasons else "no change"
+            targets.append((f"{context}/{suite.name}", suite.verdict, truncate(f"{suite.verdict.value}: {reason}", 140)))
+    for ctx, verdict, description in targets:
+        state = status_state(verdict, inconclusive)
+        try:
+            client.set_status(head_sha, state, ctx, description, target_url)
+            out.statuses.append((ctx, state))
+        except GitHubForbidden:
+            out.warnings.append(f"the token may not set commit statuses ({ctx}); the verdict is in the job summary and the exit code")
+            break
+        except GitHubError as e:
+            out.warnings.append(f"could not set the commit status {ctx}: {e}")
+    return out
