@@ -138,23 +138,30 @@ class Invocation(AdkModel):
         """Tool calls in order, from either intermediate-data shape."""
         return self._calls
 
-    @cached_property
-    def _calls(self) -> list[FunctionCall]:
+    def tool_responses(self) -> list[FunctionResponse]:
+        """Tool responses in order, from either intermediate-data shape."""
+        return self._intermediate("tool_responses", "function_response")
+
+    def _intermediate(self, flat_field: str, part_field: str) -> list[Any]:
         data = self.intermediate_data
         if data is None:
             return []
         if isinstance(data, IntermediateData):
-            return data.tool_uses
+            return getattr(data, flat_field)
         return [
-            p.function_call
+            getattr(p, part_field)
             for event in data.invocation_events
             if event.content and event.content.parts
             for p in event.content.parts
-            if p.function_call
+            if getattr(p, part_field)
         ]
 
     # Scoring reads these for every criterion; invocations are not mutated after loading,
     # so they are computed once.
+    @cached_property
+    def _calls(self) -> list[FunctionCall]:
+        return self._intermediate("tool_uses", "function_call")
+
     @cached_property
     def call_keys(self) -> list[tuple[Optional[str], Optional[dict[str, Any]]]]:
         """(name, args) of each tool call, in order."""
@@ -163,20 +170,6 @@ class Invocation(AdkModel):
     @cached_property
     def call_names(self) -> list[Optional[str]]:
         return [c.name for c in self._calls]
-
-    def tool_responses(self) -> list[FunctionResponse]:
-        data = self.intermediate_data
-        if data is None:
-            return []
-        if isinstance(data, IntermediateData):
-            return data.tool_responses
-        return [
-            p.function_response
-            for event in data.invocation_events
-            if event.content and event.content.parts
-            for p in event.content.parts
-            if p.function_response
-        ]
 
     def final_text(self) -> str:
         return self._final_text
