@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", "-o", default="evalgate-results", help="output folder (default: %(default)s)")
     run.add_argument("--no-color", action="store_true", help="plain terminal output")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line")
+    run.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
+    run.add_argument("--judge-concurrency", type=int, metavar="N", help="judge requests in flight at once (default: the config's, 8)")
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check the config and every data file without scoring")
@@ -75,6 +77,26 @@ def _load(config_arg: str | None):
     return loaded, build_plans(loaded)
 
 
+def _judge_runtime(loaded, args: argparse.Namespace):
+    """The run's judge runtime, from the config's judge section and the command line."""
+    from evalgate.judge.runtime import JudgeRuntime
+
+    judge = loaded.config.judge
+    concurrency = args.judge_concurrency or judge.concurrency
+    cache_dir = Path(judge.cache_dir)
+    runtime = JudgeRuntime(
+        concurrency=concurrency,
+        rpm=judge.rpm,
+        timeout_s=judge.timeout_s,
+        deadline_s=judge.deadline_s,
+        max_attempts=judge.max_attempts,
+        cache_dir=cache_dir if cache_dir.is_absolute() else loaded.base / cache_dir,
+        use_cache=judge.cache and not args.no_cache,
+    )
+    # Case threads mostly wait on the judge; enough of them to keep the pool full.
+    return runtime, concurrency * 4
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     loaded, plans = _load(args.config)
     cases = sum(len(p.cases) for p in plans)
@@ -97,11 +119,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from evalgate.reports.terminal import Progress, summary_table
 
     total = sum(len(p.cases) for p in plans)
+    runtime, workers = None, 1
+    if engine.needs_judge(plans):
+        runtime, workers = _judge_runtime(loaded, args)
     progress = Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet)
     try:
-        run = engine.run(plans, config_digest(loaded, plans), progress=progress.advance)
+        run = engine.run(plans, config_digest(loaded, plans), progress=progress.advance, runtime=runtime, workers=workers)
     finally:
         progress.close()
+        if runtime is not None:
+            runtime.close()
+    if runtime is not None and runtime.credentials():
+        print(f"warning: judge criteria: {runtime.credentials()}; only cached verdicts were used", file=sys.stderr)
 
     out = Path(args.out)
     try:

@@ -92,6 +92,20 @@ class GateConfig(GatePolicy):
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
 
 
+class JudgeConfig(BaseModel):
+    """How judge criteria reach Gemini: one bounded pool of requests for the whole run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(default=8, ge=1, le=256, description="Judge requests in flight at once, for the whole run.")
+    rpm: Optional[int] = Field(default=None, ge=1, description="At most this many judge requests started per minute.")
+    timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout, seconds.")
+    deadline_s: Optional[float] = Field(default=None, gt=0, description="No judge request starts after this many seconds of the run.")
+    max_attempts: int = Field(default=5, ge=1, le=20, description="Attempts per request (408, 429, 5xx and timeouts are retried).")
+    cache_dir: str = Field(default=".evalgate/cache", description="Verdict cache folder, relative to the config file (works with actions/cache).")
+    cache: bool = Field(default=True, description="Use the verdict cache (an unchanged rerun makes no request).")
+
+
 class Config(BaseModel):
     """The whole config file."""
 
@@ -100,6 +114,7 @@ class Config(BaseModel):
     version: Literal[1] = Field(default=1, description="Config format version.")
     suites: list[SuiteConfig] = Field(min_length=1)
     gate: GateConfig = Field(default_factory=GateConfig, description="Comparison with the baseline and the verdict.")
+    judge: JudgeConfig = Field(default_factory=JudgeConfig, description="The judge client: concurrency, rate, retries, cache.")
 
 
 @dataclass
@@ -180,6 +195,8 @@ def _valid_keys(model: type[BaseModel]):
             return list(GateConfig.model_fields)
         if loc == ("gate", "baseline"):
             return list(BaselineConfig.model_fields)
+        if loc == ("judge",):
+            return list(JudgeConfig.model_fields)
         return None
 
     return keys_at

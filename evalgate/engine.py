@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal
 
@@ -184,15 +185,45 @@ def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
     return dict(sorted(specs.items()))
 
 
-def score_suite(plan: SuitePlan, progress: Callable[[int], None] | None = None) -> SuiteResult:
+def score_suite(
+    plan: SuitePlan,
+    progress: Callable[[int], None] | None = None,
+    runtime: Any = None,
+    workers: int = 1,
+) -> SuiteResult:
+    """Score a suite's cases, in (eval_set_id, eval_id) order.
+
+    With judge criteria, cases are scored on `workers` threads: a judge criterion spends
+    its time waiting for the judge, and the runtime bounds the requests in flight. Results
+    are collected in case order, so they never depend on completion order.
+    """
     ordered = sorted(plan.cases, key=lambda c: (c.eval_set_id, c.eval_id))
-    results = []
-    for case in ordered:
-        results.append(score_case(case))
-        if progress:
-            progress(1)
+    judged = any(c.judge for case in ordered for c in case.criteria.values())
+    before = runtime.stats() if runtime is not None and judged else {}
+    if judged and workers > 1:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalgate-case") as pool:
+            futures = [pool.submit(score_case, case) for case in ordered]
+            if progress:
+                for _ in as_completed(futures):
+                    progress(1)
+            results = [f.result() for f in futures]
+    else:
+        results = []
+        for case in ordered:
+            results.append(score_case(case))
+            if progress:
+                progress(1)
     counts = Counts.of(results)
     warnings = list(plan.warnings)
+    specs = _specs(ordered)
+    if judged and runtime is not None:
+        after = runtime.stats()
+        for name, spec in specs.items():
+            if spec.judge:
+                spec.stats = _stats_delta(before.get(name, {}), after.get(name, {}))
+        reason = runtime.credentials()
+        if reason:
+            warnings.append(f"judge criteria: {reason}; only cached verdicts were used")
     if counts.not_evaluated and plan.not_evaluated == "warn":
         warnings.append(f"{counts.not_evaluated} of {counts.cases} cases were not evaluated")
     return SuiteResult(
@@ -200,17 +231,43 @@ def score_suite(plan: SuitePlan, progress: Callable[[int], None] | None = None) 
         status=suite_status(counts, plan.not_evaluated),
         not_evaluated_policy=plan.not_evaluated,
         counts=counts,
-        criteria=_specs(ordered),
+        criteria=specs,
         warnings=warnings,
         cases=results,
     )
 
 
-def run(plans: list[SuitePlan], config_digest: str, progress: Callable[[int], None] | None = None) -> RunResults:
-    """Score every suite. Suites keep config order; cases are sorted by (eval_set_id, eval_id)."""
+def _stats_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    # The runtime counts per criterion for the whole run; suites are scored one after the
+    # other, so the difference is this suite's share.
+    return {k: v - before.get(k, 0) for k, v in sorted(after.items())}
+
+
+def needs_judge(plans: list[SuitePlan]) -> bool:
+    return any(c.judge for p in plans for case in p.cases for c in case.criteria.values())
+
+
+def run(
+    plans: list[SuitePlan],
+    config_digest: str,
+    progress: Callable[[int], None] | None = None,
+    runtime: Any = None,
+    workers: int = 1,
+) -> RunResults:
+    """Score every suite. Suites keep config order; cases are sorted by (eval_set_id, eval_id).
+
+    `runtime` (a judge runtime) is bound to every judge criterion; without one, judge
+    criteria are NOT_EVALUATED with the reason.
+    """
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    suites = [score_suite(p, progress) for p in plans]
+    if runtime is not None:
+        for p in plans:
+            for case in p.cases:
+                for crit in case.criteria.values():
+                    if crit.judge:
+                        crit.bind(runtime)
+    suites = [score_suite(p, progress, runtime, workers) for p in plans]
     total = Counts.of([case for s in suites for case in s.cases])
     statuses = {s.status for s in suites}
     overall = Status.FAILED if Status.FAILED in statuses else (

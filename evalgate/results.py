@@ -69,6 +69,10 @@ class CriterionSpec(_Model):
     threshold: float
     version: str
     judge: bool = Field(False, description="Noisy LLM-judged criterion (true) or deterministic (false).")
+    stats: dict[str, int] = Field(
+        default_factory=dict,
+        description="Judge criteria: requests, cache_hits, retries, failures and tokens spent on this suite.",
+    )
     options: dict[str, Any] = Field(default_factory=dict)
 
 
