@@ -102,6 +102,8 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 )
                 continue
             case_data = case.model_dump(mode="json", exclude_none=True)
+            if case.rubrics and expected:
+                problems.run(_attach_case_rubrics, case, es.shown, place)
             cases.append(
                 CaseInput(
                     eval_set_id=key[0],
@@ -126,6 +128,20 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
         sample = ", ".join(f"'{r.eval_id}'" for r in unused[:3])
         warnings.append(f"{len(unused)} actual records match no eval case (e.g. {sample}); they were not scored")
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings)
+
+
+def _attach_case_rubrics(case, shown: str, place: str) -> None:
+    """Give every expected invocation the case's rubrics, before its own, as ADK does before
+    judging; a rubric_id used at both levels is an error there too."""
+    problems = ProblemCollector()
+    for j, inv in enumerate(case.conversation):
+        own = inv.rubrics or []
+        clash = sorted({r.rubric_id for r in own} & {r.rubric_id for r in case.rubrics})
+        if clash:
+            problems.add(shown, f"{place}.conversation[{j}].rubrics", f"rubric_id '{clash[0]}' is also a case-level rubric", "Give each rubric a unique rubric_id.")
+            continue
+        inv.rubrics = list(case.rubrics) + list(own)
+    problems.raise_if_any()
 
 
 def _explicit_criteria(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> dict[str, Criterion] | None:

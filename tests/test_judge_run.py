@@ -1,0 +1,69 @@
+"""Judge criteria through `evalgate run`: the real runtime and google-genai client, a fake Gemini."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fake_gemini import clear_judge_env, fake_gemini, prompt_text  # noqa: F401  (fixture)
+from test_inputs import CASES, make_project
+
+CONFIG = """suites:
+  - name: home
+    evalsets: [evals/*.evalset.json]
+    actual: runs/out.jsonl
+    criteria:
+      response_match_score: 0.5
+      final_response_match_v2: {threshold: 0.5, judge_model_options: {num_samples: 3}}
+judge: {concurrency: 2}
+"""
+
+
+def _valid_unless_korean(body):
+    # The Korean case's response is judged invalid, the English one valid.
+    return {"reasoning": "checked", "verdict": "invalid" if re.search("[가-힣]", prompt_text(body)) else "valid"}
+
+
+def _results(root):
+    return json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
+
+
+def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _valid_unless_korean
+    root = make_project(tmp_path, config=CONFIG)
+    code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
+    assert code == 1, out + err  # the Korean case fails the judge
+    suite = _results(root)["suites"][0]
+    by_id = {c["eval_id"]: c["criteria"]["final_response_match_v2"] for c in suite["cases"]}
+    assert by_id["lights-en"]["score"] == 1.0 and by_id["난방-ko"]["score"] == 0.0
+    assert by_id["lights-en"]["per_invocation"][0]["details"]["samples"] == [1.0, 1.0, 1.0]
+    assert suite["criteria"]["final_response_match_v2"]["stats"]["requests"] == 6
+    assert len(fake_gemini.requests) == 6 and fake_gemini.max_in_flight <= 2
+
+    # An unchanged rerun: zero requests, every verdict from the cache, the same results.
+    fake_gemini.reset()
+    code, _, _ = cli("run", "--out", "out2", "--quiet", cwd=root)
+    assert code == 1 and fake_gemini.requests == []
+    again = json.loads((root / "out2" / "results.json").read_text(encoding="utf-8"))
+    assert again["suites"][0]["cases"] == suite["cases"]
+    assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == 6
+
+    # --no-cache asks again.
+    code, _, _ = cli("run", "--out", "out3", "--quiet", "--no-cache", cwd=root)
+    assert len(fake_gemini.requests) == 6
+
+
+def test_no_credentials_is_not_evaluated_with_one_warning(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    clear_judge_env(monkeypatch, tmp_path)
+    root = make_project(tmp_path, config=CONFIG)
+    code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
+    assert err.count("no judge credentials") == 1
+    suite = _results(root)["suites"][0]
+    for case in suite["cases"]:
+        judged = case["criteria"]["final_response_match_v2"]
+        assert judged["status"] == "NOT_EVALUATED" and "no judge credentials" in judged["error"]
+        assert case["criteria"]["response_match_score"]["status"] == "PASSED"  # deterministic criteria still run
+    assert any("no judge credentials" in w for w in suite["warnings"])
+    assert code == 0  # NOT_EVALUATED under the default `warn` policy: never a pass of the judge, never a crash
+    assert fake_gemini.requests == []
