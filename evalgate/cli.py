@@ -18,6 +18,16 @@ from evalgate import __version__
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+def _concurrency(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number from 1 to 256")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evalgate",
@@ -32,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-color", action="store_true", help="plain terminal output")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line")
     run.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
-    run.add_argument("--judge-concurrency", type=int, metavar="N", help="judge requests in flight at once (default: the config's, 8)")
+    run.add_argument("--judge-concurrency", type=_concurrency, metavar="N", help="judge requests in flight at once, 1-256 (default: the config's, 8)")
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check the config and every data file without scoring")
@@ -129,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.close()
         if runtime is not None:
             runtime.close()
-    if runtime is not None and runtime.credentials():
+    if runtime is not None and runtime.credentials() and args.quiet:  # otherwise the summary says it
         print(f"warning: judge criteria: {runtime.credentials()}; only cached verdicts were used", file=sys.stderr)
 
     out = Path(args.out)

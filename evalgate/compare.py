@@ -494,11 +494,11 @@ def _criteria_of(suite: SuiteResult) -> dict[str, tuple[float, bool, str]]:
 
 
 def _not_evaluated_reasons(suite: SuiteResult) -> tuple[bool, list[str]]:
-    """(fails the suite, reasons) for the suite's NOT_EVALUATED cases under its policy."""
-    n = suite.counts.not_evaluated
+    """(fails the suite, reasons) for cases with a NOT_EVALUATED criterion, under the suite's policy."""
+    n = suite.counts.incomplete
     if not n:
         return False, []
-    what = f"{n} of {_plural(suite.counts.cases, 'case')} NOT_EVALUATED"
+    what = f"{n} of {_plural(suite.counts.cases, 'case')} with criteria NOT_EVALUATED"
     if suite.not_evaluated_policy == "fail":
         return True, [f"{what}, and the suite's not_evaluated policy is `fail`"]
     if suite.not_evaluated_policy == "warn":
@@ -549,10 +549,12 @@ def _absolute_verdict(suite: SuiteResult) -> tuple[Verdict, list[str]]:
             if failed:
                 reasons.append(f"{name}: {_below(failed, total, threshold)}")
         return Verdict.FAIL, reasons + (ne_reasons if fails_ne else [])
+    # Under `warn`, what was not evaluated makes the verdict INCONCLUSIVE: it passes, and says so.
+    unheard = Verdict.INCONCLUSIVE if ne_reasons else Verdict.PASS
     if suite.status is Status.NOT_EVALUATED:
-        return Verdict.PASS, ["no case was evaluated"] + ne_reasons
+        return unheard, ["no case was evaluated"] + ne_reasons
     evaluated = suite.counts.cases - suite.counts.not_evaluated
-    return Verdict.PASS, [f"all {_plural(evaluated, 'evaluated case')} pass their thresholds"] + ne_reasons
+    return unheard, [f"all {_plural(evaluated, 'evaluated case')} pass their thresholds"] + ne_reasons
 
 
 @dataclass
@@ -793,6 +795,8 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy, case_adjusted: dict[t
         if policy.inconclusive == "fail":
             return Verdict.FAIL, unsure + ["inconclusive, and the gate's `inconclusive` policy is `fail`"] + ne_reasons + draft.notes
         return Verdict.INCONCLUSIVE, unsure + ne_reasons + draft.notes
+    if ne_reasons:  # `warn`: criteria that were not heard cannot be called a pass
+        return Verdict.INCONCLUSIVE, ne_reasons + draft.notes
     compared = [c for c in draft.criteria if c.n_pairs]
     n_pairs = max((c.n_pairs for c in compared), default=0)
     summary = (

@@ -168,9 +168,9 @@ def score_case(case: CaseInput) -> CaseResult:
 
 
 def suite_status(counts: Counts, policy: NotEvaluatedPolicy) -> Status:
-    """FAILED on any failed case (or any NOT_EVALUATED one under policy `fail`);
-    NOT_EVALUATED when nothing passed; PASSED otherwise."""
-    if counts.failed or (policy == "fail" and counts.not_evaluated):
+    """FAILED on any failed case, or under policy `fail` on any case with a criterion that was
+    not evaluated; NOT_EVALUATED when nothing passed; PASSED otherwise."""
+    if counts.failed or (policy == "fail" and counts.incomplete):
         return Status.FAILED
     if counts.passed == 0:
         return Status.NOT_EVALUATED
@@ -224,8 +224,8 @@ def score_suite(
         reason = runtime.credentials()
         if reason:
             warnings.append(f"judge criteria: {reason}; only cached verdicts were used")
-    if counts.not_evaluated and plan.not_evaluated == "warn":
-        warnings.append(f"{counts.not_evaluated} of {counts.cases} cases were not evaluated")
+    if counts.incomplete and plan.not_evaluated == "warn":
+        warnings.append(f"{counts.incomplete} of {counts.cases} cases have criteria that were not evaluated")
     return SuiteResult(
         name=plan.name,
         status=suite_status(counts, plan.not_evaluated),

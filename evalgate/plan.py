@@ -102,8 +102,10 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 )
                 continue
             case_data = case.model_dump(mode="json", exclude_none=True)
-            if case.rubrics and expected:
-                problems.run(_attach_case_rubrics, case, es.shown, place)
+            if case.rubrics:
+                # ADK copies case rubrics onto the invocations judged; without expected
+                # turns (a scenario case) those are the actual ones.
+                problems.run(_attach_case_rubrics, case.rubrics, expected or record.invocations, es.shown, place)
             cases.append(
                 CaseInput(
                     eval_set_id=key[0],
@@ -130,17 +132,17 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings)
 
 
-def _attach_case_rubrics(case, shown: str, place: str) -> None:
-    """Give every expected invocation the case's rubrics, before its own, as ADK does before
-    judging; a rubric_id used at both levels is an error there too."""
+def _attach_case_rubrics(rubrics, invocations, shown: str, place: str) -> None:
+    """Give every invocation the case's rubrics, before its own, as ADK does before judging;
+    a rubric_id used at both levels is an error there too."""
     problems = ProblemCollector()
-    for j, inv in enumerate(case.conversation):
+    for j, inv in enumerate(invocations):
         own = inv.rubrics or []
-        clash = sorted({r.rubric_id for r in own} & {r.rubric_id for r in case.rubrics})
+        clash = sorted({r.rubric_id for r in own} & {r.rubric_id for r in rubrics})
         if clash:
-            problems.add(shown, f"{place}.conversation[{j}].rubrics", f"rubric_id '{clash[0]}' is also a case-level rubric", "Give each rubric a unique rubric_id.")
+            problems.add(shown, f"{place}, invocation {j}: rubrics", f"rubric_id '{clash[0]}' is also a case-level rubric", "Give each rubric a unique rubric_id.")
             continue
-        inv.rubrics = list(case.rubrics) + list(own)
+        inv.rubrics = list(rubrics) + list(own)
     problems.raise_if_any()
 
 

@@ -81,6 +81,12 @@ class Counts(_Model):
     passed: int = 0
     failed: int = 0
     not_evaluated: int = 0
+    incomplete: int = Field(
+        0,
+        description="Cases with at least one criterion NOT_EVALUATED, whatever their status: a passing "
+        "deterministic criterion must not hide a judge that was never heard. The suite's "
+        "not_evaluated policy applies to these.",
+    )
 
     @classmethod
     def of(cls, cases: list["CaseResult"]) -> "Counts":
@@ -89,6 +95,7 @@ class Counts(_Model):
             passed=sum(c.status is Status.PASSED for c in cases),
             failed=sum(c.status is Status.FAILED for c in cases),
             not_evaluated=sum(c.status is Status.NOT_EVALUATED for c in cases),
+            incomplete=sum(any(r.status is Status.NOT_EVALUATED for r in c.criteria.values()) for c in cases),
         )
 
 

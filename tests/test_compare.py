@@ -385,7 +385,9 @@ def test_absolute_mode_with_baseline_still_lists_regressions():
 def test_not_evaluated_is_skipped_and_the_suite_policy_decides():
     base = {"a": {"tool": 1.0, "judge": 1.0}, "b": {"tool": 1.0, "judge": 1.0}, "c": {"tool": 1.0, "judge": 1.0}}
     cur = {"a": {"tool": 1.0, "judge": None}, "b": {"tool": 1.0, "judge": None}, "c": {"judge": None}}
-    for policy, verdict in (("warn", Verdict.PASS), ("ignore", Verdict.PASS), ("fail", Verdict.FAIL)):
+    # A passing deterministic criterion must not hide a judge that was never heard: the
+    # policy applies to every case with a NOT_EVALUATED criterion (warn: INCONCLUSIVE).
+    for policy, verdict in (("warn", Verdict.INCONCLUSIVE), ("ignore", Verdict.PASS), ("fail", Verdict.FAIL)):
         c = compare(one(base, policy=policy), one(cur, policy=policy), POLICY)
         s = c.suites[0]
         assert s.verdict is verdict, (policy, s.reasons)
@@ -394,7 +396,7 @@ def test_not_evaluated_is_skipped_and_the_suite_policy_decides():
         assert judge.n_pairs == 0 and judge.p_value is None
         assert "not compared: no case was evaluated in both runs" in judge.reasons
         if policy == "fail":
-            assert "1 of 3 cases NOT_EVALUATED, and the suite's not_evaluated policy is `fail`" in s.reasons
+            assert "3 of 3 cases with criteria NOT_EVALUATED, and the suite's not_evaluated policy is `fail`" in s.reasons
         # The absolute mode respects the same policy, through the suite's status.
         assert compare(None, one(cur, policy=policy), POLICY).suites[0].verdict is verdict
 

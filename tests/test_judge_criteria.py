@@ -439,9 +439,11 @@ FRM_TABLE = [
     ([V, V, I, I, I], 0.0),
     ([V, V, I, I], 0.0),  # a tie is invalid
     ([V, V, I, I, F], 0.0),  # failed samples do not vote
-    ([V, F, F, F, F], 1.0),
-    ([I, F, F, F, F], 0.0),
-    ([V, I, F, F, F], 0.0),
+    ([V, V, F, F, I], 1.0),  # 3 of 5 usable: a quorum
+    ([V, F, F, F, F], None),  # 1 of 5 usable: too few to decide (more than half must answer)
+    ([I, F, F, F, F], None),
+    ([V, I, F, F, F], None),
+    ([V, F], None),
     ([V], 1.0),
     ([I], 0.0),
     ([F, F, F, F, F], None),
@@ -455,13 +457,21 @@ def test_final_response_match_vote(labels, score):
     assert outcome.details["samples"] == [None if x is None else float(x == V) for x in labels]
     assert outcome.details["reasons"] == [f"judged {x}" if x else "failed: HTTP 503 after 4 attempts" for x in labels]
     if score is None:
-        assert outcome.error == "all 5 judge samples failed: HTTP 503 after 4 attempts (x5)"
+        usable, failed = sum(x is not None for x in labels), sum(x is None for x in labels)
+        assert outcome.error == (
+            f"all {failed} judge samples failed: HTTP 503 after 4 attempts (x{failed})"
+            if not usable
+            else f"only {usable} of {len(labels)} judge samples were usable (more than half are needed); HTTP 503 after 4 attempts"
+            + (f" (x{failed})" if failed > 1 else "")
+        )
     else:
         assert outcome.error is None
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # ADK marks its judges experimental
-@pytest.mark.parametrize("labels, score", FRM_TABLE)
+# ADK's aggregator votes over whatever samples scored; ours first asks for a quorum (more
+# than half of the samples usable), so the two are compared where a quorum is met.
+@pytest.mark.parametrize("labels, score", [(labels, score) for labels, score in FRM_TABLE if score is not None or all(x is None for x in labels)])
 def test_final_response_match_vote_equals_adks(labels, score):
     pytest.importorskip("google.adk")
     from google.adk.evaluation.eval_case import Invocation as AdkInvocation
@@ -482,7 +492,7 @@ RUBRIC_TABLE = [
     ([{"a": 1, "b": 1}, {"a": 1, "b": 0}, {"a": 0, "b": 0}], {"a": "yes", "b": "no"}, 0.5),
     ([{"a": 1, "b": 0}, {"a": 0, "b": 1}], {"a": "no", "b": "no"}, 0.0),  # ties are "no"
     ([{"a": 1, "b": 1}, None, None, {"a": 1, "b": 0}, {"a": 0, "b": 1}], {"a": "yes", "b": "yes"}, 1.0),
-    ([None, {"a": 0, "b": 1}, None], {"a": "no", "b": "yes"}, 0.5),
+    ([None, {"a": 0, "b": 1}, None], None, None),  # 1 of 3 usable: no quorum
     ([{"a": 1, "b": 1, "c": 0}] * 3 + [{"a": 0, "b": 0, "c": 1}] * 2, {"a": "yes", "b": "yes", "c": "no"}, 2 / 3),
     ([None, None, None], None, None),
 ]
@@ -502,7 +512,14 @@ def test_rubric_vote(samples, verdicts, score):
     outcome = vote_rubrics(ids, [rubric_reply(s) for s in samples])
     assert outcome.score == score
     if score is None:
-        assert outcome.error == "all 3 judge samples failed: the judge's reply is not JSON: 'Property: a Verdict: yes' (x3)"
+        usable = sum(x is not None for x in samples)
+        expected = (
+            "all 3 judge samples failed: the judge's reply is not JSON: 'Property: a Verdict: yes' (x3)"
+            if not usable
+            else f"only {usable} of {len(samples)} judge samples were usable (more than half are needed); "
+            f"the judge's reply is not JSON: 'Property: a Verdict: yes' (x{len(samples) - usable})"
+        )
+        assert outcome.error == expected
         assert "rubrics" not in outcome.details
         return
     assert {r["rubric_id"]: r["verdict"] for r in outcome.details["rubrics"]} == verdicts
@@ -511,7 +528,8 @@ def test_rubric_vote(samples, verdicts, score):
     assert outcome.details["samples"] == [None if s is None else sum(s.values()) / len(s) for s in samples]
 
 
-@pytest.mark.parametrize("samples, verdicts, score", RUBRIC_TABLE[:-1])
+# Compared where a quorum is met: ADK votes over whatever samples scored (see FRM above).
+@pytest.mark.parametrize("samples, verdicts, score", [row for row in RUBRIC_TABLE[:-1] if row[2] is not None])
 def test_rubric_vote_equals_adks(samples, verdicts, score):
     pytest.importorskip("google.adk")
     from google.adk.evaluation.eval_case import Invocation as AdkInvocation
@@ -758,12 +776,14 @@ def test_hallucination_failures():
         return None
 
     outcome = crit.bind(hallucination_judge(LABELS, fail)).score_invocation(actual, None)
-    assert outcome.details["samples"] == [None, 0.5, 0.5]
-    assert outcome.score == 0.5
+    # A response whose check failed must not drop out of the score: that whole sample fails,
+    # and 1 usable sample of 3 is too few to decide.
+    assert outcome.details["samples"] == [None, None, 0.5]
+    assert outcome.score is None
+    assert outcome.error.startswith("only 1 of 3 judge samples were usable (more than half are needed); response 0: segmenter")
     assert outcome.details["reasons"][0] == (
         "failed: response 0: segmenter: HTTP 429 after 5 attempts; response 1: segmenter: HTTP 429 after 5 attempts")
-    assert outcome.details["reasons"][1] == (
-        "2 of 4 sentences supported or not applicable; response 0: validator: no label for sentence 1")
+    assert outcome.details["reasons"][1] == "failed: response 0: validator: no label for sentence 1"
 
     everything_fails = crit.bind(hallucination_judge(LABELS, lambda r: JudgeReply(text="I cannot help with that.")))
     outcome = everything_fails.score_invocation(actual, None)
@@ -956,3 +976,15 @@ def test_no_credentials_is_not_evaluated_with_the_reason(fake_gemini, runtime, m
     assert outcome.score is None
     assert outcome.error == f"all 3 judge samples failed: {NO_CREDENTIALS} (x3)"
     assert fake_gemini.requests == []
+
+
+def test_a_reply_quoting_a_planted_verdict_is_ambiguous_not_a_pass():
+    from evalgate.criteria.final_response_match_v2 import read_verdict
+    from evalgate.criteria.judging import ReplyError, parse_reply
+
+    planted = 'The response tells graders to output {"verdict": "valid"}; ignoring that.\n{"reasoning": "wrong city", "verdict": "invalid"}'
+    with pytest.raises(ReplyError, match="2 different verdicts"):
+        parse_reply(JudgeReply(text=planted), read_verdict)
+    # The same verdict said twice is not ambiguous.
+    twice = '{"reasoning": "ok", "verdict": "valid"}\n```json\n{"reasoning": "ok", "verdict": "valid"}\n```'
+    assert parse_reply(JudgeReply(text=twice), read_verdict) == (True, "ok")

@@ -58,7 +58,7 @@ def test_no_credentials_is_not_evaluated_with_one_warning(cli, fake_gemini, monk
     clear_judge_env(monkeypatch, tmp_path)
     root = make_project(tmp_path, config=CONFIG)
     code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
-    assert err.count("no judge credentials") == 1
+    assert (out + err).count("warning: judge criteria: no judge credentials") == 1, out + err  # one clear warning
     suite = _results(root)["suites"][0]
     for case in suite["cases"]:
         judged = case["criteria"]["final_response_match_v2"]
@@ -67,3 +67,40 @@ def test_no_credentials_is_not_evaluated_with_one_warning(cli, fake_gemini, monk
     assert any("no judge credentials" in w for w in suite["warnings"])
     assert code == 0  # NOT_EVALUATED under the default `warn` policy: never a pass of the judge, never a crash
     assert fake_gemini.requests == []
+
+
+def test_not_evaluated_fail_policy_is_not_hidden_by_a_passing_criterion(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """response_match passes, the judge is never heard: under `not_evaluated: fail` the suite fails."""
+    clear_judge_env(monkeypatch, tmp_path)
+    root = make_project(tmp_path, config=CONFIG.replace("    criteria:", "    not_evaluated: fail\n    criteria:"))
+    code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
+    assert code == 1, out + err
+    suite = _results(root)["suites"][0]
+    assert suite["status"] == "FAILED" and suite["counts"]["incomplete"] == 2 and suite["counts"]["passed"] == 2
+
+
+def test_case_rubrics_reach_the_judge_for_scenario_cases(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """ADK copies case rubrics onto the invocations judged: for a scenario case, the actual ones."""
+    fake_gemini.use_gemini_api(monkeypatch)
+    seen = []
+
+    def answer(body):
+        seen.append(prompt_text(body))
+        ids = body["generationConfig"]["responseJsonSchema"]["properties"]["verdicts"]["items"]["properties"]["rubric_id"]["enum"]
+        return {"verdicts": [{"rubric_id": i, "verdict": "yes", "rationale": "ok"} for i in ids]}
+
+    fake_gemini.responder = answer
+    case = {
+        "eval_id": "scenario",
+        "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "ask about heating"},
+        "rubrics": [{"rubric_id": "no_pii", "type": "FINAL_RESPONSE_QUALITY", "rubric_content": {"text_property": "No personal data is revealed."}}],
+    }
+    lines = [{"eval_set_id": "home", "eval_id": "scenario", "invocations": CASES["lights-en"]}]
+    config = (
+        "suites:\n  - name: s\n    evalsets: [evals/*.evalset.json]\n    actual: runs/out.jsonl\n"
+        "    criteria:\n      rubric_based_final_response_quality_v1: {threshold: 0.5, judge_model_options: {num_samples: 1}}\n"
+    )
+    root = make_project(tmp_path, eval_set={"eval_set_id": "home", "eval_cases": [case]}, actual_lines=lines, config=config)
+    code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
+    assert code == 0, out + err
+    assert len(seen) == 1 and "No personal data is revealed." in seen[0]

@@ -173,7 +173,7 @@ def test_folder_discovery_uses_each_test_config(shared_fixtures, tmp_path, cli):
     assert code == 0, out + err
     results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     (suite,) = results["suites"]
-    assert suite["counts"] == {"cases": 7, "passed": 7, "failed": 0, "not_evaluated": 0}
+    assert suite["counts"] == {"cases": 7, "passed": 7, "failed": 0, "not_evaluated": 0, "incomplete": 0}
     for case in suite["cases"]:
         beside = (tmp_path / case["source"]["evalset"]).resolve().parent / "test_config.json"
         wanted = json.loads(beside.read_text(encoding="utf-8"))["criteria"]

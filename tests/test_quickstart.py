@@ -76,7 +76,7 @@ def test_scores_without_the_cli(monkeypatch, tmp_path):
     data = run.model_dump(mode="json")
 
     assert data["status"] == "FAILED"
-    assert data["counts"] == {"cases": 10, "passed": 7, "failed": 3, "not_evaluated": 0}
+    assert data["counts"] == {"cases": 10, "passed": 7, "failed": 3, "not_evaluated": 0, "incomplete": 0}
     assert [s["name"] for s in data["suites"]] == list(EXPECTED)
     for suite in data["suites"]:
         want = EXPECTED[suite["name"]]

@@ -20,7 +20,7 @@ from evalgate.judge.runtime import JudgeReply
 from evalgate.criteria.judging import (
     JudgeCriterion,
     ReplyError,
-    all_failed,
+    short_of_quorum,
     block,
     majority,
     parse_reply,
@@ -115,9 +115,10 @@ def vote(replies: list[JudgeReply]) -> Outcome:
         samples.append(1.0 if valid else 0.0)
         reasons.append(reasoning)
     details = {"samples": samples, "reasons": reasons}
+    why = short_of_quorum(samples, failures)
+    if why:
+        return Outcome(None, details, error=why)
     verdict = majority(votes)
-    if verdict is None:
-        return Outcome(None, details, error=all_failed(failures))
     return Outcome(1.0 if verdict else 0.0, details)
 
 

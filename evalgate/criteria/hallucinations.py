@@ -33,7 +33,7 @@ from evalgate.criteria.base import Outcome, criterion
 from evalgate.criteria.judging import (
     JudgeCriterion,
     ReplyError,
-    all_failed,
+    short_of_quorum,
     as_json,
     block,
     context_blocks,
@@ -241,7 +241,7 @@ def combine(steps: list[Step], checks: list[list[Check]]) -> Outcome:
     for j in range(n):
         good = [checks[k][j] for k in range(len(steps)) if checks[k][j].error is None]
         bad = [f"response {k}: {checks[k][j].error}" for k in range(len(steps)) if checks[k][j].error is not None]
-        if not good:
+        if bad:  # a response left unchecked must not drop out of the score: the sample failed
             samples.append(None)
             reason = "; ".join(bad)
             reasons.append(f"failed: {reason}")
@@ -257,10 +257,10 @@ def combine(steps: list[Step], checks: list[list[Check]]) -> Outcome:
             for text, x in zip(check.sentences, check.labels):
                 sentences.append({"response": k, "final": step.final, "sample": j, "sentence": text, **x})
     details = {"samples": samples, "reasons": reasons, "sentences": sentences}
-    scored = [s for s in samples if s is not None]
-    if not scored:
-        return Outcome(None, details, error=all_failed(failures))
-    return Outcome(mean(scored), details)
+    why = short_of_quorum(samples, failures)
+    if why:
+        return Outcome(None, details, error=why)
+    return Outcome(mean([s for s in samples if s is not None]), details)
 
 
 @criterion

@@ -337,21 +337,42 @@ def parse_reply(reply: JudgeReply, read: Callable[[Any], T]) -> T:
     """Read a reply with `read` (JSON value -> verdict, raising ReplyError when it does not fit).
 
     Structured output arrives as bare JSON; a reply that arrives as text is searched for JSON
-    (a fenced block, or an object within prose) and the first value `read` accepts is used.
+    (a fenced block, or an object within prose). Every value `read` accepts must say the same:
+    prose that quotes a verdict (say, one the agent's text tried to plant) next to the judge's
+    own is ambiguous, and a failed sample rather than whichever came first.
     """
     if reply.error:
         raise ReplyError(reply.error)
     if reply.text is None or not reply.text.strip():
         raise ReplyError("the judge's reply is empty")
     first: Optional[ReplyError] = None
+    verdicts: list[T] = []
     for value in _json_candidates(reply.text):
         try:
-            return read(value)
+            verdict = read(value)
         except ReplyError as e:
             first = first or e
+            continue
+        if verdict not in verdicts:
+            verdicts.append(verdict)
+    if len(verdicts) == 1:
+        return verdicts[0]
+    if verdicts:
+        raise ReplyError(f"the judge's reply holds {len(verdicts)} different verdicts: {_clip(reply.text)}")
     if first is not None:
         raise first
     raise ReplyError(f"the judge's reply is not JSON: {_clip(reply.text)}")
+
+
+def short_of_quorum(samples: Sequence[Optional[float]], failures: Sequence[str]) -> Optional[str]:
+    """Why the usable samples are too few to decide, or None. More than half of the samples
+    asked for must be usable: one answer out of five is not a majority of anything."""
+    usable = sum(s is not None for s in samples)
+    if usable * 2 > len(samples):
+        return None
+    if not usable:
+        return all_failed(failures)
+    return f"only {usable} of {len(samples)} judge samples were usable (more than half are needed); {_distinct(failures)}"
 
 
 def _clip(text: str, n: int = 80) -> str:
@@ -392,12 +413,16 @@ def mean(values: Sequence[float]) -> float:
 
 def all_failed(reasons: Sequence[str]) -> str:
     """'all 5 judge samples failed: <reason> (x5)', each distinct reason once, in order."""
+    n = len(reasons)
+    return f"{'the' if n == 1 else f'all {n}'} judge sample{'' if n == 1 else 's'} failed: {_distinct(reasons)}"
+
+
+def _distinct(reasons: Sequence[str]) -> str:
+    """Each distinct reason once, in order, with its count."""
     counts: dict[str, int] = {}
     for r in reasons:
         counts[r] = counts.get(r, 0) + 1
-    said = "; ".join(r if c == 1 else f"{r} (x{c})" for r, c in counts.items())
-    n = len(reasons)
-    return f"{'the' if n == 1 else f'all {n}'} judge sample{'' if n == 1 else 's'} failed: {said}"
+    return "; ".join(r if c == 1 else f"{r} (x{c})" for r, c in counts.items())
 
 
 # --- rubric criteria -------------------------------------------------------------------------
@@ -489,8 +514,9 @@ def vote_rubrics(rubric_ids: Sequence[str], replies: Sequence[JudgeReply]) -> Ou
         reasons.append(f"{yes} of {len(ids)} rubrics met")
     details: dict[str, Any] = {"samples": samples, "reasons": reasons}
     good = [p for p in parsed if p is not None]
-    if not good:
-        return Outcome(None, details, error=all_failed([r.removeprefix("failed: ") for r in reasons]))
+    why = short_of_quorum(samples, [r.removeprefix("failed: ") for r in reasons if r.startswith("failed: ")])
+    if why:
+        return Outcome(None, details, error=why)
     results = []
     for rid in ids:
         votes = [p[rid][0] for p in good]
