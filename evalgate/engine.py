@@ -115,13 +115,15 @@ def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
             return _failed(crit.threshold, "no actual outputs for this case")
         if crit.needs_expected and case.expected is None:
             return _failed(crit.threshold, "needs an expected conversation, and this case has none")
-        expected = case.expected if case.expected is not None else [None] * len(case.actual)
-        if len(expected) != len(case.actual):
+        if case.expected is not None and len(case.expected) != len(case.actual):
             return _failed(
                 crit.threshold,
-                f"{len(case.actual)} actual invocations for {len(expected)} expected; they must agree",
+                f"{len(case.actual)} actual invocations for {len(case.expected)} expected; they must agree",
             )
-        return aggregate([crit.score_invocation(a, e) for a, e in zip(case.actual, expected)], crit.threshold)
+        outcomes = crit.score_invocations(case.actual, case.expected)
+        if len(outcomes) != len(case.actual):
+            raise RuntimeError(f"{crit.name} gave {len(outcomes)} outcomes for {len(case.actual)} invocations")
+        return aggregate(outcomes, crit.threshold)
     except Exception as e:  # a criterion's failure is a record, never a crash or a pass
         return _failed(crit.threshold, f"{type(e).__name__}: {e}")
 

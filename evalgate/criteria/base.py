@@ -54,6 +54,12 @@ class Criterion(BaseModel):
     def score_invocation(self, actual: Invocation, expected: Invocation | None) -> Outcome:
         raise NotImplementedError(f"{self.name} does not score invocations")
 
+    def score_invocations(self, actual: list[Invocation], expected: list[Invocation] | None) -> list[Outcome]:
+        """One outcome per invocation. Invocations are scored one by one unless a criterion
+        needs the conversation so far (multi-turn metrics), which overrides this."""
+        pairs = zip(actual, expected if expected is not None else [None] * len(actual))
+        return [self.score_invocation(a, e) for a, e in pairs]
+
     def score_trace(self, trace: Any) -> Outcome:
         raise NotImplementedError(f"{self.name} does not score traces")
 

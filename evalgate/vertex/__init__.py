@@ -1,0 +1,1 @@
+"""Vertex AI Gen AI evaluation service: managed metrics through evaluateInstances."""
