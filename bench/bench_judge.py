@@ -294,6 +294,20 @@ def run_evalgate(cases: list[Case], samples: int, concurrency: int, cache_dir: P
     runtime = JudgeRuntime(concurrency=concurrency, rpm=judge.rpm, timeout_s=judge.timeout_s,
                            deadline_s=judge.deadline_s, max_attempts=judge.max_attempts, cache_dir=cache_dir)
     workers = concurrency * 4
+    # Attempts per ask, observed from outside: the runtime passes the attempt number (its last
+    # argument) to each HTTP attempt. A private method: if it changes, the figure is left out.
+    tries: dict[int, int] = {}
+    lock = threading.Lock()
+    inner = runtime._attempt
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        attempt = kwargs.get("attempt", args[-1] if args else None)
+        if isinstance(attempt, int):
+            with lock:
+                tries[attempt] = tries.get(attempt, 0) + 1
+        return inner(*args, **kwargs)
+
+    runtime._attempt = counted  # type: ignore[method-assign]
     t0 = time.perf_counter()
     try:
         results = engine.run(plans, "bench", runtime=runtime, workers=workers)
@@ -306,7 +320,10 @@ def run_evalgate(cases: list[Case], samples: int, concurrency: int, cache_dir: P
     for case in results.suites[0].cases:
         for name, crit in case.criteria.items():
             scores[(case.eval_id, name)] = (crit.score, crit.status.value, crit.error)
-    return {"seconds": seconds, "stats": stats, "total": total, "scores": scores, "workers": workers}
+    # asks that took exactly k attempts: reached attempt k, not attempt k + 1
+    per_ask = {k: tries[k] - tries.get(k + 1, 0) for k in sorted(tries)}
+    return {"seconds": seconds, "stats": stats, "total": total, "scores": scores, "workers": workers,
+            "attempts_per_ask": per_ask}
 
 
 # --- ADK ---------------------------------------------------------------------------------------
@@ -463,8 +480,8 @@ def main() -> int:
           f"max_attempts 5, timeout 60 s), {args.concurrency * 4} case threads, fresh cache in a temp dir",
           flush=True)
     if stubbed:
-        print(f"ADK: {', '.join(stubbed)} not installed (the google-adk[eval] extra): stubbed; ADK imports them for "
-              "its Vertex AI facade only, and any use would raise")
+        print(f"ADK: not installed (from the google-adk[eval] extra), stubbed: {', '.join(stubbed)}; ADK imports "
+              "them for its Vertex AI facade only, and any use would raise")
 
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="evalgate-bench-judge-") as tmp:
@@ -542,13 +559,13 @@ def main() -> int:
                      f"{adk['seconds'] / bound:.2f}x the quota bound" if not projected else "measured on a subset"))
         if projected:
             rows.append((f"(c') ADK, PROJECTED to {len(cases)} invocations", _fmt(adk_total), f"~{requests}",
-                         "linear projection of the subset"))
+                         "linear projection of the subset (blind to the quota if the subset never reached it)"))
         rows.append(("ADK / evalgate", f"{adk_total / first['seconds']:.2f}x", "", "projected" if projected else ""))
     rows.append(("(d) evalgate, unchanged rerun", _fmt(second["seconds"]), f"{rerun_requests}",
                  f"{second['total']['cache_hits']} cache hits"))
-    width = [max(len(r[i]) for r in rows + [("", "wall time", "requests", "")]) for i in range(4)]
+    width = [max(len(r[i]) for r in rows + [("", "wall time", "HTTP requests", "")]) for i in range(4)]
     print()
-    print(f"{'':<{width[0]}}  {'wall time':>{width[1]}}  {'requests':>{width[2]}}  ")
+    print(f"{'':<{width[0]}}  {'wall time':>{width[1]}}  {'HTTP requests':>{width[2]}}  ")
     for r in rows:
         print(f"{r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}  {r[3]}")
 
@@ -565,6 +582,16 @@ def main() -> int:
         print(f"goal: {name}: {'met' if ok else 'NOT met'} ({figure})")
 
     print()
+    minutes = -(-requests // args.quota)
+    caps = ""
+    if args.latency > 0:
+        caps = (f"; without a quota, concurrency over latency caps evalgate at {args.concurrency}/{args.latency:g} s = "
+                f"{args.concurrency / args.latency:.1f} req/s ({requests * args.latency / args.concurrency:.0f} s) and "
+                f"ADK's defaults at 4/{args.latency:g} s = {4 / args.latency:.1f} req/s "
+                f"({requests * args.latency / 4:.0f} s); the quota allows {rate:.1f} req/s")
+    print(f"context: on a fresh rolling window the last {requests - (minutes - 1) * args.quota} of {requests} "
+          f"requests cannot start before {(minutes - 1) * 60} s ({minutes - 1} full windows of {args.quota}){caps}")
+    print(f"evalgate attempts per judge request: {first['attempts_per_ask']} (max_attempts 5)")
     print(f"evalgate on the wire: {first_wire['attempts']} attempts, {first_wire['accepted']} accepted, "
           f"{first_wire['rejected_429']} answered 429; accepted per minute {first_wire['per_minute']}; "
           f"last accepted at {_fmt(first_wire['last_accepted'])}; most in flight {max_in_flight}")

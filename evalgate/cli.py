@@ -102,6 +102,9 @@ def _judge_runtime(loaded, args: argparse.Namespace):
         max_attempts=judge.max_attempts,
         cache_dir=cache_dir if cache_dir.is_absolute() else loaded.base / cache_dir,
         use_cache=judge.cache and not args.no_cache,
+        vertex_project=loaded.config.vertex.project,
+        vertex_location=loaded.config.vertex.location,
+        vertex_endpoint=loaded.config.vertex.endpoint,
     )
     # Case threads mostly wait on the judge; enough of them to keep the pool full.
     return runtime, concurrency * 4
@@ -139,8 +142,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.close()
         if runtime is not None:
             runtime.close()
-    if runtime is not None and runtime.credentials() and args.quiet:  # otherwise the summary says it
-        print(f"warning: judge criteria: {runtime.credentials()}; only cached verdicts were used", file=sys.stderr)
+    if runtime is not None and args.quiet:  # otherwise the summary says it
+        for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
+            print(f"warning: {warning}", file=sys.stderr)
 
     out = Path(args.out)
     try:

@@ -106,6 +106,20 @@ class JudgeConfig(BaseModel):
     cache: bool = Field(default=True, description="Use the verdict cache (an unchanged rerun makes no request).")
 
 
+class VertexConfig(BaseModel):
+    """Where Vertex AI managed metrics run (default: GOOGLE_CLOUD_PROJECT / GOOGLE_CLOUD_LOCATION)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    project: Optional[str] = Field(default=None, min_length=1, description="Google Cloud project.")
+    location: Optional[str] = Field(
+        default=None, min_length=1, description="Region, e.g. us-central1 (google-github-actions/auth does not set it)."
+    )
+    endpoint: Optional[str] = Field(
+        default=None, min_length=1, description="API endpoint override, e.g. a Private Service Connect endpoint (default: the region's)."
+    )
+
+
 class Config(BaseModel):
     """The whole config file."""
 
@@ -115,6 +129,7 @@ class Config(BaseModel):
     suites: list[SuiteConfig] = Field(min_length=1)
     gate: GateConfig = Field(default_factory=GateConfig, description="Comparison with the baseline and the verdict.")
     judge: JudgeConfig = Field(default_factory=JudgeConfig, description="The judge client: concurrency, rate, retries, cache.")
+    vertex: VertexConfig = Field(default_factory=VertexConfig, description="Vertex AI project and location for managed metrics.")
 
 
 @dataclass
@@ -197,6 +212,8 @@ def _valid_keys(model: type[BaseModel]):
             return list(BaselineConfig.model_fields)
         if loc == ("judge",):
             return list(JudgeConfig.model_fields)
+        if loc == ("vertex",):
+            return list(VertexConfig.model_fields)
         return None
 
     return keys_at

@@ -223,9 +223,7 @@ def score_suite(
         for name, spec in specs.items():
             if spec.judge:
                 spec.stats = _stats_delta(before.get(name, {}), after.get(name, {}))
-        reason = runtime.credentials()
-        if reason:
-            warnings.append(f"judge criteria: {reason}; only cached verdicts were used")
+        warnings.extend(credential_warnings(runtime, ordered))
     if counts.incomplete and plan.not_evaluated == "warn":
         warnings.append(f"{counts.incomplete} of {counts.cases} cases have criteria that were not evaluated")
     return SuiteResult(
@@ -237,6 +235,18 @@ def score_suite(
         warnings=warnings,
         cases=results,
     )
+
+
+def credential_warnings(runtime: Any, cases: list[CaseInput]) -> list[str]:
+    """One warning per remote service these cases need and the runtime cannot reach."""
+    services = sorted({c.service for case in cases for c in case.criteria.values() if c.judge and c.service})
+    check = {"gemini": runtime.credentials, "vertex": runtime.vertex_credentials}
+    out = []
+    for service in services:
+        reason = check[service]()
+        if reason:
+            out.append(f"{'judge' if service == 'gemini' else 'Vertex AI'} criteria: {reason}; only cached results were used")
+    return out
 
 
 def _stats_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

@@ -80,7 +80,11 @@ def closest(name: str, valid: Iterable[str]) -> str | None:
 def did_you_mean(name: str, valid: Iterable[str]) -> str:
     valid = sorted(valid)
     near = closest(name, valid)
-    listed = f" Valid names: {', '.join(valid)}." if len(valid) <= 12 else ""
+    # Names with a family prefix ("vertexai:...") are summarised, so the list stays readable.
+    plain = [v for v in valid if ":" not in v]
+    families = sorted({v.split(":", 1)[0] for v in valid if ":" in v})
+    shown = plain + [f"{f}:<metric>" for f in families]
+    listed = f" Valid names: {', '.join(shown)}." if len(shown) <= 16 else ""
     if near:
         return f"Did you mean '{near}'?{listed}"
     return listed.strip() or "Check the spelling against the format's documentation."

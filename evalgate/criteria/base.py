@@ -43,6 +43,8 @@ class Criterion(BaseModel):
     # A judge criterion's verdicts are noisy (an LLM samples them); a deterministic one
     # gives the same score for the same data. The gate treats the two differently.
     judge: ClassVar[bool] = False
+    # The remote service a judge criterion calls ("gemini" or "vertex"), for credential checks.
+    service: ClassVar[str | None] = None
 
     threshold: float = Field(ge=0.0, le=1.0, description="Pass when the score is at least this.")
     include_intermediate_responses_in_final: bool = Field(

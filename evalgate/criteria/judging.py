@@ -100,6 +100,7 @@ class JudgeCriterion(Criterion):
     """
 
     judge: ClassVar[bool] = True
+    service: ClassVar[str | None] = "gemini"
     # Part of every request's cache key: bump it whenever a prompt or reply schema changes.
     prompt_version: ClassVar[str] = "1"
 

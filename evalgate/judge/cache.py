@@ -2,9 +2,11 @@
 
 The key covers the judge model, system instruction, prompt, response schema, generation
 settings, sample index, criterion and the criterion's prompt version, so a changed case
-(or prompt) misses and an unchanged one hits. Files live at `root/ab/abcdef….json` (works
-with `actions/cache`), are written atomically, and a file that cannot be read is a miss.
-Only successful replies are stored; the runtime decides that.
+(or prompt) misses and an unchanged one hits. A Vertex AI evaluation (`eval_cache_key`) is
+keyed by the kind "vertex", the metric, the instance JSON, the criterion and its prompt
+version, and keeps its result as JSON text in the same kind of file. Files live at
+`root/ab/abcdef….json` (works with `actions/cache`), are written atomically, and a file that
+cannot be read is a miss. Only successful replies are stored; the runtime decides that.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from evalgate.judge.runtime import JudgeRequest
+    from evalgate.vertex.service import EvalRequest
 
 CACHE_FORMAT = 1  # bump when the key or the file changes meaning: old entries then miss
 
@@ -43,6 +46,20 @@ def cache_key(request: "JudgeRequest") -> str:
         "sample": request.sample,
     }
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_not_json)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def eval_cache_key(request: "EvalRequest") -> str:
+    """sha256 (hex) of everything that shapes a Vertex AI evaluation's result."""
+    payload = {
+        "format": CACHE_FORMAT,
+        "kind": "vertex",
+        "criterion": request.criterion,
+        "prompt_version": request.prompt_version,
+        "metric": request.metric,
+        "instance": request.instance_json,
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
