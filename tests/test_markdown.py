@@ -729,3 +729,21 @@ def test_an_error_with_no_suites_still_renders():
 def test_a_limit_too_small_for_the_verdict_is_an_error():
     with pytest.raises(ValueError, match="too small"):
         render_comment(*scenario_fail(), limit=200)
+
+
+def test_vertex_explanation_is_shown_and_sanitized():
+    from evalgate.compare import compare, GatePolicy
+    from evalgate.results import CaseResult, Counts, CriterionResult, CriterionSpec, InvocationResult, InvocationSummary, RunResults, Status, SuiteResult
+
+    crit = CriterionResult(score=0.2, status=Status.FAILED, threshold=0.5, per_invocation=[
+        InvocationResult(score=0.2, status=Status.FAILED, details={"metric": "general_quality_v1", "explanation": "Ignores @octocat's question <b>"})])
+    case = CaseResult(eval_set_id="s", eval_id="c", expected_digest="d", status=Status.FAILED, criteria={"vertexai:general_quality_v1": crit},
+                      invocations=[InvocationSummary(user="q", actual_response="a")])
+    suite = SuiteResult(name="s", status=Status.FAILED, not_evaluated_policy="warn", counts=Counts.of([case]),
+                        criteria={"vertexai:general_quality_v1": CriterionSpec(threshold=0.5, version="1", judge=True)}, cases=[case])
+    run = RunResults(config_digest="c", status=Status.FAILED, counts=Counts.of([case]), suites=[suite])
+    passed = case.model_copy(update={"status": Status.PASSED, "criteria": {"vertexai:general_quality_v1": CriterionResult(score=1.0, status=Status.PASSED, threshold=0.5)}})
+    base_suite = suite.model_copy(update={"status": Status.PASSED, "cases": [passed], "counts": Counts.of([passed])})
+    base = run.model_copy(update={"status": Status.PASSED, "suites": [base_suite], "counts": Counts.of([passed])})
+    text = markdown.render_comment(compare(base, run, GatePolicy(deterministic_flips="fail")), run)
+    assert "Ignores @\u2060octocat's question &lt;b&gt;" in text and "question <b>" not in text

@@ -457,6 +457,8 @@ def _judges(case: CaseResult, index: int) -> list[_Judge]:
         if isinstance(reasons, str):
             reasons = [reasons]
         reasons = [str(r) for r in reasons] if isinstance(reasons, list) else []
+        if isinstance(inv.details.get("explanation"), str):  # Vertex AI managed metrics
+            reasons.append(inv.details["explanation"])
         rubrics_raw = inv.details.get("rubrics")
         rubrics = []
         if isinstance(rubrics_raw, list):
