@@ -3,7 +3,8 @@
 It speaks the shapes in shared/notes/wire-protocols.md: issue comments with Link-header
 pagination (next links use `/repositories/{id}/...` as GitHub does), commit statuses,
 the contents API on branches with blob shas and conflict answers, git refs / trees /
-commits / blobs, and commits with parents. Tests can inject faults, switch to a fork's
+commits / blobs, commits with parents, issues (list / create / edit, for the nightly
+tracking issue) and `GET /pulls/{n}`. Tests can inject faults, switch to a fork's
 read-only token, hook a callback before a request (a concurrent writer), and read the
 request log.
 
@@ -100,6 +101,9 @@ class FakeGitHub:
         self.trees: dict[str, dict[str, str]] = {}  # tree sha -> {path: blob sha}
         self.commits: dict[str, dict[str, Any]] = {}  # sha -> {"tree", "parents", "message"}
         self.refs: dict[str, str] = {}  # "refs/heads/x" -> commit sha
+        self.issues: dict[int, dict[str, Any]] = {}  # number -> issue (not pull requests)
+        self.pulls: dict[int, dict[str, Any]] = {}  # number -> pull request
+        self._issue_numbers = iter(range(100, 10**6))
         self._ids = iter(range(1001, 10**9))
         self._tick = 0
         self._lock = threading.RLock()
@@ -169,6 +173,23 @@ class FakeGitHub:
     def add_comment(self, number: int, body: str, user: Optional[dict[str, Any]] = None) -> dict[str, Any]:
         with self._lock:
             return self._new_comment(number, body, user or {"login": "someone", "id": 7, "type": "User"})
+
+    def add_pull(self, number: int, head_sha: str, base_sha: str, *, fork: bool = False) -> dict[str, Any]:
+        """A pull request (for `GET /pulls/{n}`); from a fork when `fork`."""
+        repo = "someone/hello" if fork else self.repository
+        with self._lock:
+            self.pulls[number] = {
+                "number": number,
+                "state": "open",
+                "html_url": f"https://github.com/{self.repository}/pull/{number}",
+                "head": {"sha": head_sha, "ref": "feature", "repo": {"full_name": repo}},
+                "base": {"sha": base_sha, "ref": "main", "repo": {"full_name": self.repository}},
+            }
+            return self.pulls[number]
+
+    def add_issue(self, title: str, body: str = "", state: str = "open", user: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        with self._lock:
+            return self._new_issue(title, body, state, user or {"login": "someone", "id": 7, "type": "User"})
 
     def issue_comments(self, number: int) -> list[dict[str, Any]]:
         return [c for c in self.comments.values() if c["_issue"] == number]
@@ -254,6 +275,26 @@ class FakeGitHub:
         self.comments[cid] = comment
         return comment
 
+    def _new_issue(self, title: str, body: str, state: str, user: dict[str, Any]) -> dict[str, Any]:
+        number = next(self._issue_numbers)
+        now = self._timestamp()
+        issue = {
+            "id": next(self._ids),
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": state,
+            "state_reason": None,
+            "labels": [],
+            "user": dict(user),
+            "url": f"{self._api()}/repos/{self.repository}/issues/{number}",
+            "html_url": f"https://github.com/{self.repository}/issues/{number}",
+            "created_at": now,
+            "updated_at": now,
+        }
+        self.issues[number] = issue
+        return issue
+
     def _api(self) -> str:
         return self.url
 
@@ -329,6 +370,11 @@ class FakeGitHub:
             ("POST", r"/git/trees", self._create_tree),
             ("POST", r"/git/commits", self._create_git_commit),
             ("GET", r"/git/blobs/([0-9a-f]+)", self._get_blob),
+            ("GET", r"/issues", self._list_issues),
+            ("POST", r"/issues", self._create_issue),
+            ("GET", r"/issues/(\d+)", self._get_issue),
+            ("PATCH", r"/issues/(\d+)", self._update_issue),
+            ("GET", r"/pulls/(\d+)", self._get_pull),
         ]
 
     # --- endpoints -------------------------------------------------------------------
@@ -521,6 +567,60 @@ class FakeGitHub:
             raise _Reply(404, NOT_FOUND)
         content = self.blobs[sha]
         return _Reply(200, {"sha": sha, "size": len(content), "encoding": "base64", "content": base64.b64encode(content).decode() + "\n"})
+
+
+    # issues (the nightly tracking issue) and pull requests --------------------------------
+
+    def _list_issues(self, query, body):
+        state = query.get("state", "open")
+        per_page = min(int(query.get("per_page", self.default_per_page)), self.max_per_page)
+        page = max(1, int(query.get("page", 1)))
+        # GitHub lists newest first by default (sort=created, direction=desc).
+        items = sorted(
+            (i for i in self.issues.values() if state == "all" or i["state"] == state), key=lambda i: -i["number"]
+        )
+        last = max(1, -(-len(items) // per_page))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        base = f"{self.link_base or self._api()}/repositories/{self.repo_id}/issues"
+        links = []
+        if page < last:
+            links += [f'<{base}?state={state}&per_page={per_page}&page={page + 1}>; rel="next"', f'<{base}?state={state}&per_page={per_page}&page={last}>; rel="last"']
+        return _Reply(200, [dict(i) for i in chunk], {"Link": ", ".join(links)} if links else {})
+
+    def _create_issue(self, query, body):
+        body = body or {}
+        if not isinstance(body.get("title"), str) or not body["title"]:
+            raise _Reply(422, {"message": "Validation Failed", "errors": [{"resource": "Issue", "code": "missing_field", "field": "title"}]})
+        if len(body.get("body") or "") > 65536:
+            raise _Reply(422, {"message": "Validation Failed", "errors": [{"message": "body is too long (maximum is 65536 characters)"}]})
+        return _Reply(201, dict(self._new_issue(body["title"], body.get("body") or "", "open", BOT)))
+
+    def _get_issue(self, query, body, number):
+        issue = self.issues.get(int(number))
+        if issue is None:
+            raise _Reply(404, NOT_FOUND)
+        return _Reply(200, dict(issue))
+
+    def _update_issue(self, query, body, number):
+        issue = self.issues.get(int(number))
+        if issue is None:
+            raise _Reply(404, NOT_FOUND)
+        body = body or {}
+        if "state" in body and body["state"] not in ("open", "closed"):
+            raise _Reply(422, {"message": "Validation Failed", "errors": [{"field": "state", "code": "invalid"}]})
+        if len(body.get("body") or "") > 65536:
+            raise _Reply(422, {"message": "Validation Failed", "errors": [{"message": "body is too long (maximum is 65536 characters)"}]})
+        for key in ("title", "body", "state", "state_reason"):
+            if key in body:
+                issue[key] = body[key]
+        issue["updated_at"] = self._timestamp()
+        return _Reply(200, dict(issue))
+
+    def _get_pull(self, query, body, number):
+        pull = self.pulls.get(int(number))
+        if pull is None:
+            raise _Reply(404, NOT_FOUND)
+        return _Reply(200, pull)
 
 
 def _public(comment: dict[str, Any]) -> dict[str, Any]:

@@ -747,3 +747,10 @@ def test_vertex_explanation_is_shown_and_sanitized():
     base = run.model_copy(update={"status": Status.PASSED, "suites": [base_suite], "counts": Counts.of([passed])})
     text = markdown.render_comment(compare(base, run, GatePolicy(deterministic_flips="fail")), run)
     assert "Ignores @\u2060octocat's question &lt;b&gt;" in text and "question <b>" not in text
+
+
+def test_a_criterion_reason_quoted_by_the_suite_is_said_once():
+    row = _row("home", "tool", 1.0, 4, 1.0, 0.5, Verdict.FAIL, reasons=["dropped by 0.5"])
+    suite = _suite("home", Verdict.FAIL, [row], reasons=["tool: dropped by 0.5"])
+    text = markdown.render_comment(_comparison(Verdict.FAIL, [suite]), _run({"home": [_passing("lights", "lights_off")]}))
+    assert text.count("dropped by 0.5") == 1

@@ -642,7 +642,11 @@ def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget) -> _Su
     reasons = list(s.reasons)
     for c in s.criteria:
         if c.status is not Verdict.PASS:
-            reasons.extend(f"{c.criterion}: {r}" for r in c.reasons if r not in s.reasons)
+            # The suite's reasons may already quote a criterion's reason, bare or as
+            # "<criterion>: <reason>" (compare() words them so): say each once.
+            reasons.extend(
+                f"{c.criterion}: {r}" for r in c.reasons if r not in reasons and f"{c.criterion}: {r}" not in reasons
+            )
     rows = [_criterion_row(c, with_baseline) for c in s.criteria]
     hidden = 0
     if not budget.passing_rows:

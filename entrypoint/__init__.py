@@ -1,0 +1,1 @@
+"""The GitHub Action's entrypoint: the only code that reads the Actions environment."""

@@ -1,0 +1,622 @@
+"""The GitHub Action's entrypoint: read the Actions environment, choose the activity, gate, publish.
+
+Activities (from the event, or forced by the `mode` input):
+
+- `pr` (pull_request, pull_request_target): score, compare with the baseline of the PR's
+  base commit (read only), comment and set the status on the PR's head commit.
+- `baseline` (push to the default branch): score, compare with the previous baseline,
+  save this commit's baseline and update the flake ledger.
+- `nightly` (schedule, workflow_dispatch): score, compare with the default branch head's
+  baseline, update the ledger, and open / update / close one tracking issue.
+- `publish` (workflow_run): the trusted half of the fork-safe flow: compare the results a
+  pull request's run uploaded, comment and set the status.
+- `score` (anything else, e.g. a push to another branch): score and judge on absolute
+  thresholds; nothing is written to GitHub.
+
+Every run writes the results under `out`, the step outputs and the job summary. Exit codes
+are the CLI's: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, MutableMapping, Optional
+
+from evalgate import __version__
+from evalgate.errors import InputError, Problem
+
+if __package__ in (None, ""):  # run as a script: python /path/to/entrypoint/main.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from entrypoint.commands import Workflow  # noqa: E402
+from entrypoint.settings import Settings, read_settings, secrets  # noqa: E402
+
+EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+PR_EVENTS = ("pull_request", "pull_request_target")
+NIGHTLY_EVENTS = ("schedule", "workflow_dispatch")
+
+
+@dataclass
+class Outcome:
+    """What an activity decided, for the report, the outputs and the exit code."""
+
+    comparison: Any
+    results: Any
+    comment_url: str = ""
+    notes: list[str] = field(default_factory=list)  # trusted Markdown lines for the summary
+
+
+@dataclass
+class Context:
+    settings: Settings
+    workflow: Workflow
+    env: MutableMapping[str, str]
+    warnings: list[str] = field(default_factory=list)
+    _client: Any = None
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        self.workflow.warning(message)
+
+    def client(self, required_for: Optional[str] = None):
+        """The GitHub client, or None (with a warning, or an error when `required_for`) without a token."""
+        from evalgate.github import GitHubClient
+
+        s = self.settings
+        if self._client is None and s.token and s.repository:
+            self._client = GitHubClient(s.api_url, s.repository, s.token)
+        if self._client is None and required_for:
+            missing = "GITHUB_REPOSITORY" if s.token else "the github-token input (EVALGATE_GITHUB_TOKEN)"
+            raise InputError(Problem(None, "github-token", f"{required_for} needs {missing}", "Pass github-token: ${{ github.token }} (the default)."))
+        return self._client
+
+
+# --- choosing the activity ---------------------------------------------------------------
+
+
+def choose_activity(s: Settings) -> str:
+    event = s.event_name
+    wanted = {
+        "pr": PR_EVENTS,
+        "nightly": NIGHTLY_EVENTS,
+        "publish": ("workflow_run",),
+        "baseline": ("push", *NIGHTLY_EVENTS),
+    }
+    if s.mode == "auto":
+        if event in PR_EVENTS:
+            return "pr"
+        if event == "push":
+            return "baseline" if s.ref == f"refs/heads/{_default_branch(s) or ''}" else "score"
+        if event in NIGHTLY_EVENTS:
+            return "nightly"
+        if event == "workflow_run":
+            return "publish"
+        return "score"
+    if s.mode == "publish" and s.artifact_dir is not None:
+        return "publish"  # the artifact may also come from elsewhere; the payload check still applies
+    if event not in wanted[s.mode]:
+        raise InputError(
+            Problem(
+                None,
+                "input 'mode' (EVALGATE_MODE)",
+                f"mode '{s.mode}' runs on {', '.join(wanted[s.mode])} events; this run is a '{event or 'unknown'}' event",
+                "Use mode: auto, or run this step on one of those events.",
+            )
+        )
+    return s.mode
+
+
+def _default_branch(s: Settings) -> Optional[str]:
+    repo = s.event.get("repository")
+    return repo.get("default_branch") if isinstance(repo, dict) else None
+
+
+# --- scoring -----------------------------------------------------------------------------
+
+
+def _load(s: Settings):
+    from evalgate.config import find_config, load_config
+
+    return load_config(find_config(str(s.config) if s.config else None))
+
+
+def _gate(s: Settings, loaded) -> Any:
+    gate = loaded.config.gate if loaded is not None else None
+    if gate is None:
+        from evalgate.config import GateConfig
+
+        gate = GateConfig()
+    update: dict[str, Any] = {}
+    if s.gate_id:
+        update["id"] = s.gate_id
+    if s.baseline_branch:
+        update["baseline"] = gate.baseline.model_copy(update={"branch": s.baseline_branch})
+    if s.fail_on == "inconclusive":
+        update["inconclusive"] = "fail"
+    return gate.model_copy(update=update) if update else gate
+
+
+def score(ctx: Context, loaded) -> tuple[Any, list]:
+    """Score every suite (as `evalgate run`) and write results.json, junit.xml and ADK results."""
+    from evalgate import engine, results
+    from evalgate.cli import _judge_runtime
+    from evalgate.plan import build_plans, config_digest
+    from evalgate.reports.adk_results import write_adk_results
+    from evalgate.reports.junit import junit_xml
+    from evalgate.reports.terminal import summary_table
+
+    s = ctx.settings
+    plans = build_plans(loaded)
+    if s.cache_dir is not None:
+        judge = loaded.config.judge.model_copy(update={"cache_dir": str(s.cache_dir.resolve())})
+        loaded.config = loaded.config.model_copy(update={"judge": judge})
+    runtime, workers = None, 1
+    if engine.needs_judge(plans):
+        runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False))
+    try:
+        run = engine.run(plans, config_digest(loaded, plans), runtime=runtime, workers=workers)
+        if runtime is not None:
+            for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
+                ctx.warn(warning)
+    finally:
+        if runtime is not None:
+            runtime.close()
+    _write_results(ctx, run)
+    try:
+        (s.out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+        write_adk_results(run, plans, s.out / "adk")
+    except OSError as e:
+        raise _unwritable(s, e) from None
+    with ctx.workflow.verbatim():  # case text is the agent's: no workflow commands from it
+        ctx.workflow.log(summary_table(run, color=False))
+    return run, plans
+
+
+def _write_results(ctx: Context, run) -> None:
+    from evalgate import results
+
+    try:
+        results.write(run, ctx.settings.out / "results.json")
+    except OSError as e:
+        raise _unwritable(ctx.settings, e) from None
+
+
+def _unwritable(s: Settings, e: OSError) -> InputError:
+    return InputError(Problem(str(s.out), None, f"cannot write the results there ({e.strerror or e})", "Set the out input to a folder the action can write."))
+
+
+# --- baselines ---------------------------------------------------------------------------
+
+
+def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None):
+    """The baseline store the settings name, or None (warned) when it cannot be reached."""
+    from evalgate.baselines import DirStore, GitHubStore
+
+    if ctx.settings.baseline_store == "dir":
+        path = Path(gate.baseline.path)
+        base = loaded.base if loaded is not None else ctx.settings.working_directory
+        return DirStore(path if path.is_absolute() else base / path, gate_id=gate.id)
+    client = ctx.client(required_for)
+    if client is None:
+        ctx.warn("no GitHub token: the baseline store on the data branch cannot be read; judged on absolute thresholds")
+        return None
+    return GitHubStore(client, branch=gate.baseline.branch, gate_id=gate.id)
+
+
+def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
+    from evalgate.baselines import git_first_parent
+    from evalgate.github import GitHubError
+
+    if ctx.settings.baseline_store == "github":
+        walk = ctx.client().first_parent
+    else:
+        walk = lambda sha: git_first_parent(sha, ctx.settings.working_directory)  # noqa: E731
+
+    def parent(sha: str) -> Optional[str]:
+        try:
+            return walk(sha)
+        except (GitHubError, InputError) as e:
+            ctx.warn(f"the history walk stopped at {sha[:12]}: {e}")
+            return None
+
+    return parent
+
+
+def find(ctx: Context, store, gate, sha: Optional[str]):
+    """(baseline results, info) of `sha` or its nearest first-parent ancestor, or (None, None)."""
+    from evalgate.baselines import find_baseline
+    from evalgate.github import GitHubError
+
+    if store is None or not sha:
+        return None, None
+    try:
+        found = find_baseline(store, sha, _first_parent(ctx), gate.baseline.max_depth)
+    except GitHubError as e:
+        ctx.warn(f"could not read the baseline store: {e}; judged on absolute thresholds")
+        return None, None
+    if found is None:
+        ctx.warn(
+            f"no baseline for {sha[:12]} or its {gate.baseline.max_depth} nearest first-parent ancestors in {store!r}; "
+            "judged on absolute thresholds (a push to the default branch saves one)"
+        )
+        return None, None
+    return found[0].results, found[1]
+
+
+def ledger(ctx: Context, store, gate):
+    from evalgate.github import GitHubError
+
+    if store is None:
+        return None
+    try:
+        return store.load_ledger(gate.id)
+    except GitHubError as e:
+        ctx.warn(f"could not read the flake ledger: {e}")
+        return None
+
+
+def _write_guard(what: str, fn: Callable[[], Any]) -> Any:
+    from evalgate.github import GitHubForbidden
+
+    try:
+        return fn()
+    except GitHubForbidden as e:
+        raise InputError(
+            Problem(None, "github-token", f"the token may not {what}: {e}", "Grant the workflow `permissions: contents: write` on default-branch runs.")
+        ) from None
+
+
+# --- activities --------------------------------------------------------------------------
+
+
+def _pr_from_event(s: Settings) -> tuple[int, str, str]:
+    pr = s.event.get("pull_request")
+    try:
+        return int(pr["number"]), str(pr["head"]["sha"]), str(pr["base"]["sha"])
+    except (TypeError, KeyError, ValueError):
+        raise InputError(
+            Problem(None, "event payload (GITHUB_EVENT_PATH): pull_request", "the event payload has no pull_request with number, head.sha and base.sha", "Run the pr mode on pull_request events.")
+        ) from None
+
+
+def _publish(ctx: Context, gate, comparison, results, number: Optional[int], head_sha: str) -> str:
+    from evalgate.publish import publish
+    from evalgate.reports.markdown import render_comment
+
+    s = ctx.settings
+    client = ctx.client()
+    if client is None:
+        ctx.warn("no GitHub token: no comment and no commit status; the report is in the job summary")
+        return ""
+    comment = render_comment(comparison, results, gate_id=gate.id, run_url=s.run_url, full_report_hint="The full report is in the job summary of the run.")
+    out = publish(
+        client,
+        comparison,
+        comment,
+        pr_number=number,
+        head_sha=head_sha,
+        gate_id=gate.id,
+        context=s.status_context or gate.id,
+        per_suite=s.status_per_suite,
+        target_url=s.run_url,
+        counts=(results.counts.passed, results.counts.failed),
+        inconclusive=gate.inconclusive,
+        post_comment=s.comment,
+    )
+    for warning in out.warnings:
+        ctx.warn(warning)
+    return out.comment_url or ""
+
+
+def activity_pr(ctx: Context, loaded) -> Outcome:
+    from evalgate.compare import compare
+
+    number, head_sha, base_sha = _pr_from_event(ctx.settings)
+    gate = _gate(ctx.settings, loaded)
+    run, _ = score(ctx, loaded)
+    store = _store(ctx, gate, loaded)
+    baseline, info = find(ctx, store, gate, base_sha)
+    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha))
+
+
+def activity_baseline(ctx: Context, loaded) -> Outcome:
+    from evalgate.baselines import make_baseline, may_write_baseline
+    from evalgate.compare import compare, update_ledger
+
+    s = ctx.settings
+    default = _default_branch(s) or _repo_default_branch(ctx)
+    if not may_write_baseline(s.event_name, s.ref, default or ""):
+        raise InputError(
+            Problem(None, "input 'mode' (EVALGATE_MODE)", f"baselines are saved only by push, schedule or manual runs on the default branch ({default or 'unknown'}); this is a '{s.event_name}' run on {s.ref or 'no ref'}", "Use mode: auto, which saves baselines only where that is safe.")
+        )
+    if not s.sha:
+        raise InputError(Problem(None, "GITHUB_SHA", "is not set", "Run evalgate as a step of a GitHub Actions workflow."))
+    gate = _gate(s, loaded)
+    run, _ = score(ctx, loaded)
+    store = _store(ctx, gate, loaded, required_for="saving the baseline on the data branch")
+    parent = _first_parent(ctx)(s.sha)
+    baseline, info = find(ctx, store, gate, parent) if parent else (None, None)
+    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    _write_guard("write the baseline", lambda: store.save(make_baseline(run, s.sha, s.ref, datetime.now(timezone.utc))))
+    _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
+    return Outcome(comparison, run, notes=[f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger (gate `{gate.id}`, {_where(store)})."])
+
+
+def _where(store) -> str:
+    from evalgate.baselines import GitHubStore
+
+    return f"branch `{store.branch}`" if isinstance(store, GitHubStore) else "the baseline folder"
+
+
+def _repo_default_branch(ctx: Context) -> Optional[str]:
+    from evalgate.github import GitHubError
+
+    client = ctx.client()
+    if client is None:
+        return None
+    try:
+        return client._send("GET", client._repo_path("").rstrip("/")).json().get("default_branch")
+    except GitHubError as e:
+        ctx.warn(f"could not read the repository's default branch: {e}")
+        return None
+
+
+def activity_nightly(ctx: Context, loaded) -> Outcome:
+    from evalgate.baselines import may_write_baseline
+    from evalgate.compare import Verdict, compare, update_ledger
+    from evalgate.github import GitHubError
+    from evalgate.reports.markdown import render_summary
+
+    from entrypoint.tracking import track
+
+    s = ctx.settings
+    gate = _gate(s, loaded)
+    default = _default_branch(s) or _repo_default_branch(ctx)
+    on_default = bool(default) and s.ref == f"refs/heads/{default}"
+    run, _ = score(ctx, loaded)
+    store = _store(ctx, gate, loaded)
+    head = s.sha if on_default else _default_head(ctx, gate, default)
+    baseline, info = find(ctx, store, gate, head)
+    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    notes = []
+    if store is not None and may_write_baseline(s.event_name, s.ref, default or ""):
+        _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
+        notes.append(f"Recorded this run in the flake ledger (gate `{gate.id}`).")
+    else:
+        ctx.warn(f"not a run on the default branch ({default or 'unknown'}): the flake ledger was not updated")
+    failing = comparison.verdict in (Verdict.FAIL, Verdict.ERROR) or (comparison.verdict is Verdict.INCONCLUSIVE and gate.inconclusive == "fail")
+    client = ctx.client()
+    url = ""
+    if client is None:
+        ctx.warn("no GitHub token: no tracking issue")
+    else:
+        report = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url, limit=60_000, full_report_hint="The full report is in the job summary of the run.")
+        try:
+            tracked = track(client, gate.id, failing, report, s.sha or head or "")
+        except GitHubError as e:
+            ctx.warn(f"could not update the tracking issue (grant `issues: write`): {e}")
+        else:
+            url = tracked.url or ""
+            if tracked.action != "none":
+                notes.append(f"Tracking issue #{tracked.number}: {tracked.action}.")
+    return Outcome(comparison, run, url, notes)
+
+
+def _default_head(ctx: Context, gate, default: Optional[str]) -> Optional[str]:
+    from evalgate.github import GitHubError
+
+    client = ctx.client()
+    if client is None or not default:
+        return None
+    try:
+        return client.branch_head(default)
+    except GitHubError as e:
+        ctx.warn(f"could not read the head of {default}: {e}")
+        return None
+
+
+def _artifact(ctx: Context) -> tuple[Any, int, str]:
+    """The pull request run's results and PR number from the artifact; the head sha checked against the event."""
+    from evalgate import results
+    from evalgate.errors import load_json_file
+
+    s = ctx.settings
+    if s.artifact_dir is None:
+        raise InputError(
+            Problem(None, "input 'artifact-dir' (EVALGATE_ARTIFACT_DIR)", "the publish mode needs the folder holding the pull request run's results.json and pr.json", "Download the artifact first: actions/download-artifact with run-id: ${{ github.event.workflow_run.id }}.")
+        )
+    run = results.read(s.artifact_dir / "results.json")
+    pr = load_json_file(s.artifact_dir / "pr.json")
+    try:
+        number, head_sha = int(pr["number"]), str(pr["head_sha"]).lower()
+    except (TypeError, KeyError, ValueError):
+        raise InputError(Problem(str(s.artifact_dir / "pr.json"), None, "needs 'number' and 'head_sha'", 'Write {"number": N, "head_sha": "...", "base_sha": "..."} in the pull request run.')) from None
+    trusted = s.event.get("workflow_run", {}).get("head_sha") if isinstance(s.event.get("workflow_run"), dict) else None
+    if trusted and trusted.lower() != head_sha:
+        raise InputError(
+            Problem(str(s.artifact_dir / "pr.json"), "head_sha", f"{head_sha[:12]} is not the commit the triggering run tested ({trusted[:12]})", "Publish only the artifact of the workflow_run that triggered this run.")
+        )
+    return run, number, head_sha
+
+
+def activity_publish(ctx: Context, loaded) -> Outcome:
+    from evalgate.compare import compare
+    from evalgate.github import GitHubError
+
+    run, number, head_sha = _artifact(ctx)
+    _write_results(ctx, run)
+    gate = _gate(ctx.settings, loaded)
+    client = ctx.client(required_for="publishing a pull request's results")
+    # The PR's base comes from GitHub, not the artifact: a fork must not choose its baseline.
+    try:
+        pull = client._send("GET", client._repo_path(f"pulls/{number}")).json()
+    except GitHubError as e:
+        raise InputError(Problem(None, "pr.json", f"cannot read pull request #{number}: {e}", "Check the artifact's PR number.")) from None
+    if str(pull.get("head", {}).get("sha", "")).lower() != head_sha:
+        raise InputError(
+            Problem(None, "pr.json", f"pull request #{number}'s head is not {head_sha[:12]} (it moved on, or the artifact names another PR)", "A newer run of the pull request publishes its own results.")
+        )
+    store = _store(ctx, gate, loaded)
+    baseline, info = find(ctx, store, gate, pull.get("base", {}).get("sha"))
+    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha))
+
+
+def activity_score(ctx: Context, loaded) -> Outcome:
+    from evalgate.compare import compare
+
+    run, _ = score(ctx, loaded)
+    return Outcome(compare(None, run, _gate(ctx.settings, loaded)), run)
+
+
+ACTIVITIES = {
+    "pr": activity_pr,
+    "baseline": activity_baseline,
+    "nightly": activity_nightly,
+    "publish": activity_publish,
+    "score": activity_score,
+}
+
+
+# --- reporting ---------------------------------------------------------------------------
+
+
+def exit_code(verdict, inconclusive_fails: bool, fail_on: str) -> int:
+    from evalgate.compare import Verdict
+
+    if fail_on == "never":
+        return EXIT_PASSED
+    if verdict in (Verdict.FAIL, Verdict.ERROR) or (verdict is Verdict.INCONCLUSIVE and inconclusive_fails):
+        return EXIT_FAILED
+    return EXIT_PASSED
+
+
+def _shown(s: Settings, path: Path) -> str:
+    """A path as later steps of the job can use it: relative to the workspace when inside it."""
+    try:
+        return path.resolve().relative_to(s.workspace).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
+    from evalgate.reports.markdown import md, render_summary
+
+    s = ctx.settings
+    comparison, run = outcome.comparison, outcome.results
+    summary = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url)
+    extra = list(outcome.notes) + [f"- :warning: {md(w, 2000)}" for w in ctx.warnings]
+    if extra:
+        summary = summary.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"
+    report_path = s.out / "report.md"
+    try:
+        s.out.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(summary, encoding="utf-8")
+    except OSError as e:
+        raise _unwritable(s, e) from None
+    ctx.workflow.summary(summary)
+    regressions = sum(1 for suite in comparison.suites for c in suite.changes if c.kind in ("regressed", "broken_stable"))
+    ctx.workflow.outputs(
+        {
+            "verdict": comparison.verdict.value,
+            "results-path": _shown(s, s.out / "results.json"),
+            "report-path": _shown(s, report_path),
+            "comment-url": outcome.comment_url,
+            "cases": str(run.counts.cases),
+            "passed": str(run.counts.passed),
+            "failed": str(run.counts.failed),
+            "regressions": str(regressions),
+            "activity": activity,
+        }
+    )
+    code = exit_code(comparison.verdict, gate.inconclusive == "fail", s.fail_on)
+    ctx.workflow.log(f"evalgate {activity}: {comparison.verdict.value} ({run.counts.passed} passed, {run.counts.failed} failed, {regressions} regressed); exit {code}")
+    return code
+
+
+def _problem_file(s: Optional[Settings], problem: Problem, cwd: Path) -> Optional[str]:
+    """The problem's file relative to the repository root, so the annotation lands on it."""
+    if not problem.file:
+        return None
+    path = (cwd / problem.file).resolve()
+    try:
+        return path.relative_to(s.workspace if s else cwd.resolve()).as_posix()
+    except ValueError:
+        return problem.file
+
+
+def _fatal_summary(workflow: Workflow, title: str, lines: list[str]) -> None:
+    workflow.summary(f"## :x: evalgate: {title}\n\n" + "\n".join(lines) + "\n")
+
+
+def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str]] = None) -> int:
+    """Run the action. `env` defaults to the process environment (tests pass their own)."""
+    from evalgate.github import GitHubError
+    from evalgate.reports.markdown import md
+
+    parser = argparse.ArgumentParser(prog="entrypoint", description="The evalgate GitHub Action (configured by EVALGATE_* variables).")
+    parser.add_argument("--version", action="version", version=f"evalgate {__version__}")
+    parser.parse_args(argv if argv is not None else [])
+    env = os.environ if env is None else env
+    workflow = Workflow(env.get("GITHUB_OUTPUT"), env.get("GITHUB_STEP_SUMMARY"))
+    for secret in secrets(env):
+        workflow.mask(secret)
+    cwd = Path.cwd()
+    settings: Optional[Settings] = None
+    try:
+        settings = read_settings(env, cwd)
+        if settings.google_credentials is not None:
+            env["GOOGLE_APPLICATION_CREDENTIALS"] = str(settings.google_credentials)
+        os.chdir(settings.working_directory)
+        ctx = Context(settings, workflow, env)
+        activity = choose_activity(settings)
+        workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
+        loaded = None
+        if activity != "publish" or settings.config is not None or _has_config():
+            loaded = _load(settings)
+        outcome = ACTIVITIES[activity](ctx, loaded)
+        return report(ctx, activity, outcome, _gate(settings, loaded))
+    except InputError as e:
+        here = Path.cwd()
+        for problem in e.problems:
+            workflow.problem(problem, _problem_file(settings, problem, here))
+        _fatal_summary(
+            workflow,
+            "unusable input or configuration",
+            [f"- {md(str(p), 4000)}" for p in e.problems]
+            + ["", f"{len(e.problems)} problem{'s' if len(e.problems) != 1 else ''}. Nothing was published; fix the input and run again."],
+        )
+        workflow.outputs({"verdict": "ERROR"})
+        return EXIT_INPUT
+    except GitHubError as e:
+        workflow.error(f"GitHub API: {e}")
+        _fatal_summary(workflow, "a GitHub API call failed", [md(str(e), 4000), "", "Check the token's permissions and GitHub's status, then re-run."])
+        workflow.outputs({"verdict": "ERROR"})
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug of ours: say so plainly; the traceback on request
+        workflow.error(f"internal error: {type(e).__name__}: {e}. Please report it.")
+        _fatal_summary(workflow, "internal error", [md(f"{type(e).__name__}: {e}", 4000), "", "This is a bug in evalgate; please report it. Re-run with debug logging for the traceback."])
+        if env.get("EVALGATE_DEBUG") or env.get("RUNNER_DEBUG") == "1":
+            traceback.print_exc()
+        return EXIT_INTERNAL
+    finally:
+        os.chdir(cwd)
+
+
+def _has_config() -> bool:
+    from evalgate.config import CONFIG_NAMES
+
+    return any(Path(n).exists() for n in CONFIG_NAMES)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,301 @@
+"""The action's settings: the Actions environment cleaned into one frozen value, one function per field.
+
+action.yml maps each input to an `EVALGATE_*` variable explicitly; GitHub sets the
+`GITHUB_*` ones. Nothing here is read at import time. Every bad setting becomes a
+`Problem` naming the input, and all of them are reported together.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal, Mapping, Optional
+
+from evalgate.errors import InputError, Problem
+
+Mode = Literal["auto", "pr", "baseline", "nightly", "publish"]
+FailOn = Literal["fail", "inconclusive", "never"]
+MODES = ("auto", "pr", "baseline", "nightly", "publish")
+FAIL_ON = ("fail", "inconclusive", "never")
+STORES = ("github", "dir")
+CONTAINER_WORKSPACE = "/github/workspace"  # where a container action sees the runner's workspace
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+_GATE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# A branch name git accepts, roughly: no spaces, no "..", no control characters, no leading "-".
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,200}(?<![./])$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the action was asked to do, and where. The token never appears in `repr`."""
+
+    working_directory: Path
+    workspace: Path
+    config: Optional[Path]
+    token: str = field(repr=False)
+    mode: Mode
+    comment: bool
+    status_context: Optional[str]  # None: the gate id
+    status_per_suite: bool
+    fail_on: FailOn
+    baseline_store: Literal["github", "dir"]
+    baseline_branch: Optional[str]  # None: the config's gate.baseline.branch
+    gate_id: Optional[str]  # None: the config's gate.id
+    judge_concurrency: Optional[int]
+    cache_dir: Optional[Path]
+    out: Path
+    artifact_dir: Optional[Path]
+    event_name: str
+    event: Mapping[str, Any] = field(repr=False)
+    repository: str
+    api_url: str
+    server_url: str
+    run_id: str
+    ref: str
+    sha: str
+    google_credentials: Optional[Path]  # after mapping a host path into the container
+
+    @property
+    def run_url(self) -> Optional[str]:
+        if self.server_url and self.repository and self.run_id:
+            return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+        return None
+
+
+class _Reader:
+    """Reads variables and records problems, so every bad setting is reported in one pass."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.env = env
+        self.problems: list[Problem] = []
+
+    def raw(self, name: str) -> str:
+        return (self.env.get(name) or "").strip()
+
+    def bad(self, name: str, what: str, fix: str) -> None:
+        self.problems.append(Problem(None, _label(name), what, fix))
+
+
+def _label(name: str) -> str:
+    """`EVALGATE_FAIL_ON` -> "input 'fail-on' (EVALGATE_FAIL_ON)"; GitHub's own names stay."""
+    if name.startswith("EVALGATE_"):
+        return f"input '{name[len('EVALGATE_'):].lower().replace('_', '-')}' ({name})"
+    return name
+
+
+# --- one function per field -------------------------------------------------------------
+
+
+def clean_choice(r: _Reader, name: str, choices: tuple[str, ...], default: str) -> str:
+    value = r.raw(name).lower() or default
+    if value not in choices:
+        r.bad(name, f"'{r.raw(name)}' is not one of {', '.join(choices)}", f"Set it to one of {', '.join(choices)}.")
+        return default
+    return value
+
+
+def clean_bool(r: _Reader, name: str, default: bool) -> bool:
+    value = r.raw(name).lower()
+    if not value:
+        return default
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    r.bad(name, f"'{r.raw(name)}' is not true or false", "Set it to true or false.")
+    return default
+
+
+def clean_working_directory(r: _Reader, cwd: Path) -> Path:
+    workspace = clean_workspace(r, cwd)
+    value = r.raw("EVALGATE_WORKING_DIRECTORY")
+    path = (workspace / value).resolve() if value else workspace
+    if not path.is_dir():
+        r.bad("EVALGATE_WORKING_DIRECTORY", f"'{value}' is not a folder in the workspace", "Give a folder of the checked-out repository, relative to its root.")
+        return workspace
+    return path
+
+
+def clean_workspace(r: _Reader, cwd: Path) -> Path:
+    value = r.raw("GITHUB_WORKSPACE")
+    return Path(value).resolve() if value else cwd.resolve()
+
+
+def clean_config(r: _Reader, working_directory: Path) -> Optional[Path]:
+    value = r.raw("EVALGATE_CONFIG")
+    if not value:
+        return None  # evalgate.yaml / .yml / .json in the working directory
+    path = working_directory / value
+    if not path.is_file():
+        r.bad("EVALGATE_CONFIG", f"'{value}' is not a file (looked in {working_directory})", "Give the config's path relative to the working directory.")
+    return path
+
+
+def clean_token(r: _Reader) -> str:
+    return r.raw("EVALGATE_GITHUB_TOKEN")
+
+
+def clean_status_context(r: _Reader) -> Optional[str]:
+    value = r.raw("EVALGATE_STATUS_CONTEXT")
+    if len(value) > 200 or any(ord(c) < 32 for c in value):
+        r.bad("EVALGATE_STATUS_CONTEXT", "is longer than 200 characters or holds control characters", "Use a short name such as 'evalgate'.")
+        return None
+    return value or None
+
+
+def clean_baseline_branch(r: _Reader) -> Optional[str]:
+    value = r.raw("EVALGATE_BASELINE_BRANCH")
+    if value and not _BRANCH.match(value):
+        r.bad("EVALGATE_BASELINE_BRANCH", f"'{value}' is not a branch name", "Use a name such as evalgate-data.")
+        return None
+    return value or None
+
+
+def clean_gate_id(r: _Reader) -> Optional[str]:
+    value = r.raw("EVALGATE_GATE_ID")
+    if value and not _GATE_ID.match(value):
+        r.bad("EVALGATE_GATE_ID", f"'{value}' cannot name a gate", "Use letters, digits, '.', '_' or '-' (at most 100), starting with a letter or digit.")
+        return None
+    return value or None
+
+
+def clean_judge_concurrency(r: _Reader) -> Optional[int]:
+    value = r.raw("EVALGATE_JUDGE_CONCURRENCY")
+    if not value:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 256:
+        r.bad("EVALGATE_JUDGE_CONCURRENCY", f"'{value}' is not a whole number from 1 to 256", "Give a number such as 8, or leave it empty for the config's.")
+        return None
+    return n
+
+
+def clean_path(r: _Reader, name: str, working_directory: Path, default: Optional[str] = None) -> Optional[Path]:
+    value = r.raw(name) or default
+    return None if not value else (working_directory / value)
+
+
+def clean_artifact_dir(r: _Reader, working_directory: Path) -> Optional[Path]:
+    path = clean_path(r, "EVALGATE_ARTIFACT_DIR", working_directory)
+    if path is not None and not path.is_dir():
+        r.bad("EVALGATE_ARTIFACT_DIR", f"'{r.raw('EVALGATE_ARTIFACT_DIR')}' is not a folder", "Download the pull request run's artifact there first (actions/download-artifact with run-id).")
+    return path
+
+
+def clean_event(r: _Reader) -> Mapping[str, Any]:
+    value = r.raw("GITHUB_EVENT_PATH")
+    if not value:
+        return {}
+    try:
+        data = json.loads(Path(value).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        r.bad("GITHUB_EVENT_PATH", f"the event payload {value} cannot be read ({e})", "Run evalgate as a step of a GitHub Actions workflow.")
+        return {}
+    if not isinstance(data, dict):
+        r.bad("GITHUB_EVENT_PATH", "the event payload is not a JSON object", "Run evalgate as a step of a GitHub Actions workflow.")
+        return {}
+    return data
+
+
+def clean_repository(r: _Reader) -> str:
+    value = r.raw("GITHUB_REPOSITORY")
+    if value and not _REPOSITORY.match(value):
+        r.bad("GITHUB_REPOSITORY", f"'{value}' does not look like owner/name", "Leave it to GitHub Actions, which sets it.")
+        return ""
+    return value
+
+
+def clean_url(r: _Reader, name: str, default: str) -> str:
+    value = r.raw(name) or default
+    if not re.match(r"(?i)^https?://[^\s/]+", value):
+        r.bad(name, f"'{value}' is not an http(s) URL", "Leave it to GitHub Actions, which sets it.")
+        return default
+    return value.rstrip("/")
+
+
+def clean_sha(r: _Reader) -> str:
+    value = r.raw("GITHUB_SHA").lower()
+    if value and not _SHA.match(value):
+        r.bad("GITHUB_SHA", f"'{value}' is not a full commit SHA", "Leave it to GitHub Actions, which sets it.")
+        return ""
+    return value
+
+
+def clean_google_credentials(r: _Reader, workspace: Path) -> Optional[Path]:
+    """GOOGLE_APPLICATION_CREDENTIALS, mapped into the container when it names a host path.
+
+    google-github-actions/auth writes the file into the runner's workspace and exports its
+    host path; a container action sees that workspace at /github/workspace. The file is
+    looked for under the workspace by the longest tail of the host path that exists there.
+    """
+    value = r.raw("GOOGLE_APPLICATION_CREDENTIALS")
+    if not value:
+        return None
+    given = Path(value)
+    if given.is_file():
+        return given
+    parts = PurePosixPath(value).parts
+    for root in dict.fromkeys((workspace, Path(CONTAINER_WORKSPACE))):
+        for i in range(1, len(parts)):
+            candidate = root.joinpath(*parts[i:])
+            if candidate.is_file():
+                return candidate
+    r.bad(
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        f"the credentials file {value} was found neither there nor under the workspace",
+        "Run google-github-actions/auth before evalgate (it writes the file into the workspace), or unset the variable.",
+    )
+    return None
+
+
+def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Settings:
+    """The settings from the environment; raises InputError listing every bad one."""
+    r = _Reader(env)
+    cwd = cwd or Path.cwd()
+    workspace = clean_workspace(r, cwd)
+    working_directory = clean_working_directory(r, cwd)
+    settings = Settings(
+        working_directory=working_directory,
+        workspace=workspace,
+        config=clean_config(r, working_directory),
+        token=clean_token(r),
+        mode=clean_choice(r, "EVALGATE_MODE", MODES, "auto"),  # type: ignore[arg-type]
+        comment=clean_bool(r, "EVALGATE_COMMENT", True),
+        status_context=clean_status_context(r),
+        status_per_suite=clean_bool(r, "EVALGATE_STATUS_PER_SUITE", False),
+        fail_on=clean_choice(r, "EVALGATE_FAIL_ON", FAIL_ON, "fail"),  # type: ignore[arg-type]
+        baseline_store=clean_choice(r, "EVALGATE_BASELINE_STORE", STORES, "github"),  # type: ignore[arg-type]
+        baseline_branch=clean_baseline_branch(r),
+        gate_id=clean_gate_id(r),
+        judge_concurrency=clean_judge_concurrency(r),
+        cache_dir=clean_path(r, "EVALGATE_CACHE_DIR", working_directory),
+        out=clean_path(r, "EVALGATE_OUT", working_directory, "evalgate-results") or working_directory,
+        artifact_dir=clean_artifact_dir(r, working_directory),
+        event_name=r.raw("GITHUB_EVENT_NAME"),
+        event=clean_event(r),
+        repository=clean_repository(r),
+        api_url=clean_url(r, "GITHUB_API_URL", "https://api.github.com"),
+        server_url=clean_url(r, "GITHUB_SERVER_URL", "https://github.com"),
+        run_id=r.raw("GITHUB_RUN_ID"),
+        ref=r.raw("GITHUB_REF"),
+        sha=clean_sha(r),
+        google_credentials=clean_google_credentials(r, workspace),
+    )
+    if r.problems:
+        raise InputError(r.problems)
+    return settings
+
+
+def secrets(env: Mapping[str, str]) -> list[str]:
+    """Values to mask in the log: the token and the Gemini API keys."""
+    names = ("EVALGATE_GITHUB_TOKEN", "GOOGLE_API_KEY", "GEMINI_API_KEY")
+    return [v for v in dict.fromkeys((env.get(n) or "").strip() for n in names) if v]
+

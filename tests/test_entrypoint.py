@@ -1,0 +1,401 @@
+"""The Action's entrypoint, run in-process on real event payloads against the stateful fake GitHub API.
+
+Each test writes the files GitHub Actions would (event payload, GITHUB_OUTPUT,
+GITHUB_STEP_SUMMARY), calls `main(env=...)`, and checks what the fake received.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+if str(REPO) not in sys.path:  # `entrypoint/` is not an installed package; `python -m pytest` finds it anyway
+    sys.path.insert(0, str(REPO))
+
+from entrypoint.main import main  # noqa: E402
+from entrypoint.settings import read_settings  # noqa: E402
+from entrypoint.tracking import tracking_marker, tracking_title  # noqa: E402
+from evalgate.baselines import decode_ledger  # noqa: E402
+from evalgate.reports.markdown import marker  # noqa: E402
+from fake_github import fake_github  # noqa: F401,E402  (fixture)
+from test_inputs import CASES, make_project  # noqa: E402
+
+PR = 7
+CONFIG = (
+    "suites:\n"
+    "  - name: home\n"
+    "    evalsets: [evals/*.evalset.json]\n"
+    "    actual: runs/out.jsonl\n"
+    "    criteria:\n"
+    "      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n"
+    "      response_match_score: 0.8\n"
+    "gate:\n"
+    "  deterministic_flips: fail\n"
+)
+
+
+def _lines(regressed: bool) -> list[dict]:
+    lines = [{"eval_set_id": "home", "eval_id": k, "invocations": json.loads(json.dumps(v))} for k, v in CASES.items()]
+    if regressed:  # the agent turns on the kitchen light instead
+        lines[0]["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["room"] = "kitchen"
+    return lines
+
+
+def _set_outputs(ws: Path, regressed: bool) -> None:
+    (ws / "runs" / "out.jsonl").write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in _lines(regressed)) + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def ws(tmp_path):
+    return make_project(tmp_path / "ws", config=CONFIG)
+
+
+class Action:
+    """Runs the entrypoint the way the runner would, one event at a time."""
+
+    def __init__(self, fake, ws: Path, tmp: Path, capsys):
+        self.fake, self.ws, self.tmp, self.capsys = fake, ws, tmp, capsys
+        self.n = 0
+
+    def __call__(self, event_name: str, payload: dict, *, sha: str, ref: str = "refs/heads/main", **inputs: str):
+        self.n += 1
+        run = self.tmp / f"run{self.n}"
+        run.mkdir()
+        (run / "event.json").write_text(json.dumps(payload), encoding="utf-8")
+        self.env = {
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(run / "event.json"),
+            "GITHUB_REPOSITORY": self.fake.repository,
+            "GITHUB_API_URL": self.fake.url,
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_RUN_ID": str(1000 + self.n),
+            "GITHUB_REF": ref,
+            "GITHUB_SHA": sha,
+            "GITHUB_OUTPUT": str(run / "output"),
+            "GITHUB_STEP_SUMMARY": str(run / "summary.md"),
+            "GITHUB_WORKSPACE": str(self.ws),
+            "EVALGATE_GITHUB_TOKEN": self.fake.token,
+            **{f"EVALGATE_{k.upper()}": v for k, v in inputs.items()},
+        }
+        self.code = main([], env=self.env)
+        self.stdout = self.capsys.readouterr().out
+        self.summary = (run / "summary.md").read_text(encoding="utf-8") if (run / "summary.md").exists() else ""
+        self.outputs = _parse_outputs(run / "output")
+        return self.code
+
+
+def _parse_outputs(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    text, out = path.read_text(encoding="utf-8"), {}
+    for m in re.finditer(r"^([\w-]+)<<(ghadelimiter_[0-9a-f]+)\n(.*?)\n\2$", text, re.S | re.M):
+        out[m.group(1)] = m.group(3)
+    return out
+
+
+@pytest.fixture
+def action(fake_github, ws, tmp_path, capsys):  # noqa: F811
+    return Action(fake_github, ws, tmp_path, capsys)
+
+
+def _push(sha: str) -> dict:
+    return {"ref": "refs/heads/main", "after": sha, "repository": {"full_name": "octo/hello", "default_branch": "main"}}
+
+
+def _pull_request(head: str, base: str) -> dict:
+    return {
+        "action": "synchronize",
+        "number": PR,
+        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
+        "repository": {"full_name": "octo/hello", "default_branch": "main"},
+    }
+
+
+@pytest.fixture
+def history(fake_github):  # noqa: F811
+    """Two commits on main; the second gets the baseline."""
+    return fake_github.linear_history(2)
+
+
+@pytest.fixture
+def baseline(action, history):
+    assert action("push", _push(history[1]), sha=history[1]) == 0
+    action.fake.log.clear()
+    return history[1]
+
+
+def _writes(fake) -> list[str]:
+    return [f"{r.method} {r.path}" for r in fake.log if r.method != "GET"]
+
+
+# --- (1) push on the default branch ------------------------------------------------------
+
+
+def test_push_to_default_branch_saves_baseline_and_ledger(action, history):
+    sha = history[1]
+    assert action("push", _push(sha), sha=sha) == 0, action.stdout
+    fake = action.fake
+    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{sha}.json.gz", "ledger/evalgate.json.gz"]
+    assert _writes(fake) == [
+        "POST /repos/octo/hello/git/trees",
+        "POST /repos/octo/hello/git/commits",
+        "POST /repos/octo/hello/git/refs",
+        f"PUT /repos/octo/hello/contents/baselines/evalgate/{sha}.json.gz",
+        "PUT /repos/octo/hello/contents/ledger/evalgate.json.gz",
+    ]
+    assert not fake.statuses and not fake.comments
+    ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
+    assert ledger and all(v == [1.0] for v in ledger.values())
+    assert action.outputs["verdict"] == "PASS"
+    assert action.outputs["results-path"] == "evalgate-results/results.json"
+    assert action.outputs["cases"] == "2" and action.outputs["passed"] == "2" and action.outputs["regressions"] == "0"
+    for name in ("results.json", "junit.xml", "report.md", "adk/home/home.evalset_result.json"):
+        assert (action.ws / "evalgate-results" / name).is_file(), name
+    assert f"Saved the baseline of `{sha[:12]}`" in action.summary
+    assert "::add-mask::" + fake.token in action.stdout
+
+
+def test_push_to_another_branch_only_scores(action, history):
+    assert action("push", {**_push(history[1]), "ref": "refs/heads/feature"}, sha=history[1], ref="refs/heads/feature") == 0
+    assert _writes(action.fake) == []
+    assert action.outputs["activity"] == "score"
+
+
+# --- (2) and (3) a pull request that regresses, then is fixed ---------------------------
+
+
+def test_pull_request_regression_then_fix_edits_the_same_comment(action, baseline):
+    fake = action.fake
+    head = fake.add_commit([baseline], "PR head")
+    merge = fake.add_commit([baseline, head], "merge")
+    _set_outputs(action.ws, regressed=True)
+
+    assert action("pull_request", _pull_request(head, baseline), sha=merge, ref=f"refs/pull/{PR}/merge") == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    comment = dict(comment)  # the fake edits its own copy in place
+    assert comment["body"].startswith(marker("evalgate"))
+    assert "lights-en" in comment["body"] and "FAIL" in comment["body"]
+    assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
+    assert fake.statuses[head][0]["target_url"] == "https://github.com/octo/hello/actions/runs/1002"
+    assert merge not in fake.statuses
+    assert _writes(fake) == [f"POST /repos/octo/hello/issues/{PR}/comments", f"POST /repos/octo/hello/statuses/{head}"]
+    # The baseline of the base commit was read, not written.
+    assert fake.requests("GET", rf"/repos/octo/hello/contents/baselines/evalgate/{baseline}\.json\.gz")
+    assert action.outputs["verdict"] == "FAIL"
+    assert action.outputs["regressions"] == "1" and action.outputs["failed"] == "1"
+    assert action.outputs["comment-url"] == comment["html_url"]
+    assert "lights-en" in action.summary and action.summary == (action.ws / "evalgate-results" / "report.md").read_text(encoding="utf-8")
+
+    fake.log.clear()
+    head2 = fake.add_commit([head], "fix")
+    _set_outputs(action.ws, regressed=False)
+    assert action("pull_request", _pull_request(head2, baseline), sha=fake.add_commit([baseline, head2])) == 0, action.stdout
+    [edited] = fake.issue_comments(PR)
+    assert edited["id"] == comment["id"] and edited["body"] != comment["body"]
+    assert "PASS" in edited["body"]
+    assert _writes(fake) == [f"PATCH /repos/octo/hello/issues/comments/{comment['id']}", f"POST /repos/octo/hello/statuses/{head2}"]
+    assert [s["state"] for s in fake.statuses[head2]] == ["success"]
+    assert action.outputs["verdict"] == "PASS" and action.outputs["comment-url"] == comment["html_url"]
+
+
+def test_comment_off_and_per_suite_statuses(action, baseline):
+    head = action.fake.add_commit([baseline])
+    assert action("pull_request", _pull_request(head, baseline), sha=head, comment="false", status_per_suite="true", status_context="agents") == 0
+    assert not action.fake.comments
+    assert [(s["context"], s["state"]) for s in action.fake.statuses[head]] == [("agents", "success"), ("agents/home", "success")]
+
+
+# --- (4) a fork's read-only token ---------------------------------------------------------
+
+
+def test_fork_pull_request_warns_and_still_writes_the_summary(action, baseline):
+    fake = action.fake
+    fake.read_only = True
+    head = fake.add_commit([baseline])
+    _set_outputs(action.ws, regressed=True)
+    assert action("pull_request", _pull_request(head, baseline), sha=head) == 1
+    warnings = [line for line in action.stdout.splitlines() if line.startswith("::warning")]
+    assert len(warnings) == 2
+    assert "read-only token" in warnings[0] and "commit statuses" in warnings[1]
+    assert not fake.comments and not fake.statuses
+    assert "lights-en" in action.summary and "read-only token" in action.summary
+    assert action.outputs["verdict"] == "FAIL" and action.outputs["comment-url"] == ""
+    assert "Traceback" not in action.stdout
+
+
+def test_missing_baseline_is_a_warning(action, history):
+    head = action.fake.add_commit([history[1]])
+    assert action("pull_request", _pull_request(head, history[1]), sha=head) == 0
+    assert any("no baseline for" in line for line in action.stdout.splitlines() if line.startswith("::warning"))
+    assert [s["state"] for s in action.fake.statuses[head]] == ["success"]
+
+
+# --- (5) the nightly run ------------------------------------------------------------------
+
+
+def test_schedule_updates_ledger_and_tracks_one_issue(action, baseline):
+    fake = action.fake
+    _set_outputs(action.ws, regressed=True)
+    schedule = {"schedule": "0 3 * * *"}  # GitHub's schedule payload names no default branch
+
+    assert action("schedule", schedule, sha=baseline) == 1, action.stdout
+    [issue] = fake.issues.values()
+    assert issue["title"] == tracking_title("evalgate") == "evalgate: nightly regression (evalgate)"
+    assert issue["body"].startswith(tracking_marker("evalgate")) and "lights-en" in issue["body"]
+    assert action.outputs["comment-url"] == issue["html_url"]
+    ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
+    assert sorted(len(v) for v in ledger.values()) == [2, 2, 2, 2]
+    assert any(v[-1] == 0.0 for v in ledger.values())
+    assert not fake.statuses and not fake.comments  # nightly runs neither comment nor set statuses
+    assert not [r for r in fake.log if r.method == "PUT" and "baselines/" in r.path]  # nor overwrite the baseline
+
+    assert action("schedule", schedule, sha=baseline) == 1
+    assert len(fake.issues) == 1
+    assert fake.requests("PATCH", rf"/repos/octo/hello/issues/{issue['number']}")
+
+    _set_outputs(action.ws, regressed=False)
+    assert action("schedule", schedule, sha=baseline) == 0
+    assert fake.issues[issue["number"]]["state"] == "closed"
+    assert "passes again" in fake.issue_comments(issue["number"])[0]["body"]
+
+
+# --- (6) the trusted half of the fork-safe flow ------------------------------------------
+
+
+def _artifact(action, baseline: str, head: str, head_sha: str | None = None) -> Path:
+    from evalgate.cli import main as cli
+
+    artifact = action.tmp / "artifact"
+    _set_outputs(action.ws, regressed=True)
+    assert cli(["run", "--config", str(action.ws / "evalgate.yaml"), "--out", str(artifact), "--quiet"]) == 1
+    (artifact / "pr.json").write_text(json.dumps({"number": PR, "head_sha": head_sha or head, "base_sha": baseline}))
+    action.capsys.readouterr()
+    return artifact
+
+
+def test_workflow_run_publishes_a_fork_pull_requests_results(action, baseline):
+    fake = action.fake
+    head = fake.add_commit([baseline], "fork head")
+    fake.add_pull(PR, head, baseline, fork=True)
+    artifact = _artifact(action, baseline, head)
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+
+    assert action("workflow_run", event, sha=baseline, artifact_dir=str(artifact)) == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    assert comment["body"].startswith(marker("evalgate")) and "lights-en" in comment["body"]
+    assert [s["state"] for s in fake.statuses[head]] == ["failure"]
+    assert _writes(fake) == [f"POST /repos/octo/hello/issues/{PR}/comments", f"POST /repos/octo/hello/statuses/{head}"]
+    assert fake.requests("GET", rf"/repos/octo/hello/pulls/{PR}")
+    assert action.outputs["verdict"] == "FAIL" and action.outputs["regressions"] == "1"
+    assert (action.ws / "evalgate-results" / "results.json").is_file()
+
+
+def test_workflow_run_refuses_an_artifact_for_another_commit(action, baseline):
+    fake = action.fake
+    head = fake.add_commit([baseline])
+    fake.add_pull(PR, head, baseline, fork=True)
+    artifact = _artifact(action, baseline, head, head_sha="a" * 40)
+    event = {"workflow_run": {"id": 99, "head_sha": head}}
+    assert action("workflow_run", event, sha=baseline, artifact_dir=str(artifact)) == 2
+    assert "is not the commit the triggering run tested" in action.stdout
+    assert _writes(fake) == []
+
+
+# --- (7) bad input ------------------------------------------------------------------------
+
+
+def test_bad_config_is_annotated_on_its_line(action, history):
+    (action.ws / "evalgate.yaml").write_text(CONFIG.replace("    actual:", "    actuals:"), encoding="utf-8")
+    assert action("push", _push(history[1]), sha=history[1]) == 2
+    errors = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert errors[0].startswith("::error file=evalgate.yaml,line=4,title=evalgate%3A bad input::evalgate.yaml: suites[0].actuals (line 4): unknown key 'actuals'")
+    assert action.summary.startswith("## :x: evalgate: unusable input or configuration\n\n- evalgate.yaml: suites\\[0\\].actuals (line 4): unknown key 'actuals'")
+    assert action.summary.rstrip().endswith("Nothing was published; fix the input and run again.")
+    assert action.outputs == {"verdict": "ERROR"}
+    assert _writes(action.fake) == [] and "Traceback" not in action.stdout
+
+
+def test_annotation_paths_are_relative_to_the_repository_root(action, history, tmp_path):
+    sub = make_project(action.ws / "agents" / "home", config=CONFIG.replace("  deterministic_flips: fail", "  deterministic_flip: fail"))
+    assert action("push", _push(history[1]), sha=history[1], working_directory="agents/home") == 2
+    errors = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert errors == [
+        "::error file=agents/home/evalgate.yaml,line=9,title=evalgate%3A bad input::evalgate.yaml: gate.deterministic_flip (line 9): "
+        "unknown key 'deterministic_flip'. Remove it or fix the spelling. Did you mean 'deterministic_flips'?"
+        " Valid names: alpha, baseline, deterministic_flips, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, permutations, seed, stable_min_runs."
+    ]
+    assert sub.is_dir()
+
+
+def test_dir_store_keeps_baselines_in_the_working_directory(action, history):
+    sha = history[1]
+    assert action("push", _push(sha), sha=sha, baseline_store="dir") == 0
+    assert (action.ws / ".evalgate" / "baselines" / "baselines" / "evalgate" / f"{sha}.json.gz").is_file()
+    assert _writes(action.fake) == []
+    head = action.fake.add_commit([sha])
+    _set_outputs(action.ws, regressed=True)
+    assert action("pull_request", _pull_request(head, sha), sha=head, baseline_store="dir") == 1
+    assert "Baseline: " + sha[:12] in action.summary
+    assert [s["state"] for s in action.fake.statuses[head]] == ["failure"]
+
+
+def test_every_bad_setting_is_reported_together(action, history):
+    code = action("push", _push(history[1]), sha=history[1], mode="sometimes", fail_on="maybe", judge_concurrency="0", comment="perhaps")
+    assert code == 2
+    errors = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert len(errors) == 4
+    for name in ("EVALGATE_MODE", "EVALGATE_FAIL_ON", "EVALGATE_JUDGE_CONCURRENCY", "EVALGATE_COMMENT"):
+        assert any(name in e for e in errors), name
+    assert "4 problems" in action.summary
+
+
+def test_baseline_mode_is_refused_on_a_pull_request(action, history):
+    head = action.fake.add_commit([history[1]])
+    assert action("pull_request", _pull_request(head, history[1]), sha=head, mode="baseline") == 2
+    assert "mode 'baseline' runs on push, schedule, workflow_dispatch events" in action.stdout
+    assert _writes(action.fake) == []
+
+
+def test_fail_on_never_and_inconclusive(action, baseline):
+    head = action.fake.add_commit([baseline])
+    _set_outputs(action.ws, regressed=True)
+    assert action("pull_request", _pull_request(head, baseline), sha=head, fail_on="never") == 0
+    assert action.outputs["verdict"] == "FAIL"  # reported, but the step passes
+
+
+# --- settings ------------------------------------------------------------------------------
+
+
+def test_settings_hide_the_token_and_map_credentials(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "gha-creds-1234.json").write_text("{}")
+    env = {
+        "GITHUB_WORKSPACE": str(ws),
+        "EVALGATE_GITHUB_TOKEN": "ghs_secret",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/home/runner/work/hello/hello/gha-creds-1234.json",
+    }
+    settings = read_settings(env, tmp_path)
+    assert "ghs_secret" not in repr(settings) and settings.token == "ghs_secret"
+    assert settings.google_credentials == ws / "gha-creds-1234.json"
+    assert (settings.mode, settings.fail_on, settings.baseline_store, settings.comment) == ("auto", "fail", "github", True)
+    assert settings.out == ws / "evalgate-results"
+
+
+def test_secrets_are_masked_first(action, history):
+    action.fake  # noqa: B018
+    env_extra = {"GOOGLE_API_KEY": "AIza-not-a-real-key"}
+    (action.ws / "evalgate.yaml").write_text("nonsense: [", encoding="utf-8")
+    action.n += 1
+    run = action.tmp / "masks"
+    run.mkdir()
+    code = main([], env={"GITHUB_WORKSPACE": str(action.ws), "EVALGATE_GITHUB_TOKEN": "ghs_x", "GITHUB_STEP_SUMMARY": str(run / "s"), **env_extra})
+    out = action.capsys.readouterr().out
+    assert code == 2
+    assert out.splitlines()[:2] == ["::add-mask::ghs_x", "::add-mask::AIza-not-a-real-key"]
