@@ -362,7 +362,7 @@ def _repo_default_branch(ctx: Context) -> Optional[str]:
     if client is None:
         return None
     try:
-        return client._send("GET", client._repo_path("").rstrip("/")).json().get("default_branch")
+        return client.get_repo().get("default_branch")
     except GitHubError as e:
         ctx.warn(f"could not read the repository's default branch: {e}")
         return None
@@ -456,7 +456,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
     client = ctx.client(required_for="publishing a pull request's results")
     # The PR's base comes from GitHub, not the artifact: a fork must not choose its baseline.
     try:
-        pull = client._send("GET", client._repo_path(f"pulls/{number}")).json()
+        pull = client.get_pull(number)
     except GitHubError as e:
         raise InputError(Problem(None, "pr.json", f"cannot read pull request #{number}: {e}", "Check the artifact's PR number.")) from None
     if str(pull.get("head", {}).get("sha", "")).lower() != head_sha:

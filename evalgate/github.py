@@ -139,13 +139,36 @@ class GitHubClient:
 
     def iter_issue_comments(self, number: int, *, per_page: int = 100) -> Iterator[dict[str, Any]]:
         """Every comment on an issue or pull request, oldest first, across all pages."""
-        url: Optional[str] = self._repo_path(f"issues/{int(number)}/comments")
-        params: Optional[dict[str, Any]] = {"per_page": per_page}
+        return self._pages(f"issues/{int(number)}/comments", {"per_page": per_page})
+
+    def iter_open_issues(self, *, per_page: int = 100) -> Iterator[dict[str, Any]]:
+        """Every open issue (GitHub lists pull requests here too: they carry `pull_request`)."""
+        return self._pages("issues", {"state": "open", "per_page": per_page})
+
+    def get_repo(self) -> dict[str, Any]:
+        return self._send("GET", self._repo_path("").rstrip("/")).json()
+
+    def get_pull(self, number: int) -> dict[str, Any]:
+        return self._send("GET", self._repo_path(f"pulls/{int(number)}")).json()
+
+    def create_issue(self, title: str, body: str) -> dict[str, Any]:
+        return self._send("POST", self._repo_path("issues"), json={"title": title, "body": body}).json()
+
+    def edit_issue(self, number: int, **fields: Any) -> dict[str, Any]:
+        """PATCH an issue: body, state, state_reason, ..."""
+        return self._send("PATCH", self._repo_path(f"issues/{int(number)}"), json=fields).json()
+
+    def comment_on_issue(self, number: int, body: str) -> dict[str, Any]:
+        return self._send("POST", self._repo_path(f"issues/{int(number)}/comments"), json={"body": body}).json()
+
+    def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        url: Optional[str] = self._repo_path(path)
+        query: Optional[dict[str, Any]] = params
         while url:
-            response = self._send("GET", url, params=params)
+            response = self._send("GET", url, params=query)
             yield from response.json()
             url = self._next_page(response)
-            params = None  # the next link carries its own query
+            query = None  # the next link carries its own query
 
     def upsert_comment(self, number: int, body: str, marker: str) -> tuple[str, bool]:
         """Update the comment carrying `marker` in place, or create it if there is none.
