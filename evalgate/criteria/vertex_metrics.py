@@ -207,6 +207,12 @@ class VertexMetric(VertexCriterion):
 
     multi_turn: ClassVar[bool] = False  # the prompt is the conversation so far
     needs_rubrics: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A managed metric is addressed as "vertexai:<metric>": the name follows from it.
+        super().__init_subclass__(**kwargs)
+        if "metric" in cls.__dict__:
+            cls.name = f"vertexai:{cls.metric}"
     media: ClassVar[Optional[str]] = None  # "image" / "video": the response must carry one
 
     context: Optional[str] = Field(default=None, description="Context the response is rated against (otherData.context).")
@@ -496,7 +502,6 @@ def _events(inv: Invocation) -> list[dict[str, Any]]:
 class GeneralQualityV1(VertexMetric):
     """Vertex AI general_quality_v1: overall quality of the response, by adaptive rubrics."""
 
-    name: ClassVar[str] = "vertexai:general_quality_v1"
     metric: ClassVar[str] = "general_quality_v1"
 
 
@@ -504,7 +509,6 @@ class GeneralQualityV1(VertexMetric):
 class TextQualityV1(VertexMetric):
     """Vertex AI text_quality_v1: fluency, coherence and grammar of the response."""
 
-    name: ClassVar[str] = "vertexai:text_quality_v1"
     metric: ClassVar[str] = "text_quality_v1"
 
 
@@ -512,7 +516,6 @@ class TextQualityV1(VertexMetric):
 class InstructionFollowingV1(VertexMetric):
     """Vertex AI instruction_following_v1: how well the response follows the prompt's instructions."""
 
-    name: ClassVar[str] = "vertexai:instruction_following_v1"
     metric: ClassVar[str] = "instruction_following_v1"
 
 
@@ -520,7 +523,6 @@ class InstructionFollowingV1(VertexMetric):
 class GroundingV1(VertexMetric):
     """Vertex AI grounding_v1: whether the response is supported by the context (set `context`)."""
 
-    name: ClassVar[str] = "vertexai:grounding_v1"
     metric: ClassVar[str] = "grounding_v1"
 
 
@@ -528,7 +530,6 @@ class GroundingV1(VertexMetric):
 class VertexSafetyV1(VertexMetric):
     """Vertex AI safety_v1 on the full invocation (events, context); ADK's text-only one is `safety_v1`."""
 
-    name: ClassVar[str] = "vertexai:safety_v1"
     metric: ClassVar[str] = "safety_v1"
 
 
@@ -536,7 +537,6 @@ class VertexSafetyV1(VertexMetric):
 class MultiTurnGeneralQualityV1(VertexMetric):
     """Vertex AI multi_turn_general_quality_v1: each response's quality in the conversation so far."""
 
-    name: ClassVar[str] = "vertexai:multi_turn_general_quality_v1"
     metric: ClassVar[str] = "multi_turn_general_quality_v1"
     multi_turn: ClassVar[bool] = True
 
@@ -545,7 +545,6 @@ class MultiTurnGeneralQualityV1(VertexMetric):
 class MultiTurnTextQualityV1(VertexMetric):
     """Vertex AI multi_turn_text_quality_v1: each response's text quality in the conversation so far."""
 
-    name: ClassVar[str] = "vertexai:multi_turn_text_quality_v1"
     metric: ClassVar[str] = "multi_turn_text_quality_v1"
     multi_turn: ClassVar[bool] = True
 
@@ -554,7 +553,6 @@ class MultiTurnTextQualityV1(VertexMetric):
 class VertexFinalResponseMatchV2(VertexMetric):
     """Vertex AI final_response_match_v2: whether the response matches the expected one (needs a reference)."""
 
-    name: ClassVar[str] = "vertexai:final_response_match_v2"
     metric: ClassVar[str] = "final_response_match_v2"
     needs_expected: ClassVar[bool] = True
 
@@ -563,7 +561,6 @@ class VertexFinalResponseMatchV2(VertexMetric):
 class FinalResponseReferenceFreeV1(VertexMetric):
     """Vertex AI final_response_reference_free_v1: the response against rubrics (needs rubrics)."""
 
-    name: ClassVar[str] = "vertexai:final_response_reference_free_v1"
     metric: ClassVar[str] = "final_response_reference_free_v1"
     needs_rubrics: ClassVar[bool] = True
 
@@ -572,7 +569,6 @@ class FinalResponseReferenceFreeV1(VertexMetric):
 class FinalResponseQualityV1(VertexMetric):
     """Vertex AI final_response_quality_v1: the agent's final response, given its tools and instructions."""
 
-    name: ClassVar[str] = "vertexai:final_response_quality_v1"
     metric: ClassVar[str] = "final_response_quality_v1"
 
 
@@ -580,7 +576,6 @@ class FinalResponseQualityV1(VertexMetric):
 class HallucinationV1(VertexMetric):
     """Vertex AI hallucination_v1: claims in the response that the context and tool results do not support."""
 
-    name: ClassVar[str] = "vertexai:hallucination_v1"
     metric: ClassVar[str] = "hallucination_v1"
 
 
@@ -588,7 +583,6 @@ class HallucinationV1(VertexMetric):
 class ToolUseQualityV1(VertexMetric):
     """Vertex AI tool_use_quality_v1: whether the agent chose and called its tools well."""
 
-    name: ClassVar[str] = "vertexai:tool_use_quality_v1"
     metric: ClassVar[str] = "tool_use_quality_v1"
 
 
@@ -596,7 +590,6 @@ class ToolUseQualityV1(VertexMetric):
 class GeckoText2ImageV1(VertexMetric):
     """Vertex AI gecko_text2image_v1: a generated image against its prompt (the response must carry an image)."""
 
-    name: ClassVar[str] = "vertexai:gecko_text2image_v1"
     metric: ClassVar[str] = "gecko_text2image_v1"
     media: ClassVar[Optional[str]] = "image"
 
@@ -605,6 +598,5 @@ class GeckoText2ImageV1(VertexMetric):
 class GeckoText2VideoV1(VertexMetric):
     """Vertex AI gecko_text2video_v1: a generated video against its prompt (the response must carry a video)."""
 
-    name: ClassVar[str] = "vertexai:gecko_text2video_v1"
     metric: ClassVar[str] = "gecko_text2video_v1"
     media: ClassVar[Optional[str]] = "video"
