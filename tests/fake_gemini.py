@@ -54,6 +54,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+import fake_http
+
 FAKE_API_KEY = "AIzaFAKE-test-key-0123456789abcdef"  # what use_gemini_api() exports
 FAKE_ACCESS_TOKEN = "ya29.FAKE-access-token-0123456789"  # what the token endpoint hands out
 
@@ -240,33 +242,21 @@ class FakeGemini:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> "FakeGemini":
-        fake = self
-
-        class Handler(_Handler):
-            gemini = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self._thread.start()
+        self._server = fake_http.serve(_Handler, gemini=self)
         return self
 
     def stop(self) -> None:
         self._stopping.set()  # wakes handlers sleeping in a delay
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        fake_http.stop(self._server)
 
     @property
     def url(self) -> str:
         """The base URL to give the client, with a trailing slash."""
-        assert self._server, "start() the fake first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/"
+        return fake_http.base_url(self._server) + "/"
 
     @property
     def token_uri(self) -> str:

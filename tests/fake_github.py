@@ -26,6 +26,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
+import fake_http
+
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
 NOT_FOUND = {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
 FORK_403 = {
@@ -108,32 +110,20 @@ class FakeGitHub:
         self._tick = 0
         self._lock = threading.RLock()
         self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
         self.refs["refs/heads/main"] = self.add_commit(message="initial commit")
 
     # --- lifecycle -------------------------------------------------------------------
 
     def start(self) -> "FakeGitHub":
-        fake = self
-
-        class Handler(_Handler):
-            github = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self._thread.start()
+        self._server = fake_http.serve(_Handler, github=self)
         return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        fake_http.stop(self._server)
 
     @property
     def url(self) -> str:
-        assert self._server, "start() the fake first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}{self.prefix}"
+        return f"{fake_http.base_url(self._server)}{self.prefix}"
 
     @property
     def repository(self) -> str:

@@ -65,6 +65,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+import fake_http
+
 FAKE_VERTEX_TOKEN = "ya29.FAKE-vertex-token-0123456789abcdef"  # the bearer token the fake accepts
 FAKE_PROJECT = "fake-project"
 FAKE_LOCATION = "us-central1"
@@ -238,31 +240,19 @@ class FakeVertex:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
 
     def start(self) -> "FakeVertex":
-        fake = self
-
-        class Handler(_Handler):
-            vertex = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self._thread.start()
+        self._server = fake_http.serve(_Handler, vertex=self)
         return self
 
     def stop(self) -> None:
         self._stopping.set()  # wakes handlers sleeping in a delay
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        fake_http.stop(self._server)
 
     @property
     def url(self) -> str:
         """The endpoint to give the client: `http://127.0.0.1:PORT` (no trailing slash)."""
-        assert self._server, "start() the fake first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return fake_http.base_url(self._server)
 
     @property
     def max_in_flight(self) -> int:
