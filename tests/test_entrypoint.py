@@ -24,20 +24,11 @@ from entrypoint.tracking import tracking_marker, tracking_title  # noqa: E402
 from evalgate.baselines import decode_ledger  # noqa: E402
 from evalgate.reports.markdown import marker  # noqa: E402
 from fake_github import fake_github  # noqa: F401,E402  (fixture)
-from test_inputs import CASES, make_project  # noqa: E402
+from test_inputs import CASES, make_project
+from test_inputs import CONFIG as BASE_CONFIG  # noqa: E402
 
 PR = 7
-CONFIG = (
-    "suites:\n"
-    "  - name: home\n"
-    "    evalsets: [evals/*.evalset.json]\n"
-    "    actual: runs/out.jsonl\n"
-    "    criteria:\n"
-    "      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n"
-    "      response_match_score: 0.8\n"
-    "gate:\n"
-    "  deterministic_flips: fail\n"
-)
+CONFIG = BASE_CONFIG + "gate:\n  deterministic_flips: fail\n"  # one flip fails: a clear regression
 
 
 def _lines(regressed: bool) -> list[dict]:

@@ -24,6 +24,17 @@ CASES = {
 }
 
 
+CONFIG = (
+    "suites:\n"
+    "  - name: home\n"
+    "    evalsets: [evals/*.evalset.json]\n"
+    "    actual: runs/out.jsonl\n"
+    "    criteria:\n"
+    "      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n"
+    "      response_match_score: 0.8\n"
+)
+
+
 def make_project(root: Path, **overrides) -> Path:
     """A small valid project: one eval set, its inference JSONL, a config."""
     eval_set = {
@@ -37,16 +48,7 @@ def make_project(root: Path, **overrides) -> Path:
     )
     (root / "runs").mkdir(exist_ok=True)
     (root / "runs" / "out.jsonl").write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
-    config = overrides.get(
-        "config",
-        "suites:\n"
-        "  - name: home\n"
-        "    evalsets: [evals/*.evalset.json]\n"
-        "    actual: runs/out.jsonl\n"
-        "    criteria:\n"
-        "      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n"
-        "      response_match_score: 0.8\n",
-    )
+    config = overrides.get("config", CONFIG)
     (root / "evalgate.yaml").write_text(config, encoding="utf-8")
     return root
 

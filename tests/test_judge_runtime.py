@@ -11,6 +11,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from conftest import FakeClock
 import requests
 
 from evalgate.judge.cache import JudgeCache, cache_key
@@ -58,24 +60,6 @@ def verdict_of(body) -> dict:
     if "Paris" in prompt_text(body):
         return {"verdict": "valid", "reason": "names Paris"}
     return {"verdict": "invalid", "reason": "no Paris"}
-
-
-class FakeClock:
-    """A monotonic clock that only moves when something sleeps on it (thread-safe)."""
-
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps: list[float] = []
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self._lock:
-            return self.now
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self.sleeps.append(seconds)
-            self.now += seconds
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,11 @@ import json
 import logging
 import subprocess
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from conftest import FakeClock
 import requests
 
 pytest.importorskip("google.cloud.aiplatform_v1beta1")
@@ -86,24 +87,6 @@ def snake(value):
         keep_keys = key in ("mapInstance", "rubricGroups", "args", "response") and isinstance(item, dict)
         out[name] = {k: snake(v) for k, v in item.items()} if keep_keys else snake(item)
     return out
-
-
-class FakeClock:
-    """A monotonic clock that only moves when something sleeps on it (thread-safe)."""
-
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps: list[float] = []
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self._lock:
-            return self.now
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self.sleeps.append(seconds)
-            self.now += seconds
 
 
 @pytest.fixture(autouse=True)
