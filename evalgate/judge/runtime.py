@@ -583,17 +583,14 @@ def _resolve_backend(env: Any) -> tuple[Optional[_Backend], Optional[str]]:
     location = (env.get("GOOGLE_CLOUD_LOCATION") or "").strip() or None
     if api_key and not project and not location:  # Vertex AI express mode
         return _Backend(True, api_key=api_key), None
-    try:
-        import google.auth
-        import google.auth.exceptions
-    except ImportError:
+    adc = _application_default_credentials()
+    if adc is None:
         return None, INSTALL_HINT
-    try:
-        credentials, adc_project = google.auth.default(scopes=_SCOPES)
-    except google.auth.exceptions.DefaultCredentialsError as exc:
+    credentials, adc_project, missing = adc
+    if missing:
         return None, (
             f"{NO_CREDENTIALS} (GOOGLE_GENAI_USE_VERTEXAI is set, but no Application Default Credentials "
-            f"were found: {_short(exc)})"
+            f"were found: {missing})"
         )
     project = project or adc_project
     if not project:
@@ -838,16 +835,13 @@ def _resolve_vertex(env: Any, project: Optional[str], location: Optional[str], e
     location = (location or env.get("GOOGLE_CLOUD_LOCATION") or "").strip() or None
     problems = []
     if credentials is None:
-        try:
-            import google.auth
-            import google.auth.exceptions
-        except ImportError:
+        adc = _application_default_credentials()
+        if adc is None:
             return None, VERTEX_INSTALL_HINT
-        try:
-            credentials, adc_project = google.auth.default(scopes=_SCOPES)
-        except google.auth.exceptions.DefaultCredentialsError as exc:
+        credentials, adc_project, missing = adc
+        if missing:
             problems.append(
-                f"no Application Default Credentials were found ({_short(exc)}); in GitHub Actions, "
+                f"no Application Default Credentials were found ({missing}); in GitHub Actions, "
                 "run google-github-actions/auth first (with permissions: id-token: write)"
             )
         else:
@@ -860,6 +854,21 @@ def _resolve_vertex(env: Any, project: Optional[str], location: Optional[str], e
         return None, f"{NO_VERTEX_CREDENTIALS}: {'; '.join(problems)}"
     assert project is not None and location is not None
     return _VertexSetup(project, location, endpoint or _regional_endpoint(location), credentials), None
+
+
+def _application_default_credentials() -> Optional[tuple[Any, Optional[str], Optional[str]]]:
+    """(credentials, their project, why there are none) from google-auth's ADC lookup, the one
+    both Gemini-on-Vertex and the evaluation service use; None when google-auth is missing."""
+    try:
+        import google.auth
+        import google.auth.exceptions
+    except ImportError:
+        return None
+    try:
+        credentials, project = google.auth.default(scopes=_SCOPES)
+    except google.auth.exceptions.DefaultCredentialsError as exc:
+        return None, None, _short(exc)
+    return credentials, project, None
 
 
 def _regional_endpoint(location: str) -> str:
