@@ -144,7 +144,7 @@ def _gate(s: Settings, loaded) -> Any:
 
 def score(ctx: Context, loaded) -> tuple[Any, list]:
     """Score every suite (as `evalgate run`) and write results.json, junit.xml and ADK results."""
-    from evalgate import engine, results
+    from evalgate import engine
     from evalgate.cli import _judge_runtime
     from evalgate.plan import build_plans, config_digest
     from evalgate.reports.adk_results import write_adk_results

@@ -7,14 +7,13 @@ reported together: `evalgate validate` is this step alone.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_test_config
 from evalgate.criteria import Criterion
 from evalgate.engine import CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.loaders.actual import ActualRecord, load_actual
-from evalgate.loaders.evalsets import EVALSET_SUFFIXES, LoadedEvalSet, expand, expected_digest, load_evalset, test_config_beside
+from evalgate.loaders.evalsets import EVALSET_SUFFIXES, expand, expected_digest, load_evalset, test_config_beside
 from evalgate.results import digest
 
 

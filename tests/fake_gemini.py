@@ -46,15 +46,16 @@ import re
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 import fake_http
+from fake_http import Reply, google_error, slow  # noqa: F401  (slow: re-exported for tests)
 
 FAKE_API_KEY = "AIzaFAKE-test-key-0123456789abcdef"  # what use_gemini_api() exports
 FAKE_ACCESS_TOKEN = "ya29.FAKE-access-token-0123456789"  # what the token endpoint hands out
@@ -77,31 +78,6 @@ _VERTEX_PATH = re.compile(
     r"/(?P<version>v\w+)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)"
     r"/publishers/(?P<publisher>[^/]+)/models/(?P<model>[^/:]+):generateContent"
 )
-_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    408: "DEADLINE_EXCEEDED",
-    409: "ABORTED",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-
-
-@dataclass
-class Reply:
-    """A raw HTTP answer. `body=None` means "the responder's normal answer" (after `delay`)."""
-
-    status: int = 200
-    body: Union[dict, list, str, None] = None  # dict/list -> JSON; str -> sent as is
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0  # seconds to wait before answering (longer than the client timeout: a timeout)
-
-
 @dataclass
 class Recorded:
     """One generateContent request as the fake saw it."""
@@ -125,13 +101,6 @@ class Recorded:
         return system_text(self.body)
 
 
-@dataclass
-class _Queued:
-    reply: Reply
-    times: int
-    when: Optional[Callable[[Any], bool]]
-
-
 # --- builders for the usual answers and faults ------------------------------------------
 
 
@@ -142,20 +111,10 @@ def error(status: int, message: Optional[str] = None, *, retry_after: Optional[f
     retry_after: a `Retry-After` header (seconds). retry_delay: a `google.rpc.RetryInfo`
     detail such as "7s", which is what the Gemini API itself sends with a 429.
     """
-    body: dict[str, Any] = {
-        "code": status,
-        "message": message or f"fake error {status}",
-        "status": _STATUS_NAMES.get(status, "UNKNOWN"),
-    }
+    details = None
     if retry_delay is not None:
-        body["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}]
-    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
-    return Reply(status, {"error": body}, headers)
-
-
-def slow(seconds: float) -> Reply:
-    """The normal answer, after `seconds` (make it longer than the client's timeout for a timeout)."""
-    return Reply(delay=seconds)
+        details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}]
+    return google_error(status, message, retry_after=retry_after, details=details)
 
 
 def not_json(text: str = "<html><body>502 Bad Gateway</body></html>") -> Reply:
@@ -237,7 +196,7 @@ class FakeGemini:
         self.token_requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
-        self._queue: list[_Queued] = []
+        self._queue = fake_http.FaultQueue()
         self._accepted: deque[float] = deque()  # quota window
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -309,15 +268,14 @@ class FakeGemini:
 
     def queue(self, reply: Reply, times: int = 1, when: Optional[Callable[[Any], bool]] = None) -> None:
         """The next `times` requests (only those with `when(body)` true, if given) answer `reply`."""
-        with self._lock:
-            self._queue.append(_Queued(reply, times, when))
+        self._queue.put(reply, times, when)
 
     def reset(self) -> None:
         """Forget recorded requests, counters, queued faults and the quota window."""
         with self._lock:
+            self._queue.clear()
             self.requests.clear()
             self.responder_errors.clear()
-            self._queue.clear()
             self._accepted.clear()
             self.token_requests = 0
             self.max_in_flight = self.in_flight
@@ -326,16 +284,6 @@ class FakeGemini:
         return [r.model for r in self.requests]
 
     # --- internals -----------------------------------------------------------------------
-
-    def _take_queued(self, body: Any) -> Optional[Reply]:
-        with self._lock:
-            for item in self._queue:
-                if item.when is None or item.when(body):
-                    item.times -= 1
-                    if item.times <= 0:
-                        self._queue.remove(item)
-                    return item.reply
-        return None
 
     def _quota_wait(self) -> Optional[float]:
         """None if the request is within the quota (and counts it), else seconds until a slot frees."""
@@ -455,7 +403,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return error(400, "API key not valid. Please pass a valid API key.")
         elif bearer != f"Bearer {fake.access_token}":
             return error(401, "Request had invalid authentication credentials.")
-        queued = fake._take_queued(record.body)
+        queued = fake._queue.take(record.body)
         if queued is not None and (queued.status != 200 or queued.body is not None):
             return queued
         wait = fake._quota_wait()
@@ -464,19 +412,7 @@ class _Handler(BaseHTTPRequestHandler):
         return queued or Reply()
 
     def _send(self, reply: Reply) -> None:
-        if isinstance(reply.body, (dict, list)):
-            data = json.dumps(reply.body).encode("utf-8")
-            content_type = "application/json; charset=UTF-8"
-        else:
-            data = (reply.body or "").encode("utf-8")
-            content_type = "text/plain; charset=UTF-8"
-        self.send_response(reply.status)
-        headers = {"Content-Type": content_type, **reply.headers}
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        fake_http.send_reply(self, reply)
 
 
 _KEY_PEM: Optional[str] = None

@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -66,6 +66,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 import fake_http
+from fake_http import Reply, google_error, slow  # noqa: F401  (slow: re-exported for tests)
 
 FAKE_VERTEX_TOKEN = "ya29.FAKE-vertex-token-0123456789abcdef"  # the bearer token the fake accepts
 FAKE_PROJECT = "fake-project"
@@ -74,33 +75,6 @@ FAKE_LOCATION = "us-central1"
 _PATH = re.compile(
     r"/(?P<version>v\w+)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/:]+)/?:evaluateInstances"
 )
-_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    408: "DEADLINE_EXCEEDED",
-    409: "ABORTED",
-    429: "RESOURCE_EXHAUSTED",
-    499: "CANCELLED",
-    500: "INTERNAL",
-    501: "UNIMPLEMENTED",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-
-
-@dataclass
-class Reply:
-    """A raw HTTP answer. `body=None` with status 200 means "the responder's answer" (after `delay`)."""
-
-    status: int = 200
-    body: Union[dict, list, str, None] = None  # dict/list -> JSON; str -> sent as is
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0  # seconds to wait before answering (longer than the client timeout: a timeout)
-
-
 @dataclass
 class Recorded:
     """One evaluateInstances request as the fake saw it."""
@@ -158,15 +132,7 @@ def row_error(code: int, message: str) -> dict:
 
 def error(status: int, message: Optional[str] = None, *, retry_after: Optional[float] = None) -> Reply:
     """A Google API error `{"error": {"code", "message", "status"}}`, optionally with Retry-After (seconds)."""
-    body = {"error": {"code": status, "message": message or f"fake error {status}",
-                      "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
-    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
-    return Reply(status, body, headers)
-
-
-def slow(seconds: float) -> Reply:
-    """The normal answer, after `seconds` (longer than the client's timeout: a timeout)."""
-    return Reply(delay=seconds)
+    return google_error(status, message, retry_after=retry_after)
 
 
 def metric_of(body: Any) -> Optional[str]:
@@ -215,13 +181,6 @@ class InFlight:
         return counted
 
 
-@dataclass
-class _Queued:
-    reply: Union[Reply, dict]
-    times: int
-    when: Optional[Callable[[Any], bool]]
-
-
 # --- the server -------------------------------------------------------------------------------
 
 
@@ -236,7 +195,7 @@ class FakeVertex:
         self.requests: list[Recorded] = []
         self.responder_errors: list[BaseException] = []
         self.token_requests = 0
-        self._queue: list[_Queued] = []
+        self._queue = fake_http.FaultQueue()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: Optional[ThreadingHTTPServer] = None
@@ -296,8 +255,7 @@ class FakeVertex:
 
     def queue(self, reply: Union[Reply, dict], times: int = 1, when: Optional[Callable[[Any], bool]] = None) -> None:
         """The next `times` requests (only those with `when(body)` true, if given) answer `reply`."""
-        with self._lock:
-            self._queue.append(_Queued(reply, times, when))
+        self._queue.put(reply, times, when)
 
     def reset(self) -> None:
         """Forget recorded requests, responder errors, queued faults and the in-flight high-water mark."""
@@ -310,16 +268,6 @@ class FakeVertex:
 
     def metrics(self) -> list[Optional[str]]:
         return [r.metric for r in self.requests]
-
-    def _take_queued(self, body: Any) -> Union[Reply, dict, None]:
-        with self._lock:
-            for item in self._queue:
-                if item.when is None or item.when(body):
-                    item.times -= 1
-                    if item.times <= 0:
-                        self._queue.remove(item)
-                    return item.reply
-        return None
 
     def _answer(self, body: Any) -> Reply:
         try:
@@ -403,24 +351,13 @@ class _Handler(BaseHTTPRequestHandler):
             return error(401, "Request had invalid authentication credentials.")
         if metric_of(body) is None:
             return error(400, "fake Vertex: metrics[0].predefined_metric_spec.metric_spec_name is required")
-        queued = fake._take_queued(body)
+        queued = fake._queue.take(body)
         if queued is None:
             return Reply()
         return _as_reply(queued)
 
     def _send(self, reply: Reply) -> None:
-        if isinstance(reply.body, (dict, list)):
-            data = json.dumps(reply.body).encode("utf-8")
-            content_type = "application/json; charset=UTF-8"
-        else:
-            data = (reply.body or "").encode("utf-8")
-            content_type = "text/plain; charset=UTF-8"
-        self.send_response(reply.status)
-        for name, value in {"Content-Type": content_type, **reply.headers}.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        fake_http.send_reply(self, reply)
 
 
 @pytest.fixture
