@@ -30,6 +30,8 @@ INPUTS = {
     "gate-id": "EVALGATE_GATE_ID",
     "judge-concurrency": "EVALGATE_JUDGE_CONCURRENCY",
     "cache-dir": "EVALGATE_CACHE_DIR",
+    "status-per-suite": "EVALGATE_STATUS_PER_SUITE",
+    "output-dir": "EVALGATE_OUT",
     "working-directory": "EVALGATE_WORKING_DIRECTORY",
 }
 CHOICES = {
