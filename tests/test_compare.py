@@ -15,11 +15,8 @@ from evalgate.compare import (
     Verdict,
     case_samples,
     compare,
-    holm,
     ledger_key,
-    mean_interval,
     outcome,
-    sign_flip_p,
     update_ledger,
 )
 from evalgate.engine import case_status, suite_status
@@ -33,6 +30,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
+from evalgate.stats import holm, mean_interval, sign_flip_p
 
 # --- building results by hand ---------------------------------------------------------
 #
