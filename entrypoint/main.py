@@ -369,12 +369,11 @@ def _repo_default_branch(ctx: Context) -> Optional[str]:
 
 
 def activity_nightly(ctx: Context, loaded) -> Outcome:
+    from entrypoint.tracking import track
     from evalgate.baselines import may_write_baseline
     from evalgate.compare import Verdict, compare, update_ledger
     from evalgate.github import GitHubError
     from evalgate.reports.markdown import render_summary
-
-    from entrypoint.tracking import track
 
     s = ctx.settings
     gate = _gate(s, loaded)
@@ -507,7 +506,8 @@ def _shown(s: Settings, path: Path) -> str:
 
 
 def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
-    from evalgate.reports.markdown import md, render_summary
+    from evalgate.reports.markdown import render_summary
+    from evalgate.reports.sanitize import md
 
     s = ctx.settings
     comparison, run = outcome.comparison, outcome.results
@@ -559,7 +559,7 @@ def _fatal_summary(workflow: Workflow, title: str, lines: list[str]) -> None:
 def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str]] = None) -> int:
     """Run the action. `env` defaults to the process environment (tests pass their own)."""
     from evalgate.github import GitHubError
-    from evalgate.reports.markdown import md
+    from evalgate.reports.sanitize import md
 
     parser = argparse.ArgumentParser(prog="entrypoint", description="The evalgate GitHub Action (configured by EVALGATE_* variables).")
     parser.add_argument("--version", action="version", version=f"evalgate {__version__}")

@@ -28,8 +28,9 @@ from evalgate.compare import (
     Verdict,
 )
 from evalgate.engine import case_status
-from evalgate.reports import markdown
-from evalgate.reports.markdown import fence_for, fenced, html, marker, md, render_comment, render_summary
+from evalgate.reports import markdown, sanitize
+from evalgate.reports.markdown import marker, render_comment, render_summary
+from evalgate.reports.sanitize import fence_for, fenced, html, md
 from evalgate.results import (
     CaseResult,
     Counts,
@@ -668,7 +669,7 @@ def test_filters_refuse_double_filtering_and_templates_refuse_unfiltered_text():
     with pytest.raises(TypeError):
         md(md("x"))
     env = markdown._environment()
-    with pytest.raises(markdown.UnfilteredText):
+    with pytest.raises(sanitize.UnfilteredText):
         env.from_string("{{ x }}").render(x="raw agent text")
     assert env.from_string("{{ x | md }} {{ n }}").render(x="@a", n=3) == "@\u2060a 3"
 
@@ -732,8 +733,18 @@ def test_a_limit_too_small_for_the_verdict_is_an_error():
 
 
 def test_vertex_explanation_is_shown_and_sanitized():
-    from evalgate.compare import compare, GatePolicy
-    from evalgate.results import CaseResult, Counts, CriterionResult, CriterionSpec, InvocationResult, InvocationSummary, RunResults, Status, SuiteResult
+    from evalgate.compare import GatePolicy, compare
+    from evalgate.results import (
+        CaseResult,
+        Counts,
+        CriterionResult,
+        CriterionSpec,
+        InvocationResult,
+        InvocationSummary,
+        RunResults,
+        Status,
+        SuiteResult,
+    )
 
     crit = CriterionResult(score=0.2, status=Status.FAILED, threshold=0.5, per_invocation=[
         InvocationResult(score=0.2, status=Status.FAILED, details={"metric": "general_quality_v1", "explanation": "Ignores @octocat's question <b>"})])

@@ -5,31 +5,10 @@ inputs give the same bytes (no clock: ages are measured against the run's own st
 
 Safety. Agent text, eval ids, suite and criterion names, tool names and arguments, and the
 comparison's reasons (which quote them) are untrusted. The templates run with autoescape
-off, and every value they print must come out of exactly one of these filters, chosen by
-where it lands (the environment's `finalize` refuses any other string, so a forgotten
-filter is an error, not a hole):
-
-- `md`: Markdown inline text: table cells, list items, headings, paragraphs. One line;
-  `\\ ` * _ [ ] | ~ $` backslash-escaped (no emphasis, code, links, images, table cells,
-  math); `& < >` as entities (no HTML, no HTML comments, no quote); a leading `#`, `+`,
-  `-` or `1. ` escaped (no heading, list or rule); mentions and references neutralized.
-- `html`: text inside an HTML element on a raw-HTML line (`<summary>`), where Markdown is
-  not parsed and backslashes would show: one line, `& < > "` as entities, and `\\ ` [ ] $`
-  as numeric entities too (shown the same; no link, code or math should a renderer parse
-  Markdown there after all); mentions and references neutralized.
-- `fenced(info)`: a whole fenced code block around the text: verbatim, since GitHub links
-  nothing and parses nothing inside code; the fence is one backtick longer than the
-  longest backtick run in the text, so no line of it can close the block, and `<!--`
-  gets a WORD JOINER after `<!` so no text can forge the comment marker.
-- `url`: a link destination: http(s) only, with spaces, quotes, brackets and parentheses
-  percent-encoded.
-
-In all of them, characters that hide or reorder text (Unicode format characters such as
-U+200B, U+202E, U+2066, tag characters; control characters but newline and tab; runs of
-variation selectors) are shown as `{U+202E}`. Mentions (`@user`, `@org/team`), issue
-references (`#123`, `GH-123`) and bare autolinks (`https://`, `www.`) get a WORD JOINER
-(U+2060) after `@`, `#`, `GH-`, `:` or `www`, which GitHub does not link and a reader does
-not see. Everything else, Korean and Japanese included, is kept as written.
+off, and every value they print must come out of exactly one filter of
+`evalgate.reports.sanitize` (`md`, `html`, `fenced`, `url`), chosen by where it lands;
+the environment's `finalize` refuses any other string, so a forgotten filter is an error,
+not a hole. The filters and what each neutralizes are described there.
 
 Size. The comment must stay under GitHub's limit, so the report is rendered at successive
 budgets until it fits, cutting in this order: case detail blocks beyond the first 50, 20,
@@ -44,13 +23,28 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 from urllib.parse import quote
 
-from evalgate.compare import CaseKey, Comparison, CriterionComparison, SuiteComparison, Verdict
+from evalgate.compare import (
+    CaseKey,
+    Comparison,
+    CriterionComparison,
+    SuiteComparison,
+    Verdict,
+)
+from evalgate.reports.sanitize import (
+    NEWLINES,
+    Markdown,
+    cut,
+    fenced,
+    finalize,
+    html,
+    md,
+    url,
+)
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
@@ -66,115 +60,6 @@ def marker(gate_id: str) -> str:
     early; agent text can never contain `<!--` (see the module docstring).
     """
     return f"<!-- evalgate:gate={quote(gate_id, safe='._-')} -->"
-
-
-# --- sanitizing -------------------------------------------------------------------------
-
-
-class Markdown(str):
-    """Text safe to place in the report: a filter's output, or text we composed ourselves."""
-
-
-class UnfilteredText(TypeError):
-    """A template printed a string that went through no filter: a bug in the template."""
-
-
-_WJ = "\u2060"  # WORD JOINER: invisible, and breaks GitHub's mention and link detection
-_NEWLINES = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
-_VARIATION = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
-_NEUTRALIZE = [
-    (re.compile(r"@(?=[A-Za-z0-9_])"), "@" + _WJ),  # @user, @org/team, user@host
-    (re.compile(r"#(?=[0-9])"), "#" + _WJ),  # #123, owner/repo#123
-    (re.compile(r"(?i)(gh)-(?=[0-9])"), r"\1-" + _WJ),  # GH-123
-    (re.compile(r"(?i)(?<=[a-z0-9]):(?=//)"), ":" + _WJ),  # https://github.com/o/r/issues/1
-    (re.compile(r"(?i)(www)(?=\.)"), r"\1" + _WJ),  # www.example.com
-]
-_MD_ESCAPES = str.maketrans(
-    {c: "\\" + c for c in "\\`*_[]|~$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-)
-_HTML_ESCAPES = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"} | {c: f"&#x{ord(c):X};" for c in "\\`[]$"}
-)
-_LEADING = re.compile(r"^(?:([#+\-])|([0-9]{1,9})([.)])(?= |$))")
-
-
-def _shown(ch: str) -> str:
-    return f"{{U+{ord(ch):04X}}}"
-
-
-def _reveal(text: str, keep: str) -> str:
-    """Show what would otherwise be invisible or reorder the text around it."""
-    text = _VARIATION.sub(lambda m: "".join(_shown(c) for c in m.group()), text)
-    hidden = {
-        ord(ch): _shown(ch)
-        for ch in set(text)
-        if ch not in keep and unicodedata.category(ch) in ("Cc", "Cf", "Cs")
-    }
-    return text.translate(hidden) if hidden else text
-
-
-def _one_line(text: str) -> str:
-    return _reveal(_NEWLINES.sub(" ", text).replace("\t", " "), keep="").strip()
-
-
-def _neutralize(text: str) -> str:
-    for pattern, repl in _NEUTRALIZE:
-        text = pattern.sub(repl, text)
-    return text
-
-
-def _cut(text: str, limit: Optional[int]) -> str:
-    if limit is None or len(text) <= limit:
-        return text
-    return text[: max(limit - 1, 1)].rstrip() + "…"
-
-
-def _untrusted(value: object, name: str) -> str:
-    if isinstance(value, Markdown):
-        raise TypeError(f"{name}: the text was already filtered once")
-    if not isinstance(value, str):
-        raise TypeError(f"{name}: expected text, got {type(value).__name__}")
-    return value
-
-
-def md(value: str, limit: Optional[int] = None) -> Markdown:
-    """Untrusted text as Markdown inline content (cell, list item, heading, paragraph)."""
-    text = _neutralize(_one_line(_cut(_untrusted(value, "md"), limit)))
-    text = text.translate(_MD_ESCAPES)
-    return Markdown(_LEADING.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), text))
-
-
-def html(value: str, limit: Optional[int] = None) -> Markdown:
-    """Untrusted text inside an HTML element on a raw-HTML line, such as `<summary>`."""
-    return Markdown(_neutralize(_one_line(_cut(_untrusted(value, "html"), limit))).translate(_HTML_ESCAPES))
-
-
-def fence_for(text: str) -> str:
-    """A backtick fence longer than any backtick run in the text (at least three)."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def fenced(value: str, info: str = "text") -> Markdown:
-    """Untrusted text as a whole fenced code block, verbatim but for hidden characters."""
-    text = _reveal(_NEWLINES.sub("\n", _untrusted(value, "fenced")), keep="\n\t")
-    text = text.replace("<!--", "<!" + _WJ + "--")
-    fence = fence_for(text)
-    return Markdown(f"{fence}{info}\n{text}\n{fence}")
-
-
-def url(value: str) -> Markdown:
-    """A link destination: http(s) only, anything that could end it percent-encoded."""
-    value = _untrusted(value, "url")
-    if not re.match(r"(?i)https?://", value):
-        raise ValueError(f"not an http(s) URL: {value!r}")
-    return Markdown(quote(value, safe=":/?#@!$&*+,;=%-._~"))
-
-
-def _finalize(value: object) -> object:
-    if isinstance(value, Markdown) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise UnfilteredText(f"the report template printed {type(value).__name__} {str(value)[:60]!r} without a filter")
 
 
 # --- numbers and words we compose (trusted) ----------------------------------------------
@@ -386,8 +271,8 @@ class _View:
 
 def _label(key: CaseKey, show_suite: bool) -> str:
     """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id."""
-    ids = f"{_cut(key.eval_set_id, 60)} / {_cut(key.eval_id, 80)}"
-    return f"{_cut(key.suite, 40)}: {ids}" if show_suite else ids
+    ids = f"{cut(key.eval_set_id, 60)} / {cut(key.eval_id, 80)}"
+    return f"{cut(key.suite, 40)}: {ids}" if show_suite else ids
 
 
 def _block(title: str, text: str, budget: _Budget, info: str = "text", lines: int = MAX_LINES) -> _Block:
@@ -404,9 +289,9 @@ def _block(title: str, text: str, budget: _Budget, info: str = "text", lines: in
 
 
 def _call_line(call: dict[str, Any], width: int) -> str:
-    name = _NEWLINES.sub(" ", str(call.get("name", "?")))
+    name = NEWLINES.sub(" ", str(call.get("name", "?")))
     args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
-    return _cut(f"{name}({args})", width)
+    return cut(f"{name}({args})", width)
 
 
 def _trajectory(inv: InvocationSummary, budget: _Budget) -> tuple[Optional[_Block], Markdown]:
@@ -879,7 +764,7 @@ def _environment():
             trim_blocks=True,
             lstrip_blocks=True,
             keep_trailing_newline=True,
-            finalize=_finalize,
+            finalize=finalize,
         )
         _ENV.filters.update(md=md, html=html, fenced=fenced, url=url)
         _ENV.tests["markdown"] = lambda v: isinstance(v, Markdown)
