@@ -11,7 +11,7 @@ from typing import IO, Iterator, Optional
 
 from evalgate.errors import Problem
 
-_LINE = re.compile(r"\(line (\d+)\)")
+_LINE = re.compile(r"\bline (\d+)\b")  # "(line 5)" after a JSON path; "line 10, column 30" for a syntax error
 
 
 def _data(text: str) -> str:

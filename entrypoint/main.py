@@ -50,6 +50,7 @@ class Outcome:
     results: Any
     comment_url: str = ""
     notes: list[str] = field(default_factory=list)  # trusted Markdown lines for the summary
+    superseded: bool = False  # results of a commit the PR has moved on from: nothing posted, exit 0
 
 
 @dataclass
@@ -73,7 +74,7 @@ class Context:
             self._client = GitHubClient(s.api_url, s.repository, s.token)
         if self._client is None and required_for:
             missing = "GITHUB_REPOSITORY" if s.token else "the github-token input (EVALGATE_GITHUB_TOKEN)"
-            raise InputError(Problem(None, "github-token", f"{required_for} needs {missing}", "Pass github-token: ${{ github.token }} (the default)."))
+            raise InputError(Problem(None, "input 'github-token' (EVALGATE_GITHUB_TOKEN)", f"{required_for} needs {missing}", "Pass github-token: ${{ github.token }} (the default)."))
         return self._client
 
 
@@ -121,9 +122,21 @@ def _default_branch(s: Settings) -> Optional[str]:
 
 
 def _load(s: Settings):
-    from evalgate.config import find_config, load_config
+    from evalgate.config import CONFIG_NAMES, load_config
 
-    return load_config(find_config(str(s.config) if s.config else None))
+    if s.config is not None:
+        return load_config(s.config)
+    for name in CONFIG_NAMES:
+        if (s.working_directory / name).exists():
+            return load_config(s.working_directory / name)
+    raise InputError(
+        Problem(
+            None,
+            "input 'config' (EVALGATE_CONFIG)",
+            f"no config file in {_shown(s, s.working_directory) or '.'} (looked for {', '.join(CONFIG_NAMES)})",
+            "Add evalgate.yaml to the repository (docs/action.md shows one), or set the config input to its path relative to working-directory.",
+        )
+    )
 
 
 def _gate(s: Settings, loaded) -> Any:
@@ -188,7 +201,14 @@ def _write_results(ctx: Context, run) -> None:
 
 
 def _unwritable(s: Settings, e: OSError) -> InputError:
-    return InputError(Problem(str(s.out), None, f"cannot write the results there ({e.strerror or e})", "Set the out input to a folder the action can write."))
+    return InputError(
+        Problem(
+            None,
+            "input 'output-dir' (EVALGATE_OUT)",
+            f"cannot write the results to {_shown(s, s.out)} ({e.strerror or e})",
+            "Set output-dir to a folder of the workspace the action can write (default evalgate-results).",
+        )
+    )
 
 
 # --- baselines ---------------------------------------------------------------------------
@@ -228,7 +248,7 @@ def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
     return parent
 
 
-def find(ctx: Context, store, gate, sha: Optional[str]):
+def find(ctx: Context, store, gate, sha: Optional[str], *, warn_missing: bool = True):
     """(baseline results, info) of `sha` or its nearest first-parent ancestor, or (None, None)."""
     from evalgate.baselines import find_baseline
     from evalgate.github import GitHubError
@@ -241,6 +261,8 @@ def find(ctx: Context, store, gate, sha: Optional[str]):
         ctx.warn(f"could not read the baseline store: {e}; judged on absolute thresholds")
         return None, None
     if found is None:
+        if not warn_missing:
+            return None, None
         ctx.warn(
             f"no baseline for {sha[:12]} or its {gate.baseline.max_depth} nearest first-parent ancestors in {store!r}; "
             "judged on absolute thresholds (a push to the default branch saves one)"
@@ -268,7 +290,7 @@ def _write_guard(what: str, fn: Callable[[], Any]) -> Any:
         return fn()
     except GitHubForbidden as e:
         raise InputError(
-            Problem(None, "github-token", f"the token may not {what}: {e}", "Grant the workflow `permissions: contents: write` on default-branch runs.")
+            Problem(None, "input 'github-token' (EVALGATE_GITHUB_TOKEN)", f"the token may not {what}: {e}", "Grant the workflow `permissions: contents: write` on default-branch runs.")
         ) from None
 
 
@@ -342,11 +364,15 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
     run, _ = score(ctx, loaded)
     store = _store(ctx, gate, loaded, required_for="saving the baseline on the data branch")
     parent = _first_parent(ctx)(s.sha)
-    baseline, info = find(ctx, store, gate, parent) if parent else (None, None)
+    # No earlier baseline is expected on the first push after adopting evalgate: a note, not a warning.
+    baseline, info = find(ctx, store, gate, parent, warn_missing=False) if parent else (None, None)
     comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
     _write_guard("write the baseline", lambda: store.save(make_baseline(run, s.sha, s.ref, datetime.now(timezone.utc))))
     _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
-    return Outcome(comparison, run, notes=[f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger (gate `{gate.id}`, {_where(store)})."])
+    notes = [f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger (gate `{gate.id}`, {_where(store)})."]
+    if baseline is None:
+        notes.append("No earlier baseline to compare with: judged on absolute thresholds. Pull requests based on this commit are compared with this baseline.")
+    return Outcome(comparison, run, notes=notes)
 
 
 def _where(store) -> str:
@@ -385,15 +411,22 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
     baseline, info = find(ctx, store, gate, head)
     comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
     notes = []
-    if store is not None and may_write_baseline(s.event_name, s.ref, default or ""):
+    # Only runs of the default branch speak for it: a manual run on a feature branch must
+    # neither record its outcomes nor open or close the default branch's tracking issue.
+    official = may_write_baseline(s.event_name, s.ref, default or "")
+    if not default:
+        ctx.warn("the default branch is unknown (it is read through the API with github-token): the flake ledger and the tracking issue were left alone")
+    elif not official:
+        ctx.warn(f"not a run on the default branch ({default}): the flake ledger and the tracking issue were left alone")
+    elif store is not None:
         _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
         notes.append(f"Recorded this run in the flake ledger (gate `{gate.id}`).")
-    else:
-        ctx.warn(f"not a run on the default branch ({default or 'unknown'}): the flake ledger was not updated")
     failing = comparison.verdict in (Verdict.FAIL, Verdict.ERROR) or (comparison.verdict is Verdict.INCONCLUSIVE and gate.inconclusive == "fail")
     client = ctx.client()
     url = ""
-    if client is None:
+    if not official:
+        pass
+    elif client is None:
         ctx.warn("no GitHub token: no tracking issue")
     else:
         report = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url, limit=60_000, full_report_hint="The full report is in the job summary of the run.")
@@ -429,7 +462,7 @@ def _artifact(ctx: Context) -> tuple[Any, int, str]:
     s = ctx.settings
     if s.artifact_dir is None:
         raise InputError(
-            Problem(None, "input 'artifact-dir' (EVALGATE_ARTIFACT_DIR)", "the publish mode needs the folder holding the pull request run's results.json and pr.json", "Download the artifact first: actions/download-artifact with run-id: ${{ github.event.workflow_run.id }}.")
+            Problem(None, "EVALGATE_ARTIFACT_DIR (the step's env)", "the publish mode needs the folder holding the pull request run's results.json and pr.json", "Download the artifact into the workspace first (actions/download-artifact with run-id: ${{ github.event.workflow_run.id }}), then set EVALGATE_ARTIFACT_DIR to that folder in the evalgate step's env.")
         )
     run = results.read(s.artifact_dir / "results.json")
     pr = load_json_file(s.artifact_dir / "pr.json")
@@ -458,13 +491,18 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
         pull = client.get_pull(number)
     except GitHubError as e:
         raise InputError(Problem(None, "pr.json", f"cannot read pull request #{number}: {e}", "Check the artifact's PR number.")) from None
-    if str(pull.get("head", {}).get("sha", "")).lower() != head_sha:
-        raise InputError(
-            Problem(None, "pr.json", f"pull request #{number}'s head is not {head_sha[:12]} (it moved on, or the artifact names another PR)", "A newer run of the pull request publishes its own results.")
-        )
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, pull.get("base", {}).get("sha"))
     comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    current = str(pull.get("head", {}).get("sha", "")).lower()
+    if current != head_sha:
+        # Routine: the PR was pushed again while its earlier run was finishing. The newer
+        # run publishes its own results; these are for a commit that is no longer the head.
+        ctx.warn(
+            f"pull request #{number}'s head is now {current[:12] or 'unknown'}, not {head_sha[:12]}: "
+            "these results were not posted (the newer run of the pull request publishes its own)"
+        )
+        return Outcome(comparison, run, superseded=True)
     return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha))
 
 
@@ -536,7 +574,7 @@ def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
             "activity": activity,
         }
     )
-    code = exit_code(comparison.verdict, gate.inconclusive == "fail", s.fail_on)
+    code = EXIT_PASSED if outcome.superseded else exit_code(comparison.verdict, gate.inconclusive == "fail", s.fail_on)
     ctx.workflow.log(f"evalgate {activity}: {comparison.verdict.value} ({run.counts.passed} passed, {run.counts.failed} failed, {regressions} regressed); exit {code}")
     return code
 

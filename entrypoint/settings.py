@@ -81,10 +81,18 @@ class _Reader:
         self.problems.append(Problem(None, _label(name), what, fix))
 
 
+# Variables a workflow sets on the step's `env:`, with no input of their own.
+STEP_ENV_ONLY = ("EVALGATE_ARTIFACT_DIR",)
+# Inputs whose variable is not their name in capitals.
+_INPUT_OF = {"EVALGATE_OUT": "output-dir"}
+
+
 def _label(name: str) -> str:
     """`EVALGATE_FAIL_ON` -> "input 'fail-on' (EVALGATE_FAIL_ON)"; GitHub's own names stay."""
+    if name in STEP_ENV_ONLY:
+        return f"{name} (the step's env)"
     if name.startswith("EVALGATE_"):
-        return f"input '{name[len('EVALGATE_'):].lower().replace('_', '-')}' ({name})"
+        return f"input '{_INPUT_OF.get(name) or name[len('EVALGATE_'):].lower().replace('_', '-')}' ({name})"
     return name
 
 
@@ -111,27 +119,65 @@ def clean_bool(r: _Reader, name: str, default: bool) -> bool:
     return default
 
 
-def clean_working_directory(r: _Reader, cwd: Path) -> Path:
-    workspace = clean_workspace(r, cwd)
+@dataclass(frozen=True)
+class Workspace:
+    """The workspace as this process sees it, and as the runner names it.
+
+    A container action sees the runner's workspace at /github/workspace (GITHUB_WORKSPACE
+    inside the container), while `${{ github.workspace }}` in a workflow is the runner's
+    own path (action.yml passes it as EVALGATE_RUNNER_WORKSPACE). Nothing outside the
+    workspace is mounted, so every path input must lie inside it.
+    """
+
+    root: Path
+    host: Optional[PurePosixPath]
+
+    def locate(self, r: _Reader, name: str, value: str, base: Path) -> Optional[Path]:
+        """A path input as this process opens it: relative to `base`, or absolute; a runner
+        path inside the workspace is mapped to the same file here. None (and a problem)
+        when it leads outside the workspace."""
+        given = PurePosixPath(value)
+        if given.is_absolute() and self.host is not None and _within(given, self.host):
+            path = self.root.joinpath(*given.relative_to(self.host).parts)
+        else:
+            path = base / value
+        if not _within(PurePosixPath(path.resolve()), PurePosixPath(self.root.resolve())):
+            r.bad(
+                name,
+                f"'{value}' is outside the workspace ({self.host or self.root}): the action's container sees only the workspace",
+                "Give a path inside the repository's checkout, relative to working-directory.",
+            )
+            return None
+        return path
+
+
+def _within(path: PurePosixPath, root: PurePosixPath) -> bool:
+    return path == root or root in path.parents
+
+
+def clean_workspace(r: _Reader, cwd: Path) -> Workspace:
+    value = r.raw("GITHUB_WORKSPACE")
+    host = r.raw("EVALGATE_RUNNER_WORKSPACE")
+    return Workspace(Path(value).resolve() if value else cwd.resolve(), PurePosixPath(host) if host.startswith("/") else None)
+
+
+def clean_working_directory(r: _Reader, ws: Workspace) -> Path:
     value = r.raw("EVALGATE_WORKING_DIRECTORY")
-    path = (workspace / value).resolve() if value else workspace
+    path = ws.locate(r, "EVALGATE_WORKING_DIRECTORY", value, ws.root) if value else ws.root
+    if path is None:
+        return ws.root
     if not path.is_dir():
         r.bad("EVALGATE_WORKING_DIRECTORY", f"'{value}' is not a folder in the workspace", "Give a folder of the checked-out repository, relative to its root.")
-        return workspace
-    return path
+        return ws.root
+    return path.resolve()
 
 
-def clean_workspace(r: _Reader, cwd: Path) -> Path:
-    value = r.raw("GITHUB_WORKSPACE")
-    return Path(value).resolve() if value else cwd.resolve()
-
-
-def clean_config(r: _Reader, working_directory: Path) -> Optional[Path]:
+def clean_config(r: _Reader, ws: Workspace, working_directory: Path) -> Optional[Path]:
     value = r.raw("EVALGATE_CONFIG")
     if not value:
         return None  # evalgate.yaml / .yml / .json in the working directory
-    path = working_directory / value
-    if not path.is_file():
+    path = ws.locate(r, "EVALGATE_CONFIG", value, working_directory)
+    if path is not None and not path.is_file():
         r.bad("EVALGATE_CONFIG", f"'{value}' is not a file (looked in {working_directory})", "Give the config's path relative to the working directory.")
     return path
 
@@ -178,13 +224,13 @@ def clean_judge_concurrency(r: _Reader) -> Optional[int]:
     return n
 
 
-def clean_path(r: _Reader, name: str, working_directory: Path, default: Optional[str] = None) -> Optional[Path]:
+def clean_path(r: _Reader, name: str, ws: Workspace, working_directory: Path, default: Optional[str] = None) -> Optional[Path]:
     value = r.raw(name) or default
-    return None if not value else (working_directory / value)
+    return None if not value else ws.locate(r, name, value, working_directory)
 
 
-def clean_artifact_dir(r: _Reader, working_directory: Path) -> Optional[Path]:
-    path = clean_path(r, "EVALGATE_ARTIFACT_DIR", working_directory)
+def clean_artifact_dir(r: _Reader, ws: Workspace, working_directory: Path) -> Optional[Path]:
+    path = clean_path(r, "EVALGATE_ARTIFACT_DIR", ws, working_directory)
     if path is not None and not path.is_dir():
         r.bad("EVALGATE_ARTIFACT_DIR", f"'{r.raw('EVALGATE_ARTIFACT_DIR')}' is not a folder", "Download the pull request run's artifact there first (actions/download-artifact with run-id).")
     return path
@@ -229,12 +275,13 @@ def clean_sha(r: _Reader) -> str:
     return value
 
 
-def clean_google_credentials(r: _Reader, workspace: Path) -> Optional[Path]:
+def clean_google_credentials(r: _Reader, ws: Workspace) -> Optional[Path]:
     """GOOGLE_APPLICATION_CREDENTIALS, mapped into the container when it names a host path.
 
     google-github-actions/auth writes the file into the runner's workspace and exports its
-    host path; a container action sees that workspace at /github/workspace. The file is
-    looked for under the workspace by the longest tail of the host path that exists there.
+    host path. That path is mapped through the runner's workspace path when it lies inside
+    it; otherwise the file is looked for under the workspace by the longest tail of the
+    path that exists there.
     """
     value = r.raw("GOOGLE_APPLICATION_CREDENTIALS")
     if not value:
@@ -242,8 +289,13 @@ def clean_google_credentials(r: _Reader, workspace: Path) -> Optional[Path]:
     given = Path(value)
     if given.is_file():
         return given
-    parts = PurePosixPath(value).parts
-    for root in dict.fromkeys((workspace, Path(CONTAINER_WORKSPACE))):
+    posix = PurePosixPath(value)
+    if ws.host is not None and posix.is_absolute() and _within(posix, ws.host):
+        mapped = ws.root.joinpath(*posix.relative_to(ws.host).parts)
+        if mapped.is_file():
+            return mapped
+    parts = posix.parts
+    for root in dict.fromkeys((ws.root, Path(CONTAINER_WORKSPACE))):
         for i in range(1, len(parts)):
             candidate = root.joinpath(*parts[i:])
             if candidate.is_file():
@@ -260,12 +312,12 @@ def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Setting
     """The settings from the environment; raises InputError listing every bad one."""
     r = _Reader(env)
     cwd = cwd or Path.cwd()
-    workspace = clean_workspace(r, cwd)
-    working_directory = clean_working_directory(r, cwd)
+    ws = clean_workspace(r, cwd)
+    working_directory = clean_working_directory(r, ws)
     settings = Settings(
         working_directory=working_directory,
-        workspace=workspace,
-        config=clean_config(r, working_directory),
+        workspace=ws.root,
+        config=clean_config(r, ws, working_directory),
         token=clean_token(r),
         mode=clean_choice(r, "EVALGATE_MODE", MODES, "auto"),  # type: ignore[arg-type]
         comment=clean_bool(r, "EVALGATE_COMMENT", True),
@@ -276,9 +328,9 @@ def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Setting
         baseline_branch=clean_baseline_branch(r),
         gate_id=clean_gate_id(r),
         judge_concurrency=clean_judge_concurrency(r),
-        cache_dir=clean_path(r, "EVALGATE_CACHE_DIR", working_directory),
-        out=clean_path(r, "EVALGATE_OUT", working_directory, "evalgate-results") or working_directory,
-        artifact_dir=clean_artifact_dir(r, working_directory),
+        cache_dir=clean_path(r, "EVALGATE_CACHE_DIR", ws, working_directory),
+        out=clean_path(r, "EVALGATE_OUT", ws, working_directory, "evalgate-results") or working_directory / "evalgate-results",
+        artifact_dir=clean_artifact_dir(r, ws, working_directory),
         event_name=r.raw("GITHUB_EVENT_NAME"),
         event=clean_event(r),
         repository=clean_repository(r),
@@ -287,7 +339,7 @@ def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Setting
         run_id=r.raw("GITHUB_RUN_ID"),
         ref=r.raw("GITHUB_REF"),
         sha=clean_sha(r),
-        google_credentials=clean_google_credentials(r, workspace),
+        google_credentials=clean_google_credentials(r, ws),
     )
     if r.problems:
         raise InputError(r.problems)

@@ -32,16 +32,22 @@ def status_state(verdict: Verdict, inconclusive: Literal["pass", "fail"] = "pass
 
 
 def status_description(verdict: Verdict, passed: int, failed: int, regressions: int) -> str:
-    """A commit status line (GitHub allows 140 characters)."""
-    words = {
-        Verdict.PASS: "passed",
-        Verdict.INCONCLUSIVE: "passed with warnings (inconclusive drop)",
-        Verdict.FAIL: "failed",
-        Verdict.ERROR: "could not compare",
-    }[verdict]
+    """A commit status line (GitHub allows 140 characters).
+
+    It names the verdict, not the state: an INCONCLUSIVE verdict is a success or a failure
+    depending on the gate's policy, and the line must not contradict either. Its causes
+    (a drop that is not significant, cases not evaluated) are too varied for one line, so
+    it points to the report.
+    """
     detail = f"{passed} passed, {failed} failed"
     if regressions:
         detail += f", {regressions} regressed"
+    words = {
+        Verdict.PASS: "passed",
+        Verdict.INCONCLUSIVE: "inconclusive (see the report)",
+        Verdict.FAIL: "failed",
+        Verdict.ERROR: "could not compare",
+    }[verdict]
     return truncate(f"evalgate {words}: {detail}", 140)
 
 

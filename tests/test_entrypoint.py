@@ -262,7 +262,7 @@ def test_schedule_updates_ledger_and_tracks_one_issue(action, baseline):
 def _artifact(action, baseline: str, head: str, head_sha: str | None = None) -> Path:
     from evalgate.cli import main as cli
 
-    artifact = action.tmp / "artifact"
+    artifact = action.ws / "evalgate-artifact"  # downloaded into the workspace, as the docs say
     _set_outputs(action.ws, regressed=True)
     assert cli(["run", "--config", str(action.ws / "evalgate.yaml"), "--out", str(artifact), "--quiet"]) == 1
     (artifact / "pr.json").write_text(json.dumps({"number": PR, "head_sha": head_sha or head, "base_sha": baseline}))
@@ -274,10 +274,10 @@ def test_workflow_run_publishes_a_fork_pull_requests_results(action, baseline):
     fake = action.fake
     head = fake.add_commit([baseline], "fork head")
     fake.add_pull(PR, head, baseline, fork=True)
-    artifact = _artifact(action, baseline, head)
+    _artifact(action, baseline, head)
     event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
 
-    assert action("workflow_run", event, sha=baseline, artifact_dir=str(artifact)) == 1, action.stdout
+    assert action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact") == 1, action.stdout
     [comment] = fake.issue_comments(PR)
     assert comment["body"].startswith(marker("evalgate")) and "lights-en" in comment["body"]
     assert [s["state"] for s in fake.statuses[head]] == ["failure"]
@@ -291,9 +291,9 @@ def test_workflow_run_refuses_an_artifact_for_another_commit(action, baseline):
     fake = action.fake
     head = fake.add_commit([baseline])
     fake.add_pull(PR, head, baseline, fork=True)
-    artifact = _artifact(action, baseline, head, head_sha="a" * 40)
+    _artifact(action, baseline, head, head_sha="a" * 40)
     event = {"workflow_run": {"id": 99, "head_sha": head}}
-    assert action("workflow_run", event, sha=baseline, artifact_dir=str(artifact)) == 2
+    assert action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact") == 2
     assert "is not the commit the triggering run tested" in action.stdout
     assert _writes(fake) == []
 
@@ -390,3 +390,123 @@ def test_secrets_are_masked_first(action, history):
     out = action.capsys.readouterr().out
     assert code == 2
     assert out.splitlines()[:2] == ["::add-mask::ghs_x", "::add-mask::AIza-not-a-real-key"]
+
+
+# --- what a review of the action found ---------------------------------------------------
+
+
+RUNNER_WS = "/home/runner/work/hello/hello"  # ${{ github.workspace }} on the runner
+
+
+def test_absolute_runner_paths_are_found_in_the_container(action, history):
+    # A workflow that writes ${{ github.workspace }}/... gets the runner's path; the container
+    # sees the same folder at GITHUB_WORKSPACE, and runner-workspace says how they relate.
+    sha = history[1]
+    code = action("push", {**_push(sha), "ref": "refs/heads/feature"}, sha=sha, ref="refs/heads/feature",
+                  runner_workspace=RUNNER_WS, config=f"{RUNNER_WS}/evalgate.yaml", out=f"{RUNNER_WS}/gate-out")
+    assert code == 0, action.stdout
+    assert (action.ws / "gate-out" / "results.json").is_file()
+    assert action.outputs["results-path"] == "gate-out/results.json"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "named"),
+    [
+        ({"out": "/somewhere/else"}, "input 'output-dir' (EVALGATE_OUT)"),
+        ({"out": "../outside"}, "input 'output-dir' (EVALGATE_OUT)"),
+        ({"working_directory": "../.."}, "input 'working-directory' (EVALGATE_WORKING_DIRECTORY)"),
+        ({"config": f"{RUNNER_WS}/../other/evalgate.yaml", "runner_workspace": RUNNER_WS}, "input 'config' (EVALGATE_CONFIG)"),
+        ({"cache_dir": "/tmp/cache"}, "input 'cache-dir' (EVALGATE_CACHE_DIR)"),
+    ],
+)
+def test_paths_outside_the_workspace_are_refused(action, history, inputs, named):
+    # The container mounts only the workspace: results written elsewhere would be lost.
+    assert action("push", _push(history[1]), sha=history[1], **inputs) == 2
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert named in error and "is outside the workspace" in error
+    assert _writes(action.fake) == [] and "Traceback" not in action.stdout
+
+
+def test_no_config_names_the_config_input(action, history):
+    (action.ws / "evalgate.yaml").unlink()
+    assert action("push", _push(history[1]), sha=history[1]) == 2
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert "input 'config' (EVALGATE_CONFIG): no config file in . (looked for evalgate.yaml" in error
+    assert "--config" not in error  # a CLI flag means nothing in a workflow
+
+
+def test_an_unwritable_output_dir_names_the_input(action, history):
+    (action.ws / "blocked").write_text("a file, not a folder", encoding="utf-8")
+    assert action("push", {**_push(history[1]), "ref": "refs/heads/feature"}, sha=history[1], ref="refs/heads/feature", out="blocked") == 2
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert "input 'output-dir' (EVALGATE_OUT): cannot write the results to blocked" in error
+    assert "file=" not in error  # the input is at fault, not the file in the way
+
+
+def test_publish_without_an_artifact_names_the_step_env(action, baseline):
+    event = {"workflow_run": {"id": 99, "head_sha": baseline}}
+    assert action("workflow_run", event, sha=baseline, mode="publish") == 2
+    assert "EVALGATE_ARTIFACT_DIR (the step's env): the publish mode needs" in action.stdout
+    assert "input 'artifact-dir'" not in action.stdout  # there is no such input
+
+
+def test_a_yaml_syntax_error_is_annotated_on_its_line(action, history):
+    (action.ws / "evalgate.yaml").write_text("suites:\n  - name: home\n    evalsets: [evals/*.evalset.json\n", encoding="utf-8")
+    assert action("push", _push(history[1]), sha=history[1]) == 2
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert error.startswith("::error file=evalgate.yaml,line="), error
+
+
+def test_the_first_push_notes_rather_than_warns_that_no_earlier_baseline_exists(action, history):
+    assert action("push", _push(history[1]), sha=history[1]) == 0
+    assert not [line for line in action.stdout.splitlines() if line.startswith("::warning")]
+    assert "No earlier baseline to compare with" in action.summary
+
+
+def test_a_manual_run_on_a_feature_branch_leaves_the_tracking_issue_alone(action, baseline):
+    fake = action.fake
+    _set_outputs(action.ws, regressed=True)
+    assert action("schedule", {"schedule": "0 3 * * *"}, sha=baseline) == 1
+    [issue] = fake.issues.values()
+    ledger_before = fake.read_file("evalgate-data", "ledger/evalgate.json.gz")
+    fake.log.clear()
+
+    _set_outputs(action.ws, regressed=False)  # the feature branch passes...
+    feature = fake.add_commit([baseline])
+    assert action("workflow_dispatch", {"ref": "refs/heads/feature", "repository": {"default_branch": "main"}},
+                  sha=feature, ref="refs/heads/feature") == 0
+    assert fake.issues[issue["number"]]["state"] == "open"  # ...which says nothing about main
+    assert _writes(fake) == []
+    assert fake.read_file("evalgate-data", "ledger/evalgate.json.gz") == ledger_before
+    assert any("tracking issue were left alone" in line for line in action.stdout.splitlines() if line.startswith("::warning"))
+
+
+def test_inconclusive_status_line_never_says_passed_when_the_state_is_failure(action, baseline):
+    head = action.fake.add_commit([baseline])
+    (action.ws / "evalgate.yaml").write_text(
+        CONFIG.replace("      response_match_score: 0.8\n", "      response_match_score: 0.8\n      final_response_match_v2: 0.5\n"),
+        encoding="utf-8",
+    )  # a judge criterion without credentials: NOT_EVALUATED, so INCONCLUSIVE
+    assert action("pull_request", _pull_request(head, baseline), sha=head, fail_on="inconclusive") == 1
+    [status] = action.fake.statuses[head]
+    assert status["state"] == "failure"
+    assert status["description"] == "evalgate inconclusive (see the report): 2 passed, 0 failed"
+
+
+def test_a_publish_for_a_head_the_pr_has_moved_on_from_posts_nothing_and_passes(action, baseline):
+    fake = action.fake
+    old = fake.add_commit([baseline], "first push")
+    fake.add_pull(PR, fake.add_commit([old], "second push"), baseline, fork=True)  # pushed again meanwhile
+    _artifact(action, baseline, old)
+    event = {"workflow_run": {"id": 99, "head_sha": old}}
+    assert action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact") == 0, action.stdout
+    assert _writes(fake) == []
+    assert any("were not posted" in line for line in action.stdout.splitlines() if line.startswith("::warning"))
+
+
+def test_problems_name_each_variable_by_its_action_input():
+    from entrypoint.settings import _label
+    from test_action_files import INPUTS
+
+    for name, var in INPUTS.items():
+        assert _label(var) == f"input '{name}' ({var})"
