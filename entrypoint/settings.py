@@ -136,11 +136,7 @@ class Workspace:
         """A path input as this process opens it: relative to `base`, or absolute; a runner
         path inside the workspace is mapped to the same file here. None (and a problem)
         when it leads outside the workspace."""
-        given = PurePosixPath(value)
-        if given.is_absolute() and self.host is not None and _within(given, self.host):
-            path = self.root.joinpath(*given.relative_to(self.host).parts)
-        else:
-            path = base / value
+        path = self.mapped(value) or base / value
         if not _within(PurePosixPath(path.resolve()), PurePosixPath(self.root.resolve())):
             r.bad(
                 name,
@@ -149,6 +145,13 @@ class Workspace:
             )
             return None
         return path
+
+    def mapped(self, value: str) -> Optional[Path]:
+        """A runner path inside the workspace, as this process sees it; None for any other path."""
+        given = PurePosixPath(value)
+        if self.host is None or not given.is_absolute() or not _within(given, self.host):
+            return None
+        return self.root.joinpath(*given.relative_to(self.host).parts)
 
 
 def _within(path: PurePosixPath, root: PurePosixPath) -> bool:
@@ -289,12 +292,10 @@ def clean_google_credentials(r: _Reader, ws: Workspace) -> Optional[Path]:
     given = Path(value)
     if given.is_file():
         return given
-    posix = PurePosixPath(value)
-    if ws.host is not None and posix.is_absolute() and _within(posix, ws.host):
-        mapped = ws.root.joinpath(*posix.relative_to(ws.host).parts)
-        if mapped.is_file():
-            return mapped
-    parts = posix.parts
+    mapped = ws.mapped(value)
+    if mapped is not None and mapped.is_file():
+        return mapped
+    parts = PurePosixPath(value).parts
     for root in dict.fromkeys((ws.root, Path(CONTAINER_WORKSPACE))):
         for i in range(1, len(parts)):
             candidate = root.joinpath(*parts[i:])

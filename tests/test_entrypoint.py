@@ -510,3 +510,14 @@ def test_problems_name_each_variable_by_its_action_input():
 
     for name, var in INPUTS.items():
         assert _label(var) == f"input '{name}' ({var})"
+
+
+def test_credentials_map_through_the_runner_workspace(tmp_path):
+    # The exact mapping wins over the longest-tail search, which would take the decoy.
+    ws = tmp_path / "ws"
+    for folder in (ws / "creds", ws / "hello" / "creds"):
+        folder.mkdir(parents=True)
+        (folder / "gha-creds-1.json").write_text("{}")
+    env = {"GITHUB_WORKSPACE": str(ws), "EVALGATE_RUNNER_WORKSPACE": RUNNER_WS,
+           "GOOGLE_APPLICATION_CREDENTIALS": f"{RUNNER_WS}/creds/gha-creds-1.json"}
+    assert read_settings(env, tmp_path).google_credentials == ws / "creds" / "gha-creds-1.json"
