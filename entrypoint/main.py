@@ -35,6 +35,7 @@ if __package__ in (None, ""):  # run as a script: python /path/to/entrypoint/mai
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from entrypoint.commands import Workflow  # noqa: E402
+from entrypoint.ownership import hand_back  # noqa: E402
 from entrypoint.settings import Settings, read_settings, secrets  # noqa: E402
 
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -608,6 +609,7 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
         workflow.mask(secret)
     cwd = Path.cwd()
     settings: Optional[Settings] = None
+    loaded = None
     try:
         settings = read_settings(env, cwd)
         if settings.google_credentials is not None:
@@ -616,7 +618,6 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
         ctx = Context(settings, workflow, env)
         activity = choose_activity(settings)
         workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
-        loaded = None
         if activity != "publish" or settings.config is not None or _has_config():
             loaded = _load(settings)
         outcome = ACTIVITIES[activity](ctx, loaded)
@@ -647,7 +648,22 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             traceback.print_exc()
         return EXIT_INTERNAL
     finally:
+        if settings is not None:
+            for failure in hand_back(_written(settings, loaded), settings.workspace):
+                workflow.warning(failure)
         os.chdir(cwd)
+
+
+def _written(s: Settings, loaded) -> list[Path]:
+    """The folders the run may have written into the workspace."""
+    paths = [s.out, s.working_directory / ".evalgate"]
+    if s.cache_dir is not None:
+        paths.append(s.cache_dir)
+    if loaded is not None:
+        paths.append(loaded.base / loaded.config.judge.cache_dir)
+        if s.baseline_store == "dir":
+            paths.append(loaded.base / loaded.config.gate.baseline.path)
+    return paths
 
 
 def _has_config() -> bool:

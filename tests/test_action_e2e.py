@@ -44,6 +44,7 @@ RUNNER_IMAGE = "docker.io/library/python:3.12-slim"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 WORKFLOW = REPO / "tests" / "e2e" / "gate.yml"
 REPOSITORY = {"full_name": "octo/hello", "default_branch": "main"}
+RUNNER_UID = 1001  # GitHub's runner user
 
 
 def _missing() -> list[str]:
@@ -109,7 +110,7 @@ class Repo:
     def git(self, *args: str) -> str:
         env = {**os.environ, "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.com",
                "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.com"}
-        done = _run(["git", "-C", str(self.root), *args], env=env, timeout=60)
+        done = _run(["git", "-c", "safe.directory=*", "-C", str(self.root), *args], env=env, timeout=60)
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
@@ -183,6 +184,7 @@ def test_push_then_regressing_pr_then_fix(image, fake_github, tmp_path):  # noqa
     api = f"/repos/{fake.repository}"
 
     # --- 1. push to main: the baseline is saved on the data branch ------------------------
+    os.chown(repo.root, RUNNER_UID, RUNNER_UID)  # the runner's user owns the workspace; the action runs as root
     base = repo.commit("agent v1")
     fake.add_commit([], "agent v1", sha=base)
     code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY})
@@ -206,6 +208,8 @@ def test_push_then_regressing_pr_then_fix(image, fake_github, tmp_path):  # noqa
     [tree] = [r.body for r in fake.log if r.path.endswith("/git/commits")]
     assert tree["parents"] == []  # the data branch shares no history (and no workflows) with main
     assert not fake.statuses and not fake.comments
+    written = [repo.root / "evalgate-results", *(repo.root / "evalgate-results").rglob("*")]
+    assert {(p.lstat().st_uid, p.lstat().st_gid) for p in written} == {(RUNNER_UID, RUNNER_UID)}  # deletable by later steps
     fake.log.clear()
 
     # --- 2. a pull request that regresses -----------------------------------------------

@@ -7,6 +7,7 @@ GITHUB_STEP_SUMMARY), calls `main(env=...)`, and checks what the fake received.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -521,3 +522,16 @@ def test_credentials_map_through_the_runner_workspace(tmp_path):
     env = {"GITHUB_WORKSPACE": str(ws), "EVALGATE_RUNNER_WORKSPACE": RUNNER_WS,
            "GOOGLE_APPLICATION_CREDENTIALS": f"{RUNNER_WS}/creds/gha-creds-1.json"}
     assert read_settings(env, tmp_path).google_credentials == ws / "creds" / "gha-creds-1.json"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root, as a container action runs")
+def test_files_written_as_root_are_handed_to_the_workspace_owner(action, history):
+    # A container action runs as root; the runner's user must still be able to delete what
+    # it wrote (the next checkout on a self-hosted runner cleans the workspace).
+    os.chown(action.ws, 1001, 1001)
+    nested = "reports/gate"  # folders created on the way belong to the owner too
+    assert action("push", _push(history[1]), sha=history[1], out=nested, cache_dir=".cache/verdicts") == 0, action.stdout
+    written = [action.ws / "reports", *(action.ws / "reports").rglob("*")]
+    assert len(written) > 4
+    assert {(p.lstat().st_uid, p.lstat().st_gid) for p in written} == {(1001, 1001)}
+    assert (action.ws / "evals").stat().st_uid == 0  # what the action did not write is left alone
