@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -495,13 +496,15 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, pull.get("base", {}).get("sha"))
     comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
-    current = str(pull.get("head", {}).get("sha", "")).lower()
+    current = str((pull.get("head") or {}).get("sha") or "").lower()
+    if not current:
+        raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))
     if current != head_sha:
         # Routine: the PR was pushed again while its earlier run was finishing. The newer
         # run publishes its own results; these are for a commit that is no longer the head.
         ctx.warn(
-            f"pull request #{number}'s head is now {current[:12] or 'unknown'}, not {head_sha[:12]}: "
-            "these results were not posted (the newer run of the pull request publishes its own)"
+            f"pull request #{number}'s head is now {current[:12]}, not {head_sha[:12]}: these results were not posted. "
+            "Either the pull request was pushed again (its newer run publishes its own results), or pr.json names the wrong pull request."
         )
         return Outcome(comparison, run, superseded=True)
     return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha))
@@ -608,6 +611,8 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     for secret in secrets(env):
         workflow.mask(secret)
     cwd = Path.cwd()
+    # File times come from a coarse clock that can lag time.time() by a tick: a second of slack.
+    started = time.time() - 1.0
     settings: Optional[Settings] = None
     loaded = None
     try:
@@ -649,7 +654,7 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
         return EXIT_INTERNAL
     finally:
         if settings is not None:
-            for failure in hand_back(_written(settings, loaded), settings.workspace):
+            for failure in hand_back(_written(settings, loaded), settings.workspace, started):
                 workflow.warning(failure)
         os.chdir(cwd)
 

@@ -137,11 +137,17 @@ class Workspace:
         path inside the workspace is mapped to the same file here. None (and a problem)
         when it leads outside the workspace."""
         path = self.mapped(value) or base / value
-        if not _within(PurePosixPath(path.resolve()), PurePosixPath(self.root.resolve())):
+        relative_to = "the repository's root" if name == "EVALGATE_WORKING_DIRECTORY" else "working-directory"
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError) as e:  # a symlink loop, say
+            r.bad(name, f"'{value}' cannot be followed ({e})", f"Give a real folder or file inside the workspace, relative to {relative_to}.")
+            return None
+        if not _within(PurePosixPath(real), PurePosixPath(self.root)):
             r.bad(
                 name,
                 f"'{value}' is outside the workspace ({self.host or self.root}): the action's container sees only the workspace",
-                "Give a path inside the repository's checkout, relative to working-directory.",
+                f"Give a path inside the repository's checkout, relative to {relative_to}.",
             )
             return None
         return path
@@ -160,8 +166,21 @@ def _within(path: PurePosixPath, root: PurePosixPath) -> bool:
 
 def clean_workspace(r: _Reader, cwd: Path) -> Workspace:
     value = r.raw("GITHUB_WORKSPACE")
-    host = r.raw("EVALGATE_RUNNER_WORKSPACE")
-    return Workspace(Path(value).resolve() if value else cwd.resolve(), PurePosixPath(host) if host.startswith("/") else None)
+    root = Path(value).resolve() if value else cwd.resolve()
+    if not root.is_dir():
+        r.bad("GITHUB_WORKSPACE", f"'{value}' is not a folder", "Leave it to GitHub Actions, which sets it to the checked-out repository.")
+    return Workspace(root, clean_runner_workspace(r))
+
+
+def clean_runner_workspace(r: _Reader) -> Optional[PurePosixPath]:
+    value = r.raw("EVALGATE_RUNNER_WORKSPACE")
+    if not value:
+        return None
+    host = PurePosixPath(value)
+    if not host.is_absolute() or ".." in host.parts or host == PurePosixPath("/"):
+        r.bad("EVALGATE_RUNNER_WORKSPACE", f"'{value}' is not the runner's absolute path of a workspace", "Leave the input unset: its default is ${{ github.workspace }}.")
+        return None
+    return host
 
 
 def clean_working_directory(r: _Reader, ws: Workspace) -> Path:
@@ -170,7 +189,8 @@ def clean_working_directory(r: _Reader, ws: Workspace) -> Path:
     if path is None:
         return ws.root
     if not path.is_dir():
-        r.bad("EVALGATE_WORKING_DIRECTORY", f"'{value}' is not a folder in the workspace", "Give a folder of the checked-out repository, relative to its root.")
+        if value:  # with no value it is the workspace itself, reported as GITHUB_WORKSPACE
+            r.bad("EVALGATE_WORKING_DIRECTORY", f"'{value}' is not a folder in the workspace", "Give a folder of the checked-out repository, relative to its root.")
         return ws.root
     return path.resolve()
 

@@ -21,6 +21,7 @@ if str(REPO) not in sys.path:  # `entrypoint/` is not an installed package; `pyt
 
 from entrypoint.main import main  # noqa: E402
 from entrypoint.settings import read_settings  # noqa: E402
+from evalgate.errors import InputError  # noqa: E402
 from entrypoint.tracking import tracking_marker, tracking_title  # noqa: E402
 from evalgate.baselines import decode_ledger  # noqa: E402
 from evalgate.reports.markdown import marker  # noqa: E402
@@ -428,6 +429,28 @@ def test_paths_outside_the_workspace_are_refused(action, history, inputs, named)
     assert _writes(action.fake) == [] and "Traceback" not in action.stdout
 
 
+@pytest.mark.parametrize(
+    ("inputs", "named", "what"),
+    [
+        ({"out": "loop"}, "input 'output-dir' (EVALGATE_OUT)", "cannot be followed"),
+        ({"runner_workspace": "/"}, "input 'runner-workspace' (EVALGATE_RUNNER_WORKSPACE)", "is not the runner's absolute path"),
+        ({"runner_workspace": "work/hello"}, "input 'runner-workspace' (EVALGATE_RUNNER_WORKSPACE)", "is not the runner's absolute path"),
+    ],
+)
+def test_unusable_paths_name_their_input(action, history, inputs, named, what):
+    (action.ws / "loop").symlink_to(action.ws / "loop")
+    assert action("push", _push(history[1]), sha=history[1], **inputs) == 2
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert named in error and what in error, error
+    assert "Traceback" not in action.stdout
+
+
+def test_a_missing_workspace_is_named_once(tmp_path):
+    with pytest.raises(InputError) as e:
+        read_settings({"GITHUB_WORKSPACE": str(tmp_path / "gone")}, tmp_path)
+    assert [p.where for p in e.value.problems] == ["GITHUB_WORKSPACE"]
+
+
 def test_no_config_names_the_config_input(action, history):
     (action.ws / "evalgate.yaml").unlink()
     assert action("push", _push(history[1]), sha=history[1]) == 2
@@ -535,3 +558,24 @@ def test_files_written_as_root_are_handed_to_the_workspace_owner(action, history
     assert len(written) > 4
     assert {(p.lstat().st_uid, p.lstat().st_gid) for p in written} == {(1001, 1001)}
     assert (action.ws / "evals").stat().st_uid == 0  # what the action did not write is left alone
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root, as a container action runs")
+def test_handing_back_touches_only_what_this_run_wrote_inside_the_workspace(action, history, tmp_path):
+    os.chown(action.ws, 1001, 1001)
+    old = action.ws / "vendor" / "lib.js"  # root-owned, from an earlier step: not ours to give
+    old.parent.mkdir()
+    old.write_text("x")
+    os.utime(old, (1, 1))
+    os.utime(old.parent, (1, 1))
+    outside = tmp_path / "outside.txt"  # a hard link in the workspace to a file outside it
+    outside.write_text("secret")
+    os.link(outside, action.ws / "linked.txt")
+    (action.ws / "loop").symlink_to(action.ws / "loop")  # a symlink loop must not break the run
+
+    assert action("push", _push(history[1]), sha=history[1], out=".") == 0, action.stdout  # output-dir: the root
+    assert (action.ws / "results.json").stat().st_uid == 1001
+    assert {p.stat().st_uid for p in (action.ws / "adk").rglob("*")} == {1001}
+    assert old.stat().st_uid == 0 and old.parent.stat().st_uid == 0
+    assert outside.stat().st_uid == 0
+    assert "Traceback" not in action.stdout
