@@ -33,7 +33,8 @@ from fake_gemini import FAKE_API_KEY, fake_gemini  # noqa: F401  (fixture)
 from fake_github import fake_github  # noqa: F401  (fixture)
 from fake_vertex import fake_vertex, result  # noqa: F401  (fixture)
 from test_entrypoint import CONFIG, PR
-from test_inputs import CASES, make_project
+from test_entrypoint import _set_outputs as set_outputs
+from test_inputs import make_project
 
 # act names the image of a local `uses: ./` action like this; with --rebuild=false it runs
 # the image the test built rather than building its own (which could not reach the
@@ -85,13 +86,8 @@ def image() -> str:
 
 
 def _set_outputs(root: Path, regressed: bool) -> None:
-    """The agent's recorded outputs; regressed, it heats the bedroom (침실) instead of the living room."""
-    lines = [{"eval_set_id": "home", "eval_id": k, "invocations": json.loads(json.dumps(v))} for k, v in CASES.items()]
-    if regressed:
-        [korean] = [line for line in lines if line["eval_id"] == "난방-ko"]
-        korean["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["room"] = "침실"
-    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    (root / "runs" / "out.jsonl").write_text(text, encoding="utf-8")
+    """Regressed, the agent heats the bedroom (침실) instead of the living room."""
+    set_outputs(root, regressed, case="난방-ko", room="침실")
 
 
 class Repo:

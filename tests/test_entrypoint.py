@@ -33,15 +33,18 @@ PR = 7
 CONFIG = BASE_CONFIG + "gate:\n  deterministic_flips: fail\n"  # one flip fails: a clear regression
 
 
-def _lines(regressed: bool) -> list[dict]:
+def _lines(regressed: bool, case: str, room: str) -> list[dict]:
     lines = [{"eval_set_id": "home", "eval_id": k, "invocations": json.loads(json.dumps(v))} for k, v in CASES.items()]
-    if regressed:  # the agent turns on the kitchen light instead
-        lines[0]["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["room"] = "kitchen"
+    if regressed:  # the agent's tool call goes to the wrong room
+        [line] = [x for x in lines if x["eval_id"] == case]
+        line["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["room"] = room
     return lines
 
 
-def _set_outputs(ws: Path, regressed: bool) -> None:
-    (ws / "runs" / "out.jsonl").write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in _lines(regressed)) + "\n", encoding="utf-8")
+def _set_outputs(ws: Path, regressed: bool, case: str = "lights-en", room: str = "kitchen") -> None:
+    """The agent's recorded outputs; regressed, `case` calls its tool for `room`."""
+    lines = _lines(regressed, case, room)
+    (ws / "runs" / "out.jsonl").write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
 
 
 @pytest.fixture
