@@ -173,7 +173,7 @@ def _check_headers(fake) -> None:
         assert request.headers.get("x-github-api-version") and "json" in request.headers.get("accept", ""), request
 
 
-def test_push_then_regressing_pr_then_fix(image, fake_github, tmp_path):  # noqa: F811
+def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # noqa: F811
     fake = fake_github
     repo = Repo(tmp_path / "repo")
     act = Act(repo, fake, tmp_path)
