@@ -374,19 +374,30 @@ class FakeGitHub:
 
     def _list_comments(self, query, body, number):
         number = int(number)
+        items = sorted(self.issue_comments(number), key=lambda c: c["id"])
+        chunk, headers = self._page(items, query, f"/issues/{number}/comments")
+        return _Reply(200, [_public(c) for c in chunk], headers)
+
+    def _page(self, items: list, query: dict[str, str], path: str, keep: tuple[str, ...] = ()) -> tuple[list, dict[str, str]]:
+        """One page of `items` as GitHub serves it: `per_page` (capped) and `page` from the
+        query, and a Link header with next/last and prev/first links under
+        `/repositories/{id}`, keeping the query parameters named in `keep`."""
         per_page = min(int(query.get("per_page", self.default_per_page)), self.max_per_page)
         page = max(1, int(query.get("page", 1)))
-        items = sorted(self.issue_comments(number), key=lambda c: c["id"])
         last = max(1, -(-len(items) // per_page))
         chunk = items[(page - 1) * per_page : page * per_page]
-        base = f"{self.link_base or self._api()}/repositories/{self.repo_id}/issues/{number}/comments"
+        base = f"{self.link_base or self._api()}/repositories/{self.repo_id}{path}"
+        kept = "".join(f"{k}={query[k]}&" for k in keep if k in query)
+
+        def link(n: int, rel: str) -> str:
+            return f'<{base}?{kept}per_page={per_page}&page={n}>; rel="{rel}"'
+
         links = []
         if page < last:
-            links += [f'<{base}?per_page={per_page}&page={page + 1}>; rel="next"', f'<{base}?per_page={per_page}&page={last}>; rel="last"']
+            links += [link(page + 1, "next"), link(last, "last")]
         if page > 1:
-            links += [f'<{base}?per_page={per_page}&page={page - 1}>; rel="prev"', f'<{base}?per_page={per_page}&page=1>; rel="first"']
-        headers = {"Link": ", ".join(links)} if links else {}
-        return _Reply(200, [_public(c) for c in chunk], headers)
+            links += [link(page - 1, "prev"), link(1, "first")]
+        return chunk, ({"Link": ", ".join(links)} if links else {})
 
     def _create_comment(self, query, body, number):
         text = (body or {}).get("body")
@@ -563,19 +574,12 @@ class FakeGitHub:
 
     def _list_issues(self, query, body):
         state = query.get("state", "open")
-        per_page = min(int(query.get("per_page", self.default_per_page)), self.max_per_page)
-        page = max(1, int(query.get("page", 1)))
         # GitHub lists newest first by default (sort=created, direction=desc).
         items = sorted(
             (i for i in self.issues.values() if state == "all" or i["state"] == state), key=lambda i: -i["number"]
         )
-        last = max(1, -(-len(items) // per_page))
-        chunk = items[(page - 1) * per_page : page * per_page]
-        base = f"{self.link_base or self._api()}/repositories/{self.repo_id}/issues"
-        links = []
-        if page < last:
-            links += [f'<{base}?state={state}&per_page={per_page}&page={page + 1}>; rel="next"', f'<{base}?state={state}&per_page={per_page}&page={last}>; rel="last"']
-        return _Reply(200, [dict(i) for i in chunk], {"Link": ", ".join(links)} if links else {})
+        chunk, headers = self._page(items, {**query, "state": state}, "/issues", keep=("state",))
+        return _Reply(200, [dict(i) for i in chunk], headers)
 
     def _create_issue(self, query, body):
         body = body or {}
