@@ -101,6 +101,10 @@ class IntermediateData(AdkModel):
 class InvocationEvent(AdkModel):
     author: str
     content: Optional[Content] = None
+    # Kept as ADK writes them, so generated invocations carry what ADK's do.
+    grounding_metadata: Optional[dict[str, Any]] = None
+    usage_metadata: Optional[dict[str, Any]] = None
+    model_version: Optional[str] = None
 
 
 class InvocationEvents(AdkModel):
@@ -180,6 +184,19 @@ class Invocation(AdkModel):
 
     def user_text(self) -> str:
         return self.user_content.text()
+
+    def token_usage(self) -> dict[str, int]:
+        """Model tokens this invocation spent, summed over its events' usage metadata."""
+        totals: dict[str, int] = {}
+        data = self.intermediate_data
+        if isinstance(data, InvocationEvents):
+            for event in data.invocation_events:
+                usage = event.usage_metadata or {}
+                for key, name in (("prompt_token_count", "prompt"), ("candidates_token_count", "output"), ("total_token_count", "total")):
+                    value = usage.get(key, usage.get(to_camel(key)))
+                    if isinstance(value, int):
+                        totals[name] = totals.get(name, 0) + value
+        return totals
 
 
 class SessionInput(AdkModel):

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Callable
@@ -111,9 +112,16 @@ def _judge_runtime(loaded, args: argparse.Namespace):
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from evalgate import infer
+
     loaded, plans = _load(args.config)
+    infer.check(plans, loaded.base, loaded.shown)
     cases = sum(len(p.cases) for p in plans)
     print(f"{loaded.shown}: OK, {len(plans)} suites, {cases} cases")
+    for plan in plans:
+        if plan.agent is not None:
+            runs = f", {plan.agent.num_runs} runs each" if plan.agent.num_runs > 1 else ""
+            print(f"  {plan.name}: runs the agent ({plan.agent.kind}) on {len(plan.cases)} cases{runs}")
     for plan in plans:
         for warning in plan.warnings:
             print(f"warning: {plan.name}: {warning}", file=sys.stderr)
@@ -131,6 +139,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import Progress, summary_table
 
+    from evalgate import infer
+
+    usage = {}
+    runs_total = infer.total_runs(plans)
+    if runs_total:
+        t0 = time.perf_counter()
+        agent_progress = Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty())
+        try:
+            usage = infer.infer(plans, loaded.base, loaded.shown, progress=agent_progress.advance)
+        finally:
+            agent_progress.close()
+        inference_seconds = round(time.perf_counter() - t0, 3)
+
     total = sum(len(p.cases) for p in plans)
     runtime, workers = None, 1
     if engine.needs_judge(plans):
@@ -146,8 +167,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
             print(f"warning: {warning}", file=sys.stderr)
 
+    if usage:
+        run.run.agent = {"seconds": inference_seconds, "suites": {name: u.as_dict() for name, u in usage.items()}}
     out = Path(args.out)
     try:
+        if usage:
+            out.mkdir(parents=True, exist_ok=True)
+            lines = infer.inference_lines(plans)
+            (out / "inference.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         results.write(run, out / "results.json")
         (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
         write_adk_results(run, plans, out / "adk")

@@ -40,6 +40,46 @@ def _as_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+class AgentConfig(BaseModel):
+    """How to run the agent on every case: exactly one of `adk`, `url` or `command`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adk: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        description="An ADK agent run in-process: a folder as for `adk eval` (with app, root_agent or "
+        "get_agent_async), relative to the config file, or a dotted module path.",
+    )
+    url: Optional[str] = Field(default=None, min_length=1, description="An ADK API server (adk api_server, Cloud Run): its base URL.")
+    app: Optional[str] = Field(
+        default=None, min_length=1, description="The API server's app name (default: the last part of the url's path)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers for the API server; ${VAR} is read from the environment, and never printed.",
+    )
+    command: Optional[list[str]] = Field(
+        default=None,
+        min_length=1,
+        description="Any agent: a command started once per case run, speaking the agent-io protocol "
+        "(`evalgate schema agent-io`) on stdin and stdout.",
+    )
+    concurrency: int = Field(default=8, ge=1, le=256, description="Case runs in flight at once.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Seconds one case run may take, all its turns together.")
+    num_runs: int = Field(
+        default=1, ge=1, le=100, description="Run every case this many times; each run is scored, the case score is their mean."
+    )
+    tools: Literal["live", "replay"] = Field(
+        default="live",
+        description="replay: a tool call matching one of the case's expected calls gets the recorded response instead of running.",
+    )
+
+    @property
+    def kind(self) -> str:
+        return "adk" if self.adk else "url" if self.url else "command"
+
+
 class SuiteConfig(BaseModel):
     """One suite: eval sets with their actual outputs (or traces), and criteria."""
 
@@ -53,6 +93,9 @@ class SuiteConfig(BaseModel):
     actual: Patterns = Field(
         default_factory=list,
         description="The agent's outputs: ADK eval history (*.evalset_result.json) or evalgate inference JSONL.",
+    )
+    agent: Optional[AgentConfig] = Field(
+        default=None, description="Run the agent to get its outputs (instead of 'actual'); default: the top-level 'agent'."
     )
     traces: Patterns = Field(default_factory=list, description="KnowledgePulse ReasoningTrace files (JSON or JSONL).")
     criteria: Optional[Union[str, dict[str, Any]]] = Field(
@@ -127,6 +170,7 @@ class Config(BaseModel):
 
     version: Literal[1] = Field(default=1, description="Config format version.")
     suites: list[SuiteConfig] = Field(min_length=1)
+    agent: Optional[AgentConfig] = Field(default=None, description="The agent to run, for every suite that names neither 'actual' nor 'agent'.")
     gate: GateConfig = Field(default_factory=GateConfig, description="Comparison with the baseline and the verdict.")
     judge: JudgeConfig = Field(default_factory=JudgeConfig, description="The judge client: concurrency, rate, retries, cache.")
     vertex: VertexConfig = Field(default_factory=VertexConfig, description="Vertex AI project and location for managed metrics.")
@@ -214,6 +258,8 @@ def _valid_keys(model: type[BaseModel]):
             return list(JudgeConfig.model_fields)
         if loc == ("vertex",):
             return list(VertexConfig.model_fields)
+        if loc == ("agent",) or (loc[0] == "suites" and len(loc) == 3 and loc[2] == "agent"):
+            return list(AgentConfig.model_fields)
         return None
 
     return keys_at
@@ -251,21 +297,57 @@ def load_config(path: Path) -> LoadedConfig:
         if suite.name in seen:
             problems.add(shown, loaded.where("suites", i, "name"), f"duplicate suite name '{suite.name}' (also suites[{seen[suite.name]}])", "Give each suite a unique name.")
         seen.setdefault(suite.name, i)
-        if suite.traces and (suite.evalsets or suite.actual):
-            problems.add(shown, loaded.where("suites", i), "a suite has either traces or evalsets with actual outputs, not both", "Split it into two suites.")
+        if suite.traces and (suite.evalsets or suite.actual or suite.agent):
+            problems.add(shown, loaded.where("suites", i), "a suite has either traces or evalsets with actual outputs or an agent, not both", "Split it into two suites.")
         elif not suite.traces:
             if not suite.evalsets:
                 problems.add(shown, loaded.where("suites", i), "the suite names no eval sets", "Add 'evalsets: [path or glob]' (or 'traces: [...]').")
-            if not suite.actual:
-                problems.add(shown, loaded.where("suites", i), "the suite names no actual outputs", "Add 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.")
+            if suite.actual and suite.agent:
+                problems.add(shown, loaded.where("suites", i, "agent"), "a suite has either 'actual' (recorded outputs) or 'agent' (run it), not both", "Remove one of them.")
+            elif not suite.actual and not suite.agent and not config.agent:
+                problems.add(
+                    shown,
+                    loaded.where("suites", i),
+                    "the suite names no actual outputs and no agent to run",
+                    "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.",
+                )
         if isinstance(suite.criteria, dict):
             parsed = problems.run(parse_criteria, suite.criteria, shown, lambda *loc, i=i: loaded.where("suites", i, "criteria", *loc))
             if parsed is not None:
                 loaded.inline_criteria[i] = parsed
         if suite.traces and suite.criteria is None:
             problems.add(shown, loaded.where("suites", i), "a trace suite needs criteria", "Add 'criteria: {trace_value: 0.6}'.")
+    for loc, agent in _agents(config):
+        _check_agent(agent, shown, lambda *rest, loc=loc: loaded.where(*loc, *rest), problems)
     problems.raise_if_any()
     return loaded
+
+
+def _agents(config: Config) -> list[tuple[tuple, AgentConfig]]:
+    out: list[tuple[tuple, AgentConfig]] = [(("agent",), config.agent)] if config.agent else []
+    out += [(("suites", i, "agent"), s.agent) for i, s in enumerate(config.suites) if s.agent]
+    return out
+
+
+def suite_agent(config: Config, suite: SuiteConfig) -> Optional[AgentConfig]:
+    """The agent a suite runs, if any: its own, else the top-level one (unless it has recorded outputs or traces)."""
+    if suite.traces or suite.actual:
+        return None
+    return suite.agent or config.agent
+
+
+def _check_agent(agent: AgentConfig, shown: str, where, problems: ProblemCollector) -> None:
+    kinds = [k for k in ("adk", "url", "command") if getattr(agent, k) is not None]
+    if len(kinds) != 1:
+        what = "names no agent" if not kinds else f"names {' and '.join(repr(k) for k in kinds)}; an agent is one of them"
+        problems.add(shown, where(), what, "Give exactly one of 'adk: my_agent', 'url: http://...' or 'command: [program, args...]'.")
+    for key in ("app", "headers"):
+        if getattr(agent, key) and agent.url is None:
+            problems.add(shown, where(key), f"'{key}' applies to an API server ('url') only", f"Remove '{key}', or use 'url'.")
+    if agent.url is not None and not agent.url.startswith(("http://", "https://")):
+        problems.add(shown, where("url"), f"'{agent.url}' is not an http(s) URL", "Write the server's base URL, e.g. http://127.0.0.1:8000.")
+    if agent.command is not None and not agent.command[0].strip():
+        problems.add(shown, where("command"), "the command's program is empty", "Write the program first, e.g. ['python', 'tools/run_agent.py'].")
 
 
 def _with_line(p: Problem, positions: dict[tuple, int]) -> Problem:

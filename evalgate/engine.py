@@ -8,7 +8,7 @@ suite's NOT_EVALUATED policy. Criteria only score.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal
@@ -31,6 +31,17 @@ NotEvaluatedPolicy = Literal["fail", "warn", "ignore"]
 
 
 @dataclass
+class AgentRun:
+    """One run of the agent on a case: its invocations, or why there are none."""
+
+    invocations: list[Invocation] | None
+    error: str | None = None  # the run failed: every criterion of it is NOT_EVALUATED with this reason
+    run: int = 1
+    duration_s: float | None = None  # wall time of the whole case run (not part of the comparable payload)
+    replayed: dict[str, int] = field(default_factory=dict)  # tools: replay counts, where the runner knows them
+
+
+@dataclass
 class CaseInput:
     """One case, ready to score: expected data, actual outputs, and its criteria."""
 
@@ -43,6 +54,15 @@ class CaseInput:
     trace: Any = None
     source: dict[str, str] = field(default_factory=dict)
     session: dict[str, Any] = field(default_factory=dict)  # ADK session_input, for ADK-shaped output
+    # Several runs of the agent (num_runs, or recorded with run numbers). When set, they are
+    # what is scored and `actual` is the first run's invocations; when empty, `actual` is
+    # the one run.
+    runs: list[AgentRun] = field(default_factory=list)
+    scenario: bool = False  # a conversation_scenario case (no expected turns; needs a simulated user)
+    rubrics: list[Any] = field(default_factory=list)  # case-level rubrics, for invocations generated later
+
+    def agent_runs(self) -> list[AgentRun]:
+        return self.runs or [AgentRun(self.actual)]
 
 
 @dataclass
@@ -51,6 +71,8 @@ class SuitePlan:
     cases: list[CaseInput]
     not_evaluated: NotEvaluatedPolicy = "warn"
     warnings: list[str] = field(default_factory=list)
+    agent: Any = None  # evalgate.config.AgentConfig: run it to get the actual outputs (evalgate.infer)
+    agent_where: str = ""  # its place in the config, for messages
 
 
 def _status_for(score: float | None, threshold: float) -> Status:
@@ -156,8 +178,48 @@ def _summaries(case: CaseInput) -> list[InvocationSummary]:
     return out
 
 
+def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:
+    """Score a criterion on every run of a case. One run: `score_criterion`. Several: ADK's
+    AgentEvaluator rule, the mean of every evaluated invocation's score across all runs,
+    with each run's own score in `runs`; a run that failed or was not fully evaluated
+    makes the criterion NOT_EVALUATED where it would pass, and its reason is kept."""
+    runs = case.agent_runs()
+    if len(runs) == 1:
+        run = runs[0]
+        if run.error is not None and crit.input_kind != "trace":
+            return _failed(crit.threshold, f"the agent run failed: {run.error}")
+        return score_criterion(crit, case)
+    each = []
+    for run in runs:
+        if run.error is not None:
+            each.append(_failed(crit.threshold, f"the agent run failed: {run.error}"))
+        else:
+            each.append(score_criterion(crit, replace(case, actual=run.invocations, runs=[])))
+    per = [inv for r in each for inv in r.per_invocation]
+    scores = [inv.score for inv in per if inv.score is not None]
+    missing = [f"run {run.run}: {r.error}" for run, r in zip(runs, each) if r.error]
+    score = None
+    if scores:
+        total = 0.0
+        for value in scores:  # left to right, as ADK adds
+            total += value
+        score = total / len(scores)
+    status = _status_for(score, crit.threshold)
+    error = "; ".join(missing) if missing else None
+    if missing and status is Status.PASSED:
+        status = Status.NOT_EVALUATED
+    return CriterionResult(
+        score=score,
+        status=status,
+        threshold=crit.threshold,
+        per_invocation=per,
+        error=error,
+        runs=[r.score for r in each],
+    )
+
+
 def score_case(case: CaseInput) -> CaseResult:
-    results = {name: score_criterion(crit, case) for name, crit in sorted(case.criteria.items())}
+    results = {name: score_runs(crit, case) for name, crit in sorted(case.criteria.items())}
     return CaseResult(
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,

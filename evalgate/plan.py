@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_test_config
+from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_test_config, suite_agent
 from evalgate.criteria import Criterion
-from evalgate.engine import CaseInput, SuitePlan
+from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.loaders.actual import ActualRecord, load_actual
 from evalgate.loaders.evalsets import EVALSET_SUFFIXES, expand, expected_digest, load_evalset, test_config_beside
@@ -48,9 +48,12 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     explicit = _explicit_criteria(loaded, i, suite)
     if suite.traces:
         return _trace_suite(loaded, i, suite, explicit or {})
+    agent = suite_agent(loaded.config, suite)
     problems = ProblemCollector()
     set_files = problems.run(expand, suite.evalsets, base, EVALSET_SUFFIXES, shown, lambda j: loaded.where("suites", i, "evalsets", j)) or []
-    actual_files = problems.run(expand, suite.actual, base, (".evalset_result.json", ".jsonl"), shown, lambda j: loaded.where("suites", i, "actual", j)) or []
+    actual_files = []
+    if agent is None:
+        actual_files = problems.run(expand, suite.actual, base, (".evalset_result.json", ".jsonl"), shown, lambda j: loaded.where("suites", i, "actual", j)) or []
     problems.raise_if_any()
 
     evalsets = [es for es in (problems.run(load_evalset, p, base) for p in set_files) if es is not None]
@@ -79,6 +82,27 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 problems.add(es.shown, place, f"eval case '{case.eval_id}' of eval set '{key[0]}' is also in {seen[key]}", "Keep one copy of each case.")
                 continue
             seen[key] = f"{es.shown} {place}".strip()
+            expected = case.conversation
+            case_data = case.model_dump(mode="json", exclude_none=True)
+            item = CaseInput(
+                eval_set_id=key[0],
+                eval_id=case.eval_id,
+                criteria=criteria,
+                expected_digest=expected_digest(case_data),
+                expected=expected,
+                # Paths relative to the config, so results do not depend on the working folder.
+                source={"evalset": display_path(es.path, base)},
+                session=case.session_input.model_dump(mode="json") if case.session_input else {},
+                scenario=case.conversation_scenario is not None,
+                rubrics=list(case.rubrics or []),
+            )
+            if agent is not None:
+                # Invocations come from running the agent (evalgate.infer); case rubrics go
+                # on the expected turns now, on a scenario's generated turns later.
+                if case.rubrics and expected:
+                    problems.run(_attach_case_rubrics, case.rubrics, expected, es.shown, place)
+                cases.append(item)
+                continue
             record, ambiguous = actual_index.match(key, es.path if es.legacy else None)
             if ambiguous:
                 problems.add(es.shown, place, f"eval case '{case.eval_id}' matches several actual records: {ambiguous}", "Keep one record for the case, or give the records the eval set's eval_set_id.")
@@ -88,36 +112,31 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                     es.shown,
                     place,
                     f"no actual outputs for eval case '{case.eval_id}' (eval set '{key[0]}') in {', '.join(display_path(p) for p in actual_files)}",
-                    "Run the agent on this case and record its output, or remove the case.",
+                    "Run the agent on this case and record its output (or let evalgate run it: 'agent:' in the config), or remove the case.",
                 )
                 continue
-            expected = case.conversation
-            if expected is not None and len(expected) != len(record.invocations):
+            runs = sorted([record, *record.other_runs], key=lambda r: r.run or 0)
+            bad = [r for r in runs if r.error is None and expected is not None and len(expected) != len(r.invocations)]
+            for r in bad:
                 problems.add(
-                    record.shown,
-                    record.place,
-                    f"eval case '{case.eval_id}' has {len(expected)} expected invocations ({es.shown}) but {len(record.invocations)} actual ones",
+                    r.shown,
+                    r.place,
+                    f"eval case '{case.eval_id}' has {len(expected or [])} expected invocations ({es.shown}) but {len(r.invocations)} actual ones",
                     "Record one actual invocation per expected turn, in order.",
                 )
+            if bad:
                 continue
-            case_data = case.model_dump(mode="json", exclude_none=True)
+            first = next((r for r in runs if r.error is None), runs[0])
             if case.rubrics:
                 # ADK copies case rubrics onto the invocations judged; without expected
                 # turns (a scenario case) those are the actual ones.
-                problems.run(_attach_case_rubrics, case.rubrics, expected or record.invocations, es.shown, place)
-            cases.append(
-                CaseInput(
-                    eval_set_id=key[0],
-                    eval_id=case.eval_id,
-                    criteria=criteria,
-                    expected_digest=expected_digest(case_data),
-                    expected=expected,
-                    actual=record.invocations,
-                    # Paths relative to the config, so results do not depend on the working folder.
-                    source={"evalset": display_path(es.path, base), "actual": f"{display_path(record.path or record.shown, base)} {record.place}"},
-                    session=case.session_input.model_dump(mode="json") if case.session_input else {},
-                )
-            )
+                for r in ([None] if expected else runs):
+                    problems.run(_attach_case_rubrics, case.rubrics, expected or r.invocations, es.shown, place)
+            item.actual = first.invocations
+            item.source["actual"] = f"{display_path(record.path or record.shown, base)} {record.place}"
+            if len(runs) > 1 or record.run is not None or record.error is not None:
+                item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1) for r in runs]
+            cases.append(item)
     for name, crit in {n: c for case in cases for n, c in case.criteria.items()}.items():
         if crit.input_kind != "invocations":
             problems.add(shown, loaded.where("suites", i, "criteria", name), f"'{name}' scores traces, not eval sets", "Put it in a suite with 'traces:', or remove it.")
@@ -128,7 +147,8 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     if unused:
         sample = ", ".join(f"'{r.eval_id}'" for r in unused[:3])
         warnings.append(f"{len(unused)} actual records match no eval case (e.g. {sample}); they were not scored")
-    return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings)
+    where = loaded.where(*(("suites", i, "agent") if suite.agent else ("agent",)))
+    return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings, agent=agent, agent_where=where)
 
 
 def _attach_case_rubrics(rubrics, invocations, shown: str, place: str) -> None:
@@ -176,6 +196,12 @@ class _ActualIndex:
             old = self.by_key.get(key)
             if old is None:
                 self.by_key[key] = r
+            elif old.run is not None and r.run is not None:
+                taken = {old.run} | {o.run for o in old.other_runs}
+                if r.run in taken:
+                    problems.add(r.shown, r.place, f"run {r.run} of eval case '{r.eval_id}' (eval set '{r.eval_set_id}') is recorded twice", "Keep one record per case and run.")
+                else:
+                    old.other_runs.append(r)
             elif old.timestamp is not None and r.timestamp is not None:
                 self.by_key[key] = _newest([old, r])
             else:

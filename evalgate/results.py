@@ -43,6 +43,12 @@ class CriterionResult(_Model):
     threshold: float
     per_invocation: list[InvocationResult] = Field(default_factory=list)
     error: Optional[str] = Field(None, description="Why the criterion was not (fully) evaluated.")
+    runs: Optional[list[Optional[float]]] = Field(
+        None,
+        exclude_if=lambda v: v is None,  # absent with one run: single-run results stay as they were
+        description="With several agent runs (num_runs): each run's score, in run order (null: not evaluated). "
+        "`score` is then the mean over every evaluated invocation of every run, and `per_invocation` holds the runs' invocations in run order.",
+    )
 
 
 class InvocationSummary(_Model):
@@ -116,6 +122,12 @@ class RunInfo(_Model):
 
     started_at: Optional[str] = None
     duration_seconds: Optional[float] = None
+    agent: dict[str, Any] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="Running the agent: seconds (wall time of the whole step) and, per suite, case_runs, failed, "
+        "duration_s (sum of case-run wall times), tokens (the agent's model tokens), tools (replayed / live calls under tools: replay).",
+    )
 
 
 class RunResults(_Model):

@@ -8,9 +8,9 @@ holding the JSON), which is read too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,7 +25,11 @@ class InferenceRecord(BaseModel):
 
     eval_set_id: str = Field(description="The eval set's eval_set_id (for a legacy *.test.json file: its path).")
     eval_id: str = Field(min_length=1, description="The eval case's eval_id.")
-    invocations: list[Invocation] = Field(description="The agent's invocations, in ADK's Invocation shape, in order.")
+    run: Optional[int] = Field(
+        None, ge=1, description="Which run of the case (num_runs); records of one case with different runs are scored together."
+    )
+    invocations: list[Invocation] = Field(default_factory=list, description="The agent's invocations, in ADK's Invocation shape, in order.")
+    error: Optional[str] = Field(None, description="The run failed: why (its criteria are NOT_EVALUATED with this reason).")
 
 
 @dataclass
@@ -37,6 +41,9 @@ class ActualRecord:
     place: str  # where inside it
     timestamp: float | None  # eval history's creation time; None for inference JSONL
     path: Path | None = None
+    run: int | None = None  # inference JSONL's run number, when it has one
+    error: str | None = None  # the run failed
+    other_runs: list["ActualRecord"] = field(default_factory=list)  # the case's other runs
 
 
 def load_actual(path: Path) -> list[ActualRecord]:
@@ -95,7 +102,7 @@ def _from_jsonl(text: str, shown: str) -> list[ActualRecord]:
         except ValidationError as e:
             problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else field_names()))
             continue
-        records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None))
+        records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None, run=rec.run, error=rec.error))
     problems.raise_if_any()
     return records
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import unicodedata
 from collections import Counter
@@ -189,10 +190,12 @@ def summary_table(results: RunResults, color: bool) -> str:
 
 
 class Progress:
-    """A one-line progress bar on a terminal, for runs that take more than a moment.
+    """Progress of a long step: a one-line bar with an ETA on a terminal; in a CI log (not a
+    terminal), one line per tenth done.
 
-    Draws nothing when disabled, nothing during the first `delay` seconds (a quick run
-    stays quiet), and redraws at most every `interval` seconds. `close()` clears the line.
+    Draws nothing when disabled, nothing on a terminal during the first `delay` seconds (a
+    quick run stays quiet), and redraws the bar at most every `interval` seconds. `close()`
+    clears the bar's line.
     """
 
     WIDTH = 30
@@ -203,6 +206,8 @@ class Progress:
         stream: Optional[TextIO] = None,
         enabled: bool = True,
         *,
+        label: str = "cases",
+        tty: bool = True,
         delay: float = 0.5,
         interval: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
@@ -211,30 +216,49 @@ class Progress:
         self.done = 0
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
+        self.label = label
+        self.tty = tty
         self.delay = delay
         self.interval = interval
         self._clock = clock
         self._start = clock()
         self._last_draw: Optional[float] = None
+        self._tenths = 0
         self._closed = False
+        self._lock = threading.Lock()  # cases finish on several threads
 
     def advance(self, n: int = 1) -> None:
-        self.done = min(self.done + n, self.total) if self.total else self.done + n
-        if not self.enabled or self._closed:
-            return
-        now = self._clock()
-        if now - self._start < self.delay:
-            return
-        if self._last_draw is not None and now - self._last_draw < self.interval:
-            return
-        self._draw(now)
+        with self._lock:
+            self.done = min(self.done + n, self.total) if self.total else self.done + n
+            if not self.enabled or self._closed:
+                return
+            now = self._clock()
+            if not self.tty:
+                tenths = 10 * self.done // self.total if self.total else 0
+                if tenths > self._tenths:
+                    self._tenths = tenths
+                    self.stream.write(f"{self.label}: {self.done}/{self.total} ({10 * tenths}%) {self._times(now)}\n")
+                    self.stream.flush()
+                return
+            if now - self._start < self.delay:
+                return
+            if self._last_draw is not None and now - self._last_draw < self.interval:
+                return
+            self._draw(now)
+
+    def _times(self, now: float) -> str:
+        elapsed = now - self._start
+        text = f"{int(elapsed)}s"
+        if 0 < self.done < self.total:
+            eta = elapsed / self.done * (self.total - self.done)
+            text += f", about {int(eta + 0.5)}s left"
+        return text
 
     def _draw(self, now: float) -> None:
         self._last_draw = now
         filled = self.WIDTH * self.done // self.total if self.total else 0
         bar = "#" * filled + "-" * (self.WIDTH - filled)
-        elapsed = int(now - self._start)
-        self.stream.write(f"\r\x1b[K[{bar}] {self.done}/{self.total} cases  {elapsed}s")
+        self.stream.write(f"\r\x1b[K[{bar}] {self.done}/{self.total} {self.label}  {self._times(now)}")
         self.stream.flush()
 
     def close(self) -> None:

@@ -1,0 +1,226 @@
+"""Run the agent on every case of the suites that have one: the `infer` step.
+
+It fills each case's `runs` with what `actual:` files would have given (one `AgentRun`
+per run, in run order), so scoring never knows which it got. Case runs of all suites go
+through one event loop, at most `concurrency` in flight per configured agent. A failed run
+(an exception in the agent or a tool, a timeout, a crashed command, an HTTP error, a turn
+the agent did not answer) is recorded with its reason and never stops the others; setup
+problems (the agent cannot be loaded or reached) are input errors, raised before any case
+runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from evalgate.adk import Content
+from evalgate.agents import AgentError, CaseRun, Runner, make_runner
+from evalgate.engine import AgentRun, CaseInput, SuitePlan
+from evalgate.errors import InputError, ProblemCollector
+
+
+def runners_for(plans: list[SuitePlan], base: Path, shown: str) -> dict[int, Runner]:
+    """One runner per configured agent (suites sharing the top-level agent share one), keyed
+    by id() of the agent config."""
+    out: dict[int, Runner] = {}
+    for plan in plans:
+        if plan.agent is not None and id(plan.agent) not in out:
+            out[id(plan.agent)] = make_runner(plan.agent, base, shown, plan.agent_where)
+    return out
+
+
+def check(plans: list[SuitePlan], base: Path, shown: str) -> None:
+    """The cheap setup checks (`evalgate validate`): nothing is loaded or called."""
+    problems = ProblemCollector()
+    for runner in runners_for(plans, base, shown).values():
+        problems.extend(runner.check())
+    problems.raise_if_any()
+
+
+def total_runs(plans: list[SuitePlan]) -> int:
+    return sum(len(p.cases) * p.agent.num_runs for p in plans if p.agent is not None)
+
+
+@dataclass
+class Usage:
+    """What running the agent cost, per suite (goes to results.json's `run`, not compared)."""
+
+    case_runs: int = 0
+    failed: int = 0
+    duration_s: float = 0.0  # the sum of case-run wall times
+    tokens: dict[str, int] = field(default_factory=dict)
+    replayed: dict[str, int] = field(default_factory=dict)
+
+    def add(self, run: AgentRun) -> None:
+        self.case_runs += 1
+        self.failed += run.error is not None
+        self.duration_s += run.duration_s or 0.0
+        for inv in run.invocations or []:
+            for k, v in inv.token_usage().items():
+                self.tokens[k] = self.tokens.get(k, 0) + v
+        for k, v in run.replayed.items():
+            self.replayed[k] = self.replayed.get(k, 0) + v
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"case_runs": self.case_runs, "failed": self.failed, "duration_s": round(self.duration_s, 3)}
+        if self.tokens:
+            out["tokens"] = dict(sorted(self.tokens.items()))
+        if self.replayed:
+            out["tools"] = dict(sorted(self.replayed.items()))
+        return out
+
+
+def infer(
+    plans: list[SuitePlan],
+    base: Path,
+    shown: str,
+    progress: Optional[Callable[[int], None]] = None,
+) -> dict[str, Usage]:
+    """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
+    Returns the usage per suite name."""
+    runners = runners_for(plans, base, shown)
+    if not runners:
+        return {}
+    return asyncio.run(_infer(plans, runners, progress))
+
+
+async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: Optional[Callable[[int], None]]) -> dict[str, Usage]:
+    problems = ProblemCollector()
+    started: list[Runner] = []
+    try:
+        for runner in runners.values():
+            try:
+                await runner.start()
+                started.append(runner)
+            except InputError as e:
+                problems.extend(e.problems)
+        problems.raise_if_any()
+        limits = {key: asyncio.Semaphore(r.spec.concurrency) for key, r in runners.items()}
+        jobs = []
+        for plan in plans:
+            if plan.agent is None:
+                continue
+            key = id(plan.agent)
+            for case in plan.cases:
+                case.runs = [AgentRun(None, "not run", run=n) for n in range(1, plan.agent.num_runs + 1)]
+                for n in range(1, plan.agent.num_runs + 1):
+                    jobs.append(_one(runners[key], limits[key], plan, case, n, progress))
+        await asyncio.gather(*jobs)
+    finally:
+        for runner in started:
+            try:
+                await runner.stop()
+            except Exception:
+                pass
+    usage: dict[str, Usage] = {}
+    for plan in plans:
+        if plan.agent is None:
+            continue
+        u = usage.setdefault(plan.name, Usage())
+        for case in plan.cases:
+            for run in case.runs:
+                u.add(run)
+            ok = next((r for r in case.runs if r.error is None), None)
+            case.actual = ok.invocations if ok is not None else None
+            if case.rubrics and case.expected is None:
+                _rubrics_on_generated(case)
+    return usage
+
+
+async def _one(
+    runner: Runner,
+    limit: asyncio.Semaphore,
+    plan: SuitePlan,
+    case: CaseInput,
+    n: int,
+    progress: Optional[Callable[[int], None]],
+) -> None:
+    spec = plan.agent
+    async with limit:
+        t0 = time.monotonic()
+        state = {"turn": 0}
+        try:
+            invocations = await asyncio.wait_for(_converse(runner, case, n, spec, state), timeout=spec.timeout_s)
+            result = AgentRun(invocations, run=n)
+        except asyncio.TimeoutError:
+            turns = len(case.expected) if case.expected is not None else "?"
+            result = AgentRun(None, f"timed out after {spec.timeout_s:g} s (timeout_s), in turn {state['turn']} of {turns}", run=n)
+        except AgentError as e:
+            result = AgentRun(None, str(e), run=n)
+        except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
+            result = AgentRun(None, _describe(e), run=n)
+        result.duration_s = round(time.monotonic() - t0, 3)
+        result.replayed = state.get("replayed") or {}
+        case.runs[n - 1] = result
+    if progress is not None:
+        progress(1)
+
+
+async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: dict[str, Any]) -> list[Any]:
+    if case.expected is None:
+        raise AgentError("a conversation_scenario case needs a simulated user, which evalgate does not run yet")
+    run = CaseRun(
+        eval_set_id=case.eval_set_id,
+        eval_id=case.eval_id,
+        run=n,
+        session_input=case.session,
+        expected=case.expected,
+        replay=spec.tools == "replay",
+    )
+    conversation = await runner.open(run)
+    invocations = []
+    try:
+        for i, turn in enumerate(case.expected, start=1):
+            state["turn"] = i
+            user: Content = turn.user_content
+            invocation = await conversation.send(user)
+            if invocation is None:
+                raise AgentError(f"the agent produced no events for turn {i} of {len(case.expected)}")
+            invocations.append(invocation)
+    finally:
+        state["replayed"] = conversation.replayed()
+        await conversation.close()
+    return invocations
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e).strip() or repr(e)
+    if len(text) > 2000:
+        text = text[:2000] + " ..."
+    return f"{type(e).__name__}: {text}"
+
+
+def _rubrics_on_generated(case: CaseInput) -> None:
+    for run in case.runs:
+        for inv in run.invocations or []:
+            inv.rubrics = list(case.rubrics) + list(inv.rubrics or [])
+
+
+# --- inference.jsonl -------------------------------------------------------------------------
+
+
+def inference_lines(plans: list[SuitePlan]) -> list[str]:
+    """evalgate inference JSONL for every agent run: {eval_set_id, eval_id, run, invocations}
+    or, for a failed run, {..., error}. Read back with `actual:`, it scores the same."""
+    lines = []
+    for plan in plans:
+        if plan.agent is None:
+            continue
+        for case in sorted(plan.cases, key=lambda c: (c.eval_set_id, c.eval_id)):
+            for run in case.runs:
+                record: dict[str, Any] = {"eval_set_id": case.eval_set_id, "eval_id": case.eval_id, "run": run.run}
+                if run.error is not None:
+                    record["error"] = run.error
+                else:
+                    record["invocations"] = [
+                        inv.model_dump(mode="json", exclude_none=True, exclude={"rubrics"} if case.rubrics and case.expected is None else None)
+                        for inv in run.invocations or []
+                    ]
+                lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+    return lines
+
