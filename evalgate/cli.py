@@ -115,7 +115,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from evalgate import infer
 
     loaded, plans = _load(args.config)
-    infer.check(plans, loaded.base, loaded.shown)
+    infer.check(plans, loaded)
     cases = sum(len(p.cases) for p in plans)
     print(f"{loaded.shown}: OK, {len(plans)} suites, {cases} cases")
     for plan in plans:
@@ -147,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         agent_progress = Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty())
         try:
-            usage = infer.infer(plans, loaded.base, loaded.shown, progress=agent_progress.advance)
+            usage = infer.infer(plans, loaded, progress=agent_progress.advance)
         finally:
             agent_progress.close()
         inference_seconds = round(time.perf_counter() - t0, 3)

@@ -72,7 +72,7 @@ class SuitePlan:
     not_evaluated: NotEvaluatedPolicy = "warn"
     warnings: list[str] = field(default_factory=list)
     agent: Any = None  # evalgate.config.AgentConfig: run it to get the actual outputs (evalgate.infer)
-    agent_where: str = ""  # its place in the config, for messages
+    agent_where: tuple = ()  # its place in the config (a JSON path), for messages
 
 
 def _status_for(score: float | None, threshold: float) -> Status:

@@ -15,29 +15,30 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 from evalgate.adk import Content
 from evalgate.agents import AgentError, CaseRun, Runner, make_runner
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
+from evalgate.config import LoadedConfig
 from evalgate.errors import InputError, ProblemCollector
 
 
-def runners_for(plans: list[SuitePlan], base: Path, shown: str) -> dict[int, Runner]:
+def runners_for(plans: list[SuitePlan], loaded: LoadedConfig) -> dict[int, Runner]:
     """One runner per configured agent (suites sharing the top-level agent share one), keyed
     by id() of the agent config."""
     out: dict[int, Runner] = {}
     for plan in plans:
         if plan.agent is not None and id(plan.agent) not in out:
-            out[id(plan.agent)] = make_runner(plan.agent, base, shown, plan.agent_where)
+            loc = plan.agent_where
+            out[id(plan.agent)] = make_runner(plan.agent, loaded.base, loaded.shown, lambda *keys, loc=loc: loaded.where(*loc, *keys))
     return out
 
 
-def check(plans: list[SuitePlan], base: Path, shown: str) -> None:
+def check(plans: list[SuitePlan], loaded: LoadedConfig) -> None:
     """The cheap setup checks (`evalgate validate`): nothing is loaded or called."""
     problems = ProblemCollector()
-    for runner in runners_for(plans, base, shown).values():
+    for runner in runners_for(plans, loaded).values():
         problems.extend(runner.check())
     problems.raise_if_any()
 
@@ -77,13 +78,12 @@ class Usage:
 
 def infer(
     plans: list[SuitePlan],
-    base: Path,
-    shown: str,
+    loaded: LoadedConfig,
     progress: Optional[Callable[[int], None]] = None,
 ) -> dict[str, Usage]:
     """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
     Returns the usage per suite name."""
-    runners = runners_for(plans, base, shown)
+    runners = runners_for(plans, loaded)
     if not runners:
         return {}
     return asyncio.run(_infer(plans, runners, progress))

@@ -147,7 +147,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     if unused:
         sample = ", ".join(f"'{r.eval_id}'" for r in unused[:3])
         warnings.append(f"{len(unused)} actual records match no eval case (e.g. {sample}); they were not scored")
-    where = loaded.where(*(("suites", i, "agent") if suite.agent else ("agent",)))
+    where = ("suites", i, "agent") if suite.agent else ("agent",)
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings, agent=agent, agent_where=where)
 
 

@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from evalgate.adk import Content, Invocation
 from evalgate.errors import InputError, Problem
@@ -59,15 +59,24 @@ class Runner:
 
     kind = ""
 
-    def __init__(self, spec: Any, base: Path, shown: str, where: str):
+    def __init__(self, spec: Any, base: Path, shown: str, where: Callable[..., str]):
         self.spec = spec  # evalgate.config.AgentConfig
         self.base = base  # the config file's folder
         self.shown = shown  # the config file, for messages
-        self.where = where  # the agent's place in it
+        self._where = where  # where(*keys): a place in the config, with its line
 
-    def problem(self, what: str, fix: str, key: Optional[str] = None) -> InputError:
+    def place(self, *keys: Any) -> str:
+        """The agent's place in the config, or one of its keys' (with the line, when known)."""
+        return self._where(*keys)
+
+    @property
+    def where(self) -> str:
+        """The agent's place in the config as a bare JSON path (prefer `place(key)`: it has the line)."""
+        return re.sub(r" \(line \d+\)$", "", self.place())
+
+    def problem(self, what: str, fix: str, *keys: Any) -> InputError:
         """A setup error at the agent's place in the config (or at one of its keys)."""
-        return InputError(Problem(self.shown, f"{self.where}.{key}" if key else self.where, what, fix))
+        return InputError(Problem(self.shown, self.place(*keys), what, fix))
 
     def check(self) -> list[Problem]:
         """Cheap checks for `evalgate validate`: nothing is imported, started or called."""
@@ -98,7 +107,7 @@ def expand_env(value: str, shown: str, where: str) -> str:
     return _VAR.sub(lambda m: os.environ[m.group(1)], value)
 
 
-def make_runner(spec: Any, base: Path, shown: str, where: str) -> Runner:
+def make_runner(spec: Any, base: Path, shown: str, where: Callable[..., str]) -> Runner:
     """The runner for an agent config (`evalgate.config.AgentConfig`)."""
     if spec.adk is not None:
         from evalgate.agents.adk_inprocess import AdkRunner

@@ -55,25 +55,26 @@ class AdkRunner(Runner):
 
     def check(self) -> list[Problem]:
         if importlib.util.find_spec("google.adk") is None:
-            return [Problem(self.shown, f"{self.where}.adk", "the adk runner needs google-adk, which is not installed", INSTALL_HINT)]
+            return [Problem(self.shown, self.place("adk"), "the adk runner needs google-adk, which is not installed", INSTALL_HINT)]
         folder = self._folder()
         if folder is not None:
             if not (folder / "__init__.py").is_file():
                 return [
                     Problem(
                         self.shown,
-                        f"{self.where}.adk",
+                        self.place("adk"),
                         f"{display_path(folder)} has no __init__.py",
                         "An ADK agent folder holds __init__.py (with `from . import agent`) and agent.py defining root_agent.",
                     )
                 ]
             return []
-        if not self._looks_dotted():
+        top = self.spec.adk.split(".")[0]
+        if not self._looks_dotted() or not ((self.base / top).exists() or (self.base / f"{top}.py").exists() or importlib.util.find_spec(top)):
             return [
                 Problem(
                     self.shown,
-                    f"{self.where}.adk",
-                    f"'{self.spec.adk}' is not a folder (looked in {display_path(self.base)})",
+                    self.place("adk"),
+                    f"'{self.spec.adk}' is neither a folder in {display_path(self.base)} nor an importable module",
                     "Name the agent's folder, relative to the config file, or a dotted module path such as my_pkg.agent.",
                 )
             ]
@@ -119,16 +120,25 @@ class AdkRunner(Runner):
             sys.path.insert(0, str(search))
         try:
             if folder is not None:
+                # A fresh import: a module of the same name loaded before (another suite's
+                # agent, a test) must not answer for this folder's relative imports.
+                for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+                    del sys.modules[loaded]
                 spec = importlib.util.spec_from_file_location(name, folder / "__init__.py")
                 assert spec is not None and spec.loader is not None
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module
                 spec.loader.exec_module(module)
                 return module
+            _forget_elsewhere(name.split(".")[0], search)
             return importlib.import_module(name)
         except ModuleNotFoundError as e:
             if folder is None and e.name and self.spec.adk.startswith(e.name):
-                raise self.problem(f"no module named '{self.spec.adk}'", "Name an importable module (relative to the config file's folder) or an agent folder.", "adk") from None
+                raise self.problem(
+                    f"'{self.spec.adk}' is neither a folder in {display_path(self.base)} nor an importable module",
+                    "Name the agent's folder, relative to the config file, or a dotted module path such as my_pkg.agent.",
+                    "adk",
+                ) from None
             raise self._import_problem(e, folder) from None
         except Exception as e:  # any error of the agent's own code, at import
             raise self._import_problem(e, folder) from None
@@ -142,7 +152,7 @@ class AdkRunner(Runner):
             fix = f"Install what the agent imports ('{e.name}') before running evalgate (the action's `install` input)."
         else:
             fix = "Fix the agent's code; `adk run` shows the same error."
-        return InputError(Problem(file or self.shown, f"line {line}" if line else f"{self.where}.adk", what, fix))
+        return InputError(Problem(file or self.shown, f"line {line}" if line else self.place("adk"), what, fix))
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -291,6 +301,16 @@ def _instructions(value: Any) -> str:
 
 def _dump(value: Any) -> Any:
     return value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
+
+
+def _forget_elsewhere(top: str, search: Path) -> None:
+    """Drop a cached package of this name that was loaded from another folder (another
+    suite's agent, a previous in-process run), so the import finds the one beside the config."""
+    root = search.resolve()
+    for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+        file = getattr(sys.modules[name], "__file__", None)
+        if file and not Path(file).resolve().is_relative_to(root):
+            del sys.modules[name]
 
 
 def _load_dotenv(folder: Path) -> None:

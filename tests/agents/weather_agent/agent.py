@@ -35,6 +35,6 @@ def get_stock_price(symbol: str) -> dict:
 root_agent = Agent(
     name="weather",
     model="gemini-2.5-flash",
-    instruction="You answer questions about the weather and stock prices. Use the tools.",
+    instruction="You answer questions about the weather and stock prices. Use the tools. Units: {units?}.",
     tools=[get_weather, get_stock_price],
 )
