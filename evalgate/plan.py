@@ -6,6 +6,8 @@ reported together: `evalgate validate` is this step alone.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_test_config, suite_agent
@@ -24,8 +26,33 @@ def build_plans(loaded: LoadedConfig) -> list[SuitePlan]:
         plan = problems.run(_build_suite, loaded, i, suite)
         if plan is not None:
             plans.append(plan)
+            problems.extend(_missing_extras(loaded, i, plan))
     problems.raise_if_any()
     return plans
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is not None  # None: the import system treats it as missing
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _missing_extras(loaded: LoadedConfig, i: int, plan: SuitePlan) -> list[Problem]:
+    """A configured criterion whose optional dependency is not installed: an input error
+    naming the extra, not a run whose cases all end NOT_EVALUATED."""
+    out = []
+    named = {n: c for case in plan.cases for n, c in case.criteria.items()}
+    for name, crit in sorted(named.items()):
+        for module, extra in crit.requires():
+            if not _installed(module):
+                out.append(
+                    Problem(loaded.shown, loaded.where("suites", i, "criteria"), f"'{name}' needs {module}, which is not installed", f"Install the {extra} extra: pip install 'evalgate[{extra}]'.")
+                )
+                break
+    return out
 
 
 def config_digest(loaded: LoadedConfig, plans: list[SuitePlan]) -> str:

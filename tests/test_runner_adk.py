@@ -282,3 +282,22 @@ def test_user_message_is_sent_as_written(tmp_path, monkeypatch, cli):
     assert code == 0, out + err
     assert any("東京の天気は？" in t for t in texts)
     assert project.cases()["ja"]["invocations"][0]["actual_response"] == "The weather in 東京: 晴れ、20度."
+
+
+def test_a_missing_optional_dependency_is_an_input_error_naming_the_extra(tmp_path, monkeypatch, cli):
+    """Before: a judge criterion without google-genai ran every case to NOT_EVALUATED and
+    the gate passed with a warning. Now the run does not start."""
+    import google
+
+    project = make_project(tmp_path, agent={"adk": "weather_agent"}, criteria={"tool_trajectory_avg_score": 1.0, "final_response_match_v2": 0.5})
+    monkeypatch.setitem(sys.modules, "google.genai", None)  # `import google.genai` now fails
+    monkeypatch.delattr(google, "genai", raising=False)
+    with agent_model_server(monkeypatch) as fake:
+        code, out, err = cli("run", "--config", str(project.config), "--out", str(project.out))
+        assert fake.requests == []  # not even the agent ran
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and lines[0].endswith(
+        "evalgate.yaml: suites[0].criteria (line 4): 'final_response_match_v2' needs google.genai, which is not installed. "
+        "Install the judge extra: pip install 'evalgate[judge]'."
+    ), err

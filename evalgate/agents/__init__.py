@@ -95,16 +95,16 @@ class Runner:
         return self.kind
 
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def expand_env(value: str, shown: str, where: str) -> str:
     """`${VAR}` replaced from the environment; an unset variable is an input error that
     names the variable, never its value."""
-    missing = [name for name in _VAR.findall(value) if name not in os.environ]
+    missing = [name for name in ENV_VAR.findall(value) if name not in os.environ]
     if missing:
         raise InputError(Problem(shown, where, f"${{{missing[0]}}} is not set in the environment", f"Set {missing[0]} (in CI: from a secret), or remove it."))
-    return _VAR.sub(lambda m: os.environ[m.group(1)], value)
+    return ENV_VAR.sub(lambda m: os.environ[m.group(1)], value)
 
 
 def make_runner(spec: Any, base: Path, shown: str, where: Callable[..., str]) -> Runner:

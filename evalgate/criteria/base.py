@@ -65,6 +65,12 @@ class Criterion(BaseModel):
     def score_trace(self, trace: Any) -> Outcome:
         raise NotImplementedError(f"{self.name} does not score traces")
 
+    def requires(self) -> list[tuple[str, str]]:
+        """(module, extra) pairs this criterion needs installed; checked before anything runs,
+        so a missing extra is a setup error rather than a run of NOT_EVALUATED cases."""
+        needs = {"gemini": ("google.genai", "judge"), "vertex": ("google.cloud.aiplatform_v1beta1", "vertex")}
+        return [needs[self.service]] if self.judge and self.service in needs else []
+
     def options(self) -> dict[str, Any]:
         """Parameters other than the threshold, as they go into results and digests."""
         return self.model_dump(mode="json", exclude={"threshold"})

