@@ -186,7 +186,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"evalgate: {run.status.value} ({run.counts.passed} passed, {run.counts.failed} failed, {run.counts.not_evaluated} not evaluated)")
     else:
         print(summary_table(run, color=color))
-        print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}")
+        for name, u in usage.items():
+            tokens = f", {u.tokens['total']:,} model tokens" if "total" in u.tokens else ""
+            failed = f", {u.failed} failed" if u.failed else ""
+            print(f"agent: {name}: {u.case_runs} case runs{failed} in {run.run.agent['seconds']:.1f} s{tokens}")
+        print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if usage else ""))
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
 

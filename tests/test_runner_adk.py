@@ -301,3 +301,19 @@ def test_a_missing_optional_dependency_is_an_input_error_naming_the_extra(tmp_pa
         "evalgate.yaml: suites[0].criteria (line 4): 'final_response_match_v2' needs google.genai, which is not installed. "
         "Install the judge extra: pip install 'evalgate[judge]'."
     ), err
+
+
+def test_reports_say_what_running_the_agent_cost(tmp_path, monkeypatch, cli):
+    project = make_project(tmp_path, agent={"adk": "weather_agent", "num_runs": 2})
+    with agent_model_server(monkeypatch):
+        code, out, err = cli("run", "--config", str(project.config), "--out", str(project.out))
+    assert code == 0, out + err
+    assert "agent: weather: 6 case runs in " in out and "model tokens" in out
+    usage = project.results()["run"]["agent"]["suites"]["weather"]
+    # 6 runs; each single-turn case makes 2 model calls, two_turns 3: (2 + 2 + 3) * 2 = 14 calls of 27 tokens.
+    assert usage["case_runs"] == 6 and usage["failed"] == 0 and usage["tokens"]["total"] == 14 * 27
+    results = str(project.out / "results.json")
+    code, report, _ = cli("compare", "--baseline", results, "--current", results, "--run-url", "https://github.com/o/r/actions/runs/1")
+    assert "### Agent runs" in report
+    assert "| weather | 6 | 0 |" in report and f"| {14 * 27:,} |" in report
+    assert "`inference.jsonl` in the [run's results](https://github.com/o/r/actions/runs/1)" in report

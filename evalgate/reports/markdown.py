@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 from urllib.parse import quote
@@ -262,6 +262,7 @@ class _View:
     skipped: list[str]
     stat_columns: list[Markdown]
     stats: list[_Stat]
+    agent: list[list[Markdown]]
     footer: list[Any]
     cut: Optional[Markdown]
     minimal: bool
@@ -597,6 +598,28 @@ class _Plan:
     stat_columns: list[Markdown]
     stats: list[_Stat]
     footer: list[Any]
+    agent: list[list[Markdown]] = field(default_factory=list)  # rows of the "Agent runs" table
+
+
+def _agent_rows(current: RunResults) -> list[list[Markdown]]:
+    """Per suite that ran its agent: case runs, failed runs, the agent's time and tokens."""
+    rows = []
+    for name, u in sorted(((current.run.agent or {}).get("suites") or {}).items()):
+        if not isinstance(u, dict):
+            continue
+        tokens = (u.get("tokens") or {}).get("total")
+        tools = u.get("tools") or {}
+        rows.append(
+            [
+                md(name, 80),
+                Markdown(str(int(u.get("case_runs", 0)))),
+                Markdown(str(int(u.get("failed", 0)))),
+                Markdown(_duration(float(u.get("duration_s", 0.0)))),
+                Markdown(f"{int(tokens):,}" if isinstance(tokens, int) else "–"),
+                Markdown(f"{int(tools.get('replayed', 0))} / {int(tools.get('live', 0))}" if tools else "–"),
+            ]
+        )
+    return rows
 
 
 def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url: Optional[str], with_marker: bool) -> _Plan:
@@ -646,6 +669,8 @@ def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url:
         footer.append(Markdown(f"Run time {_duration(current.run.duration_seconds)}"))
     if run_url and re.match(r"(?i)https?://", run_url):
         footer.append(Markdown(f"[workflow run]({url(run_url)})"))
+        if current.run.agent:
+            footer.append(Markdown(f"the agent's outputs: `inference.jsonl` in the [run's results]({url(run_url)})"))
     footer.append(Markdown(f"evalgate {md(current.evalgate_version, 20)}, {comparison.mode} mode"))
 
     stat_columns, stats = _judge_stats(current, show_suite)
@@ -661,6 +686,7 @@ def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url:
         stat_columns=stat_columns,
         stats=stats,
         footer=footer,
+        agent=_agent_rows(current),
     )
 
 
@@ -711,6 +737,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         skipped=plan.skipped[:MAX_REASONS],
         stat_columns=plan.stat_columns,
         stats=plan.stats,
+        agent=plan.agent,
         footer=plan.footer,
         cut=None,
         minimal=budget.minimal,
