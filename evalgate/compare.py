@@ -42,7 +42,14 @@ Statistics (regression mode; also computed, for information, in absolute mode)
       has weight 1, and the broken-stable tests of one suite's judge criterion share a
       weight of 1 (so 190 stable cases do not dilute the criterion tests 190-fold).
 
-Broken stable cases (judge criteria, with a ledger)
+Agent runs (num_runs)
+    A case the agent ran several times has each run's score in `runs`, and its score is the
+    mean over all runs' invocations. A criterion without judge samples then takes the runs
+    as its samples: the ledger records the share of runs that passed, and broken-stable
+    testing applies to it as to a judge criterion, so an agent's nondeterminism is measured
+    from its runs rather than assumed.
+
+Broken stable cases (judge criteria, and any criterion with agent runs, with a ledger)
     A case is stable for a criterion when the ledger has at least `stable_min_runs`
     recorded outcomes for it (the last `history_runs`), all above 0.5 (a majority of its
     samples passed in every run). Every stable case is tested. It has broken when all of
@@ -240,8 +247,20 @@ def has_samples(result: CriterionResult) -> bool:
     return any(_invocation_samples(inv.details) is not None for inv in result.per_invocation)
 
 
+def _run_scores(result: CriterionResult) -> Optional[list[float]]:
+    """The scores of a case's agent runs (num_runs >= 2), leaving out runs not evaluated."""
+    if result.runs and len(result.runs) > 1:
+        return [float(r) for r in result.runs if r is not None]
+    return None
+
+
 def case_samples(result: CriterionResult) -> list[float]:
-    """A case's sample scores for one criterion, per the contract in the module docstring."""
+    """A case's sample scores for one criterion, per the contract in the module docstring.
+    A criterion without judge samples whose case ran several times (num_runs) has one
+    sample per evaluated run: its run score."""
+    runs = _run_scores(result)
+    if runs is not None and not has_samples(result):
+        return runs
     per: list[tuple[Optional[float], Optional[list[Optional[float]]]]] = [
         (inv.score, _invocation_samples(inv.details)) for inv in result.per_invocation
     ]
@@ -265,7 +284,7 @@ def outcome(result: CriterionResult, judge: bool) -> Optional[float]:
     """What the ledger records for one case and criterion in one run."""
     if result.status is Status.NOT_EVALUATED:
         return None
-    if not judge:
+    if not judge and _run_scores(result) is None:
         return 1.0 if result.status is Status.PASSED else 0.0
     samples = case_samples(result)
     if not samples:
@@ -457,7 +476,7 @@ def _absolute_verdict(suite: SuiteResult) -> tuple[Verdict, list[str]]:
 
 @dataclass
 class _Candidate:
-    """A stable case of a judge criterion, tested for breakage."""
+    """A stable case of a judge criterion (or of one with agent runs), tested for breakage."""
 
     key: CaseKey
     criterion: str
@@ -582,8 +601,10 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
             flipped = [k for k, b, c in pairs if b.status is Status.PASSED and c.status is Status.FAILED]
             if flipped:
                 flips[name] = flipped
-        elif ledger:
+        if ledger:
             for k, _, c in pairs:
+                if not judge and _run_scores(c) is None:
+                    continue  # one run of a deterministic criterion: its flips are tested above
                 recorded = stable_history(ledger.get(ledger_key(k, name), []), policy)
                 if recorded is None:
                     continue

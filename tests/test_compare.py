@@ -590,3 +590,47 @@ def test_broken_stable_not_significant_is_listed_and_decides_nothing():
     (change,) = s.changes
     assert change.kind == "broken_stable" and change.p_adjusted == 1.0
     assert change.p_value == pytest.approx(21 * 22 * 23 * 24 * 25 / (52 * 53 * 54 * 55 * 56))
+
+
+# --- agent runs (num_runs) are samples --------------------------------------------------
+
+
+def _with_runs(results: RunResults, runs_by_id: dict[str, list]) -> RunResults:
+    """Give the deterministic criterion 'traj' of the named cases several agent runs."""
+    out = copy.deepcopy(results)
+    for case in out.suites[0].cases:
+        runs = runs_by_id.get(case.eval_id)
+        if runs is None:
+            continue
+        c = case.criteria["traj"]
+        c.runs = runs
+        c.per_invocation = [InvocationResult(score=r, status=Status.PASSED if r >= THRESHOLD else Status.FAILED) for r in runs]
+        c.score = sum(runs) / len(runs)
+        c.status = Status.PASSED if c.score >= THRESHOLD else Status.FAILED
+        case.status = case_status(case.criteria)
+    return out
+
+
+def test_agent_runs_are_the_samples_of_a_deterministic_criterion():
+    ids = [f"c{i:03d}" for i in range(10)]
+    base = _with_runs(one({e: {"traj": 1.0} for e in ids}), {e: [1.0, 1.0, 1.0] for e in ids})
+    # c005 now fails all 3 runs; c006 fails 1 of 3 (agent nondeterminism, not breakage).
+    cur_runs = {e: [1.0, 1.0, 1.0] for e in ids} | {"c005": [0.0, 0.0, 0.0], "c006": [1.0, 0.0, 1.0]}
+    cur = _with_runs(one({e: {"traj": 1.0} for e in ids}), cur_runs)
+    assert case_samples(cur.suites[0].cases[5].criteria["traj"]) == [0.0, 0.0, 0.0]
+    assert outcome(cur.suites[0].cases[6].criteria["traj"], judge=False) == pytest.approx(2 / 3)
+    ledger = {ledger_key(K(e), "traj"): [1.0] * 10 for e in ids}
+    c = compare(base, cur, POLICY, ledger=ledger)
+    s = c.suites[0]
+    broken = [ch for ch in s.changes if ch.kind == "broken_stable"]
+    assert [ch.key for ch in broken] == [K("c005")]
+    # 10 runs x 3 samples, none failed: r ~ Beta(1, 32); 3 failing runs now: 1*2*3 / (32*33*34).
+    assert broken[0].p_value == pytest.approx(6 / (32 * 33 * 34))
+    # Weighted Holm: 10 stable cases share weight 1 with the criterion's test: p * 10 * 2 < 0.01.
+    assert s.verdict is Verdict.FAIL, s.reasons
+    # One run per case (no runs): the broken-stable test does not apply; flips are weighed as before.
+    single = compare(one({e: {"traj": 1.0} for e in ids}), one({e: {"traj": 0.0 if e == "c005" else 1.0} for e in ids}), POLICY, ledger=ledger)
+    assert not [ch for ch in single.suites[0].changes if ch.kind == "broken_stable"]
+    # The ledger records the share of runs that passed.
+    new = update_ledger(None, cur, 10)
+    assert new[ledger_key(K("c006"), "traj")] == [pytest.approx(2 / 3)]
