@@ -9,7 +9,6 @@ import argparse
 import json
 import os
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Callable
@@ -74,8 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print the whole baseline as JSON")
     show.set_defaults(func=cmd_baseline_show)
 
-    schema = sub.add_parser("schema", help="print a JSON Schema: the config (default), results or inference JSONL")
-    schema.add_argument("which", nargs="?", choices=["config", "results", "inference"], default="config")
+    schema = sub.add_parser("schema", help="print a JSON Schema: the config (default), results, inference JSONL or agent-io lines")
+    schema.add_argument("which", nargs="?", choices=["config", "results", "inference", "agent-io"], default="config")
     schema.set_defaults(func=cmd_schema)
     return parser
 
@@ -141,16 +140,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from evalgate import infer
 
-    usage = {}
+    agent: dict = {}
     runs_total = infer.total_runs(plans)
     if runs_total:
-        t0 = time.perf_counter()
         agent_progress = Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty())
         try:
-            usage = infer.infer(plans, loaded, progress=agent_progress.advance)
+            agent = infer.run_agents(plans, loaded, progress=agent_progress.advance)
         finally:
             agent_progress.close()
-        inference_seconds = round(time.perf_counter() - t0, 3)
 
     total = sum(len(p.cases) for p in plans)
     runtime, workers = None, 1
@@ -167,14 +164,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
             print(f"warning: {warning}", file=sys.stderr)
 
-    if usage:
-        run.run.agent = {"seconds": inference_seconds, "suites": {name: u.as_dict() for name, u in usage.items()}}
+    run.run.agent = agent
     out = Path(args.out)
     try:
-        if usage:
-            out.mkdir(parents=True, exist_ok=True)
-            lines = infer.inference_lines(plans)
-            (out / "inference.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        if agent:
+            infer.write_inference(plans, out / "inference.jsonl")
         results.write(run, out / "results.json")
         (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
         write_adk_results(run, plans, out / "adk")
@@ -186,11 +180,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"evalgate: {run.status.value} ({run.counts.passed} passed, {run.counts.failed} failed, {run.counts.not_evaluated} not evaluated)")
     else:
         print(summary_table(run, color=color))
-        for name, u in usage.items():
-            tokens = f", {u.tokens['total']:,} model tokens" if "total" in u.tokens else ""
-            failed = f", {u.failed} failed" if u.failed else ""
-            print(f"agent: {name}: {u.case_runs} case runs{failed} in {run.run.agent['seconds']:.1f} s{tokens}")
-        print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if usage else ""))
+        for name, u in (agent.get("suites") or {}).items():
+            tokens = f", {u['tokens']['total']:,} model tokens" if "total" in u.get("tokens", {}) else ""
+            failed = f", {u['failed']} failed" if u["failed"] else ""
+            print(f"agent: {name}: {u['case_runs']} case runs{failed} in {agent['seconds']:.1f} s{tokens}")
+        print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if agent else ""))
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
 
@@ -318,6 +312,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
         from evalgate.config import json_schema
     elif args.which == "results":
         from evalgate.results import json_schema
+    elif args.which == "agent-io":
+        from evalgate.agents.agent_io import agent_io_schema as json_schema
     else:
         from evalgate.loaders.actual import inference_schema as json_schema
     print(json.dumps(json_schema(), indent=2, ensure_ascii=False))

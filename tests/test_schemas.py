@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 
-@pytest.mark.parametrize("which", ["config", "results", "inference"])
+@pytest.mark.parametrize("which", ["config", "results", "inference", "agent-io"])
 def test_published_schema_is_current(cli, which):
     code, out, _ = cli("schema", which)
     assert code == 0
