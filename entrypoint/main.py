@@ -20,7 +20,10 @@ are the CLI's: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import shlex
+import subprocess
 import sys
 import time
 import traceback
@@ -168,6 +171,7 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
 
     s = ctx.settings
     plans = build_plans(loaded)
+    agent = _run_agents(ctx, plans, loaded)
     if s.cache_dir is not None:
         judge = loaded.config.judge.model_copy(update={"cache_dir": str(s.cache_dir.resolve())})
         loaded.config = loaded.config.model_copy(update={"judge": judge})
@@ -182,8 +186,13 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     finally:
         if runtime is not None:
             runtime.close()
+    run.run.agent = agent
     _write_results(ctx, run)
     try:
+        if agent:
+            from evalgate.infer import write_inference
+
+            write_inference(plans, s.out / "inference.jsonl")
         (s.out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
         write_adk_results(run, plans, s.out / "adk")
     except OSError as e:
@@ -191,6 +200,43 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     with ctx.workflow.verbatim():  # case text is the agent's: no workflow commands from it
         ctx.workflow.log(summary_table(run, color=False))
     return run, plans
+
+
+def _run_agents(ctx: Context, plans: list, loaded) -> dict:
+    """Run the agent where a suite has one (evalgate.infer), with a progress line per tenth."""
+    from evalgate import infer
+    from evalgate.reports.terminal import Progress
+
+    total = infer.total_runs(plans)
+    if not total:
+        return {}
+    ctx.workflow.log(f"running the agent: {total} case runs")
+    progress = Progress(total, ctx.workflow.stream, label="agent runs", tty=False)
+    return infer.run_agents(plans, loaded, progress=progress.advance)
+
+
+def install(s: Settings, workflow: Workflow) -> None:
+    """`pip install <install>` in this container, so the agent's code and dependencies are
+    importable before anything is loaded. A failure is the input's problem (exit 2)."""
+    if not s.install:
+        return
+    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", *s.install]
+    workflow.log(f"::group::pip install {shlex.join(s.install)}")
+    done = subprocess.run(command, cwd=s.working_directory, capture_output=True, text=True, errors="replace")
+    with workflow.verbatim():
+        workflow.log(done.stdout + done.stderr)
+    workflow.log("::endgroup::")
+    if done.returncode != 0:
+        tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[-600:]
+        raise InputError(
+            Problem(
+                None,
+                "input 'install' (EVALGATE_INSTALL)",
+                f"pip install {shlex.join(s.install)} failed (exit {done.returncode}): {tail}",
+                "Fix the requirements (the log above has pip's full output), or the arguments.",
+            )
+        )
+    importlib.invalidate_caches()  # what pip just installed is importable in this process
 
 
 def _write_results(ctx: Context, run) -> None:
@@ -620,6 +666,7 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
         if settings.google_credentials is not None:
             env["GOOGLE_APPLICATION_CREDENTIALS"] = str(settings.google_credentials)
         os.chdir(settings.working_directory)
+        install(settings, workflow)
         ctx = Context(settings, workflow, env)
         activity = choose_activity(settings)
         workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Mapping, Optional
@@ -59,6 +60,7 @@ class Settings:
     ref: str
     sha: str
     google_credentials: Optional[Path]  # after mapping a host path into the container
+    install: tuple[str, ...] = ()  # pip install arguments for the agent's code and dependencies
 
     @property
     def run_url(self) -> Optional[str]:
@@ -329,6 +331,19 @@ def clean_google_credentials(r: _Reader, ws: Workspace) -> Optional[Path]:
     return None
 
 
+def clean_install(r: _Reader) -> tuple[str, ...]:
+    """`pip install` arguments, split as a shell would (no shell runs them)."""
+    value = r.raw("EVALGATE_INSTALL")
+    if not value:
+        return ()
+    try:
+        args = tuple(shlex.split(value))
+    except ValueError as e:
+        r.bad("EVALGATE_INSTALL", f"cannot be split into arguments ({e})", "Write pip install arguments, e.g. '-r requirements.txt' or '.'.")
+        return ()
+    return args
+
+
 def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Settings:
     """The settings from the environment; raises InputError listing every bad one."""
     r = _Reader(env)
@@ -361,6 +376,7 @@ def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Setting
         ref=r.raw("GITHUB_REF"),
         sha=clean_sha(r),
         google_credentials=clean_google_credentials(r, ws),
+        install=clean_install(r),
     )
     if r.problems:
         raise InputError(r.problems)

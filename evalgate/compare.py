@@ -75,7 +75,9 @@ Verdicts
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
       What has no baseline (a new suite, a new criterion, a suite with no case in common)
       is judged on absolute thresholds. Added and changed cases are listed, not gated.
-    - A suite with no cases is an ERROR. Overall: FAIL if any suite FAILs or is an ERROR,
+    - A suite with no cases is an ERROR, and so is one whose agent failed on every case
+      run (`agent_error`: nothing it does was scored, typically a fork's run without the
+      model's key). Overall: FAIL if any suite FAILs or is an ERROR,
       else INCONCLUSIVE if any is, else PASS.
     - alpha defaults to 0.01: Holm keeps the chance that an unchanged agent fails on judge
       noise below alpha, whatever the suite's noise, and the goal is at most 1%. At 0.05
@@ -458,6 +460,8 @@ def _absolute_verdict(suite: SuiteResult) -> tuple[Verdict, list[str]]:
     """ADK semantics: the suite's own status decides."""
     if not suite.cases:
         return Verdict.ERROR, ["the suite has no cases"]
+    if suite.agent_error:
+        return Verdict.ERROR, [suite.agent_error]
     fails_ne, ne_reasons = _not_evaluated_reasons(suite)
     if suite.status is Status.FAILED:
         reasons = []
@@ -650,6 +654,8 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy, case_adjusted: dict[t
     suite = draft.current
     if not suite.cases:
         return Verdict.ERROR, ["the suite has no cases"]
+    if suite.agent_error:
+        return Verdict.ERROR, [suite.agent_error]
     fail: list[str] = []
     unsure: list[str] = []
     broken_by_criterion: dict[str, list[_Candidate]] = {}

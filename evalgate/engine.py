@@ -73,6 +73,7 @@ class SuitePlan:
     warnings: list[str] = field(default_factory=list)
     agent: Any = None  # evalgate.config.AgentConfig: run it to get the actual outputs (evalgate.infer)
     agent_where: tuple = ()  # its place in the config (a JSON path), for messages
+    agent_error: str | None = None  # the agent failed on every case run: why
 
 
 def _status_for(score: float | None, threshold: float) -> Status:
@@ -295,6 +296,7 @@ def score_suite(
         counts=counts,
         criteria=specs,
         warnings=warnings,
+        agent_error=plan.agent_error,
         cases=results,
     )
 

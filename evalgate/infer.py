@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from evalgate.adk import Content
@@ -129,7 +131,32 @@ async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: O
             case.actual = ok.invocations if ok is not None else None
             if case.rubrics and case.expected is None:
                 _rubrics_on_generated(case)
+        if u.case_runs and u.failed == u.case_runs:
+            # Most often the agent's model credentials are missing (a fork's pull request):
+            # say so once, plainly, besides every case's own NOT_EVALUATED reason.
+            reasons = Counter(r.error for case in plan.cases for r in case.runs)
+            common, n = reasons.most_common(1)[0]
+            plan.agent_error = (
+                f"the agent failed on every case run, so nothing it does was scored; without its model's key (a fork's "
+                f"pull request has no secrets) the gate cannot judge it here. The error of {n} of {u.case_runs} runs: {common}"
+            )
+            plan.warnings.append(plan.agent_error)
     return usage
+
+
+def run_agents(plans: list[SuitePlan], loaded: LoadedConfig, progress: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
+    """`infer`, timed: what goes into results.json's `run.agent` ({} when no suite runs an agent)."""
+    t0 = time.perf_counter()
+    usage = infer(plans, loaded, progress)
+    if not usage:
+        return {}
+    return {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
+
+
+def write_inference(plans: list[SuitePlan], path: Path) -> None:
+    """`<out>/inference.jsonl`: every agent run of every case (see inference_lines)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in inference_lines(plans)), encoding="utf-8")
 
 
 async def _one(

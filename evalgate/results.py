@@ -114,6 +114,11 @@ class SuiteResult(_Model):
         default_factory=dict, description="Criteria in use, keyed by name; per eval set when they differ (see cases)."
     )
     warnings: list[str] = Field(default_factory=list)
+    agent_error: Optional[str] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="The suite runs its agent and every case run failed: why. The gate's verdict for the suite is then ERROR.",
+    )
     cases: list[CaseResult] = Field(default_factory=list)
 
 

@@ -72,6 +72,7 @@ def make_project(
     extra_cases: tuple = (),
     criteria: Any = None,
     suite: Optional[dict[str, Any]] = None,
+    top: Optional[dict[str, Any]] = None,
 ) -> Project:
     root = tmp_path / "project"
     agent_dir = root / "weather_agent"
@@ -85,7 +86,7 @@ def make_project(
     body = {"name": "weather", "evalsets": ["evals"], "criteria": criteria or CRITERIA, **(suite or {})}
     if agent is not None:
         body["agent"] = agent
-    config.write_text(yaml.safe_dump({"suites": [body]}, allow_unicode=True), encoding="utf-8")
+    config.write_text(yaml.safe_dump({"suites": [body], **(top or {})}, allow_unicode=True), encoding="utf-8")
     return Project(root, config, evalset, agent_dir)
 
 

@@ -32,6 +32,7 @@ INPUTS = {
     "cache-dir": "EVALGATE_CACHE_DIR",
     "status-per-suite": "EVALGATE_STATUS_PER_SUITE",
     "output-dir": "EVALGATE_OUT",
+    "install": "EVALGATE_INSTALL",
     "working-directory": "EVALGATE_WORKING_DIRECTORY",
     "runner-workspace": "EVALGATE_RUNNER_WORKSPACE",
 }
