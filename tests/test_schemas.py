@@ -25,3 +25,28 @@ def test_config_schema_lists_every_criterion(cli):
     criteria = schema["$defs"]["SuiteConfig"]["properties"]["criteria"]["anyOf"][1]
     assert set(criteria["properties"]) == set(REGISTRY)
     assert criteria["additionalProperties"] is False
+
+
+def test_inference_schema_accepts_the_files_evalgate_and_adk_write():
+    """Snake_case, as written; the quickstart's recorded file and a line of an agent run."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((REPO / "docs" / "schemas" / "inference.schema.json").read_text(encoding="utf-8"))
+    lines = (REPO / "examples" / "quickstart" / "runs" / "support.inference.jsonl").read_text(encoding="utf-8").splitlines()
+    generated = {
+        "eval_set_id": "weather",
+        "eval_id": "paris",
+        "run": 2,
+        "invocations": [
+            {
+                "invocation_id": "e-1",
+                "user_content": {"parts": [{"text": "서울 날씨?"}], "role": "user"},
+                "final_response": {"parts": [{"text": "맑음"}], "role": "model"},
+                "intermediate_data": {"invocation_events": [{"author": "weather", "usage_metadata": {"total_token_count": 27}, "model_version": "m"}]},
+                "duration": 0.5,
+            }
+        ],
+    }
+    for record in [json.loads(line) for line in lines if line.strip()] + [generated, {"eval_set_id": "s", "eval_id": "c", "run": 1, "error": "timed out"}]:
+        jsonschema.validate(record, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"eval_set_id": "s", "eval_id": "c", "invocations": [{"userContent": {"parts": []}, "tool_use": []}]}, schema)

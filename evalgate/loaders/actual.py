@@ -109,7 +109,8 @@ def _from_jsonl(text: str, shown: str) -> list[ActualRecord]:
 
 def inference_schema() -> dict[str, Any]:
     """JSON Schema of one inference JSONL line."""
-    schema = InferenceRecord.model_json_schema()
+    # snake_case, as ADK and evalgate write these files (reading accepts camelCase too).
+    schema = InferenceRecord.model_json_schema(by_alias=False)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "evalgate inference record (one JSONL line)"
     return schema
