@@ -7,6 +7,7 @@ is a threshold; an object carries `threshold` and the criterion's options.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -74,6 +75,17 @@ class AgentConfig(BaseModel):
         default="live",
         description="replay: a tool call matching one of the case's expected calls gets the recorded response instead of running.",
     )
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split_command(cls, value: Any) -> Any:
+        # A string is split as a shell would split it (no shell runs it).
+        if isinstance(value, str):
+            try:
+                return shlex.split(value)
+            except ValueError as e:
+                raise ValueError(f"cannot be split into arguments ({e}); write a list: [program, arg, ...]") from None
+        return value
 
     @property
     def kind(self) -> str:
@@ -444,4 +456,9 @@ def json_schema() -> dict[str, Any]:
     }
     for key in ("evalsets", "actual", "traces"):
         suite[key] = {"description": suite[key].get("description"), "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    agent = schema["$defs"]["AgentConfig"]["properties"]
+    agent["command"] = {
+        "description": agent["command"].get("description"),
+        "anyOf": [{"type": "string", "description": "split as a shell would"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}, {"type": "null"}],
+    }
     return schema
