@@ -66,7 +66,11 @@ def config_digest(loaded: LoadedConfig, plans: list[SuitePlan]) -> str:
                 for name, crit in case.criteria.items()
             }
         )
-        effective.append({"name": suite.name, "not_evaluated": suite.not_evaluated, "criteria": criteria})
+        entry = {"name": suite.name, "not_evaluated": suite.not_evaluated, "criteria": criteria}
+        if plan.agent is not None:
+            # What changes the measurement, not where the agent is served or how fast.
+            entry["agent"] = {"num_runs": plan.agent.num_runs, "tools": plan.agent.tools}
+        effective.append(entry)
     return digest(effective)
 
 
