@@ -16,6 +16,12 @@ One simulated pull request:
 - three PR runs, drawn independently of the baseline: nothing changed; 2% of the stable
   cases broken; 5% broken (a broken case fails all of its samples).
 
+With `--agent-runs`, the same world through a deterministic criterion (think
+tool_trajectory_avg_score, threshold 1.0) whose noise is the agent's own: the agent runs
+each case 5 times (`num_runs: 5`), each run passes with the case's p, and the results carry
+the runs as `evalgate run` writes them (`runs`, one invocation per run, score = their mean).
+The gate then takes the runs as the criterion's samples.
+
 Each PR run is compared with the real `compare()` (default policy) with and without the
 ledger, and with the naive rule "fail if the mean score drops". The three PR runs of one
 simulated PR share its cases and baseline. PRs are seeded by (seed, index), so the table
@@ -45,16 +51,34 @@ THRESHOLD = 0.8
 HISTORY = 5
 SCENARIOS = (("nothing changed", 0.0), ("2% of stable cases broken", 0.02), ("5% of stable cases broken", 0.05))
 CRITERION = "final_response_match_v2"
+RUNS_CRITERION = "tool_trajectory_avg_score"  # --agent-runs: deterministic, threshold 1.0
+RUNS_THRESHOLD = 1.0
 
 
-def draw_run(rng: random.Random, ps: list[float], broken: set[int]) -> RunResults:
-    """One run of the suite: 5 judge samples per case, majority vote as the case score."""
+def _judged(samples: list[float]) -> dict:
+    score = 1.0 if sum(samples) * 2 > SAMPLES else 0.0
+    status = "PASSED" if score >= THRESHOLD else "FAILED"
+    per = [{"score": score, "status": status, "details": {"samples": samples}}]
+    return {"score": score, "status": status, "threshold": THRESHOLD, "per_invocation": per}
+
+
+def _runs(runs: list[float]) -> dict:
+    score = sum(runs) / len(runs)
+    status = "PASSED" if score >= RUNS_THRESHOLD else "FAILED"
+    per = [{"score": r, "status": "PASSED" if r >= RUNS_THRESHOLD else "FAILED"} for r in runs]
+    return {"score": score, "status": status, "threshold": RUNS_THRESHOLD, "per_invocation": per, "runs": runs}
+
+
+def draw_run(rng: random.Random, ps: list[float], broken: set[int], agent_runs: bool = False) -> RunResults:
+    """One run of the suite: 5 judge samples per case, majority vote as the case score; or,
+    with `agent_runs`, 5 agent runs per case of a deterministic criterion, their mean."""
+    name = RUNS_CRITERION if agent_runs else CRITERION
     cases = []
     passed = 0
     for i, p in enumerate(ps):
         samples = [0.0] * SAMPLES if i in broken else [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
-        score = 1.0 if sum(samples) * 2 > SAMPLES else 0.0
-        status = "PASSED" if score >= THRESHOLD else "FAILED"
+        result = _runs(samples) if agent_runs else _judged(samples)
+        status = result["status"]
         passed += status == "PASSED"
         cases.append(
             {
@@ -62,14 +86,7 @@ def draw_run(rng: random.Random, ps: list[float], broken: set[int]) -> RunResult
                 "eval_id": f"case{i:03d}",
                 "expected_digest": f"d{i}",
                 "status": status,
-                "criteria": {
-                    CRITERION: {
-                        "score": score,
-                        "status": status,
-                        "threshold": THRESHOLD,
-                        "per_invocation": [{"score": score, "status": status, "details": {"samples": samples}}],
-                    }
-                },
+                "criteria": {name: result},
             }
         )
     counts = {"cases": len(ps), "passed": passed, "failed": len(ps) - passed, "not_evaluated": 0}
@@ -85,7 +102,7 @@ def draw_run(rng: random.Random, ps: list[float], broken: set[int]) -> RunResult
                     "status": status,
                     "not_evaluated_policy": "warn",
                     "counts": counts,
-                    "criteria": {CRITERION: {"threshold": THRESHOLD, "version": "1", "judge": True}},
+                    "criteria": {name: {"threshold": RUNS_THRESHOLD if agent_runs else THRESHOLD, "version": "1", "judge": not agent_runs}},
                     "cases": cases,
                 }
             ],
@@ -95,12 +112,12 @@ def draw_run(rng: random.Random, ps: list[float], broken: set[int]) -> RunResult
 
 def mean_score(run: RunResults) -> float:
     cases = run.suites[0].cases
-    return sum(c.criteria[CRITERION].score for c in cases) / len(cases)  # type: ignore[misc]
+    return sum(next(iter(c.criteria.values())).score for c in cases) / len(cases)  # type: ignore[misc]
 
 
-def simulate(args: tuple[int, int, int, float]) -> list[tuple[str, str, str]]:
+def simulate(args: tuple[int, int, int, float, bool]) -> list[tuple[str, str, str]]:
     """One simulated PR: per scenario, (without history, with history, naive) verdicts."""
-    seed, index, permutations, alpha = args
+    seed, index, permutations, alpha, agent_runs = args
     rng = random.Random(f"{seed}/{index}")
     policy = GatePolicy(permutations=permutations, alpha=alpha)
     ps = [rng.uniform(*STABLE_P) if rng.random() < STABLE_SHARE else rng.uniform(*FLAKY_P) for _ in range(CASES)]
@@ -108,13 +125,13 @@ def simulate(args: tuple[int, int, int, float]) -> list[tuple[str, str, str]]:
     ledger: dict = {}
     baseline = None
     for _ in range(HISTORY):
-        baseline = draw_run(rng, ps, set())
+        baseline = draw_run(rng, ps, set(), agent_runs)
         ledger = update_ledger(ledger, baseline, policy.history_runs)
     assert baseline is not None
     out = []
     for _, share in SCENARIOS:
         broken = set(rng.sample(stable, round(share * len(stable)))) if share else set()
-        current = draw_run(rng, ps, broken)
+        current = draw_run(rng, ps, broken, agent_runs)
         without = compare(baseline, current, policy).verdict.value
         with_history = compare(baseline, current, policy, ledger=ledger).verdict.value
         naive = Verdict.FAIL.value if mean_score(current) < mean_score(baseline) else Verdict.PASS.value
@@ -134,10 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         help="random sign flips when the exact test is too large (default: the policy's)",
     )
     parser.add_argument("--alpha", type=float, default=GatePolicy().alpha, help="the policy's alpha (default: the policy's)")
+    parser.add_argument("--agent-runs", action="store_true", help="a deterministic criterion with 5 agent runs per case (num_runs) instead of 5 judge samples")
     args = parser.parse_args(argv)
 
     t0 = time.perf_counter()
-    jobs = [(args.seed, i, args.permutations, args.alpha) for i in range(args.prs)]
+    jobs = [(args.seed, i, args.permutations, args.alpha, args.agent_runs) for i in range(args.prs)]
     if args.workers > 1:
         with multiprocessing.Pool(args.workers) as pool:
             results = pool.map(simulate, jobs, chunksize=10)
@@ -147,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - t0
 
     policy = GatePolicy(alpha=args.alpha)
+    what = f"{SAMPLES} agent runs of {RUNS_CRITERION} (threshold {RUNS_THRESHOLD:g})" if args.agent_runs else f"{SAMPLES} judge samples"
     print(
-        f"{args.prs} simulated PRs per scenario; {CASES} cases, {SAMPLES} samples; "
+        f"{args.prs} simulated PRs per scenario; {CASES} cases, {what}; "
         f"{STABLE_SHARE:.0%} stable p~U{STABLE_P}, {1 - STABLE_SHARE:.0%} flaky p~U{FLAKY_P}; "
         f"policy: alpha {policy.alpha:g}, margin_judge {policy.margin_judge:g}, permutations {args.permutations}"
     )
