@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -181,6 +183,8 @@ async def _one(
             result = AgentRun(None, str(e), run=n)
         except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
             result = AgentRun(None, _describe(e), run=n)
+        if result.error is not None:
+            result.error = _redact(result.error)
         result.duration_s = round(time.monotonic() - t0, 3)
         result.replayed = state.get("replayed") or {}
         case.runs[n - 1] = result
@@ -213,6 +217,19 @@ async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: d
         state["replayed"] = conversation.replayed()
         await conversation.close()
     return invocations
+
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def _redact(text: str) -> str:
+    """An error message without the values of secret-looking environment variables: the
+    agent's stderr or an exception may quote its own key, and errors go to results and the
+    PR comment."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+            text = text.replace(value, f"${{{name}}}")
+    return text
 
 
 def _describe(e: BaseException) -> str:

@@ -484,3 +484,19 @@ def test_agent_io_schema_validates_both_lines():
     assert errors({"final_response": {"parts": "ok"}})
     assert errors({k: v for k, v in line_in.items() if k != "eval_id"}, "AgentInput")
     assert errors({**line_in, "run": 0}, "AgentInput")
+
+
+def test_a_secret_the_agent_prints_never_reaches_the_results(cli, tmp_path, monkeypatch):
+    """The agent's stderr goes into the failure's reason; its key must not go with it."""
+    monkeypatch.setenv("AGENT_MODEL_API_KEY", "sk-live-0123456789abcdef")
+    script = (
+        "import os, sys\n"
+        "sys.stdin.readline()\n"
+        "print('auth failed with key ' + os.environ['AGENT_MODEL_API_KEY'], file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    project = _project(tmp_path, script)
+    code, err, cases, inference = _run(cli, tmp_path, project)
+    everything = err + (tmp_path / "out" / "results.json").read_text(encoding="utf-8") + (tmp_path / "out" / "inference.jsonl").read_text(encoding="utf-8")
+    assert "sk-live-0123456789abcdef" not in everything
+    assert "auth failed with key ${AGENT_MODEL_API_KEY}" in _reasons(cases["paris"]).pop()
