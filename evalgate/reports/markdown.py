@@ -666,7 +666,12 @@ def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url:
 
     footer: list[Any] = []
     if current.run.duration_seconds is not None:
-        footer.append(Markdown(f"Run time {_duration(current.run.duration_seconds)}"))
+        agent_s = (current.run.agent or {}).get("seconds")
+        if isinstance(agent_s, (int, float)):
+            total = current.run.duration_seconds + agent_s
+            footer.append(Markdown(f"Run time {_duration(total)} (running the agent {_duration(agent_s)}, scoring {_duration(current.run.duration_seconds)})"))
+        else:
+            footer.append(Markdown(f"Run time {_duration(current.run.duration_seconds)}"))
     if run_url and re.match(r"(?i)https?://", run_url):
         footer.append(Markdown(f"[workflow run]({url(run_url)})"))
         if current.run.agent:
