@@ -170,16 +170,18 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import summary_table
 
+    from evalgate.infer import needs_simulator
+
     s = ctx.settings
     plans = build_plans(loaded)
-    agent = _run_agents(ctx, plans, loaded)
     if s.cache_dir is not None:
         judge = loaded.config.judge.model_copy(update={"cache_dir": str(s.cache_dir.resolve())})
         loaded.config = loaded.config.model_copy(update={"judge": judge})
     runtime, workers = None, 1
-    if engine.needs_judge(plans):
+    if engine.needs_judge(plans) or needs_simulator(plans):
         runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False))
     try:
+        agent = _run_agents(ctx, plans, loaded, runtime)
         run = engine.run(plans, config_digest(loaded, plans), runtime=runtime, workers=workers)
         if runtime is not None:
             for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
@@ -203,7 +205,7 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     return run, plans
 
 
-def _run_agents(ctx: Context, plans: list, loaded) -> dict:
+def _run_agents(ctx: Context, plans: list, loaded, runtime: Any = None) -> dict:
     """Run the agent where a suite has one (evalgate.infer), with a progress line per tenth."""
     from evalgate import infer
     from evalgate.reports.terminal import Progress
@@ -213,7 +215,7 @@ def _run_agents(ctx: Context, plans: list, loaded) -> dict:
         return {}
     ctx.workflow.log(f"running the agent: {total} case runs")
     progress = Progress(total, ctx.workflow.stream, label="agent runs", tty=False)
-    return infer.run_agents(plans, loaded, progress=progress.advance)
+    return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime)
 
 
 def install(s: Settings, workflow: Workflow) -> None:

@@ -132,27 +132,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     loaded, plans = _load(args.config)
 
-    from evalgate import engine, results
+    from evalgate import engine, infer, results
     from evalgate.plan import config_digest
     from evalgate.reports.adk_results import write_adk_results
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import Progress, summary_table
 
-    from evalgate import infer
-
-    agent: dict = {}
-    runs_total = infer.total_runs(plans)
-    if runs_total:
-        agent_progress = Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty())
-        try:
-            agent = infer.run_agents(plans, loaded, progress=agent_progress.advance)
-        finally:
-            agent_progress.close()
-
     total = sum(len(p.cases) for p in plans)
     runtime, workers = None, 1
-    if engine.needs_judge(plans):
+    if engine.needs_judge(plans) or infer.needs_simulator(plans):
         runtime, workers = _judge_runtime(loaded, args)
+    agent: dict = {}
+    runs_total = infer.total_runs(plans)
+    try:
+        if runs_total:
+            agent_progress = Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty())
+            try:
+                agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime)
+            finally:
+                agent_progress.close()
+    except BaseException:
+        if runtime is not None:
+            runtime.close()
+        raise
+
     progress = Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet)
     try:
         run = engine.run(plans, config_digest(loaded, plans), progress=progress.advance, runtime=runtime, workers=workers)

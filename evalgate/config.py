@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalgate.compare import GatePolicy
 from evalgate.criteria import REGISTRY, Criterion
+from evalgate.simulated_user import UserSimulatorConfig
 from evalgate.errors import (
     InputError,
     Problem,
@@ -108,6 +109,11 @@ class SuiteConfig(BaseModel):
     )
     agent: Optional[AgentConfig] = Field(
         default=None, description="Run the agent to get its outputs (instead of 'actual'); default: the top-level 'agent'."
+    )
+    user_simulator: Optional[UserSimulatorConfig] = Field(
+        default=None,
+        description="The simulated user of conversation_scenario cases (ADK's user_simulator_config); "
+        "default: the user_simulator_config of the test_config.json beside the eval set, else ADK's defaults.",
     )
     traces: Patterns = Field(default_factory=list, description="KnowledgePulse ReasoningTrace files (JSON or JSONL).")
     criteria: Optional[Union[str, dict[str, Any]]] = Field(
@@ -272,6 +278,8 @@ def _valid_keys(model: type[BaseModel]):
             return list(VertexConfig.model_fields)
         if loc == ("agent",) or (loc[0] == "suites" and len(loc) == 3 and loc[2] == "agent"):
             return list(AgentConfig.model_fields)
+        if loc[0] == "suites" and len(loc) == 3 and loc[2] == "user_simulator":
+            return list(UserSimulatorConfig.model_fields)
         return None
 
     return keys_at
@@ -428,6 +436,21 @@ def read_test_config(path: Path) -> dict[str, Criterion]:
     if not raw:  # ADK runs no metric at all then; a gate that checks nothing must not pass
         raise InputError(Problem(shown, "criteria", "names no criteria", 'Add criteria, e.g. {"criteria": {"tool_trajectory_avg_score": 1.0}}, or delete the file to use ADK\'s defaults.'))
     return parse_criteria(raw, shown, lambda *loc: json_path(("criteria",) + loc))
+
+
+def read_simulator_config(path: Path) -> Optional[UserSimulatorConfig]:
+    """The `user_simulator_config` of an ADK test_config.json, if it has one."""
+    shown = display_path(path)
+    data = parse_json(read_text(path, shown), shown)
+    raw = data.get("user_simulator_config", data.get("userSimulatorConfig")) if isinstance(data, dict) else None
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(Problem(shown, "user_simulator_config", "must be an object", 'Write {"user_simulator_config": {"max_allowed_invocations": 10}}.'))
+    try:
+        return UserSimulatorConfig.model_validate(raw)
+    except ValidationError as e:
+        raise InputError(problems_from_validation(e, shown, prefix="user_simulator_config.", valid_keys_for=lambda loc: list(UserSimulatorConfig.model_fields))) from None
 
 
 def default_criteria() -> dict[str, Criterion]:

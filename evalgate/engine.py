@@ -38,6 +38,7 @@ class AgentRun:
     error: str | None = None  # the run failed: every criterion of it is NOT_EVALUATED with this reason
     run: int = 1
     duration_s: float | None = None  # wall time of the whole case run (not part of the comparable payload)
+    ended: str | None = None  # a simulated conversation: why it ended ("stop signal" or "turn limit")
     replayed: dict[str, int] = field(default_factory=dict)  # tools: replay counts, where the runner knows them
 
 
@@ -58,7 +59,8 @@ class CaseInput:
     # what is scored and `actual` is the first run's invocations; when empty, `actual` is
     # the one run.
     runs: list[AgentRun] = field(default_factory=list)
-    scenario: bool = False  # a conversation_scenario case (no expected turns; needs a simulated user)
+    scenario: dict[str, Any] | None = None  # a conversation_scenario (no expected turns; a simulated user plays it)
+    simulator: Any = None  # evalgate.simulated_user.UserSimulatorConfig for a scenario case (None: ADK's defaults)
     rubrics: list[Any] = field(default_factory=list)  # case-level rubrics, for invocations generated later
 
     def agent_runs(self) -> list[AgentRun]:
@@ -229,6 +231,7 @@ def score_case(case: CaseInput) -> CaseResult:
         criteria=results,
         invocations=_summaries(case),
         source=case.source,
+        conversation_end=next((r.ended for r in case.runs if r.ended), None) if case.scenario is not None else None,
     )
 
 

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from evalgate.adk import Content
 from evalgate.agents import AgentError, CaseRun, Runner, make_runner
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.config import LoadedConfig
 from evalgate.errors import InputError, ProblemCollector
+from evalgate.simulated_user import CRITERION as SIMULATOR
+from evalgate.simulated_user import Scenario, SimulatedUser, SimulationError, UserSimulatorConfig
 
 
 def runners_for(plans: list[SuitePlan], loaded: LoadedConfig) -> dict[int, Runner]:
@@ -84,16 +85,23 @@ def infer(
     plans: list[SuitePlan],
     loaded: LoadedConfig,
     progress: Optional[Callable[[int], None]] = None,
+    runtime: Any = None,
 ) -> dict[str, Usage]:
     """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
-    Returns the usage per suite name."""
+    `runtime` (the judge runtime) plays the simulated user of scenario cases. Returns the
+    usage per suite name."""
     runners = runners_for(plans, loaded)
     if not runners:
         return {}
-    return asyncio.run(_infer(plans, runners, progress))
+    return asyncio.run(_infer(plans, runners, progress, runtime))
 
 
-async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: Optional[Callable[[int], None]]) -> dict[str, Usage]:
+def needs_simulator(plans: list[SuitePlan]) -> bool:
+    """Whether any suite runs its agent on a conversation_scenario case."""
+    return any(p.agent is not None and c.scenario is not None for p in plans for c in p.cases)
+
+
+async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: Optional[Callable[[int], None]], runtime: Any = None) -> dict[str, Usage]:
     problems = ProblemCollector()
     started: list[Runner] = []
     try:
@@ -113,7 +121,11 @@ async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: O
             for case in plan.cases:
                 case.runs = [AgentRun(None, "not run", run=n) for n in range(1, plan.agent.num_runs + 1)]
                 for n in range(1, plan.agent.num_runs + 1):
-                    jobs.append(_one(runners[key], limits[key], plan, case, n, progress))
+                    jobs.append(_one(runners[key], limits[key], plan, case, n, progress, runtime))
+            if runtime is not None and any(c.scenario is not None for c in plan.cases):
+                reason = runtime.credentials()
+                if reason:
+                    plan.warnings.append(f"simulated users: {reason}; conversation_scenario cases were not run")
         await asyncio.gather(*jobs)
     finally:
         for runner in started:
@@ -146,13 +158,20 @@ async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: O
     return usage
 
 
-def run_agents(plans: list[SuitePlan], loaded: LoadedConfig, progress: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
-    """`infer`, timed: what goes into results.json's `run.agent` ({} when no suite runs an agent)."""
+def run_agents(
+    plans: list[SuitePlan], loaded: LoadedConfig, progress: Optional[Callable[[int], None]] = None, runtime: Any = None
+) -> dict[str, Any]:
+    """`infer`, timed: what goes into results.json's `run.agent` ({} when no suite runs an
+    agent), with the simulated users' requests, cache hits and tokens when there were any."""
     t0 = time.perf_counter()
-    usage = infer(plans, loaded, progress)
+    usage = infer(plans, loaded, progress, runtime)
     if not usage:
         return {}
-    return {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
+    out: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
+    simulator = runtime.stats().get(SIMULATOR) if runtime is not None else None
+    if simulator:
+        out["simulator"] = simulator
+    return out
 
 
 def write_inference(plans: list[SuitePlan], path: Path) -> None:
@@ -168,18 +187,19 @@ async def _one(
     case: CaseInput,
     n: int,
     progress: Optional[Callable[[int], None]],
+    runtime: Any = None,
 ) -> None:
     spec = plan.agent
     async with limit:
         t0 = time.monotonic()
-        state = {"turn": 0}
+        state: dict[str, Any] = {"turn": 0}
         try:
-            invocations = await asyncio.wait_for(_converse(runner, case, n, spec, state), timeout=spec.timeout_s)
-            result = AgentRun(invocations, run=n)
+            invocations = await asyncio.wait_for(_converse(runner, case, n, spec, state, runtime), timeout=spec.timeout_s)
+            result = AgentRun(invocations, run=n, ended=state.get("ended"))
         except asyncio.TimeoutError:
-            turns = len(case.expected) if case.expected is not None else "?"
-            result = AgentRun(None, f"timed out after {spec.timeout_s:g} s (timeout_s), in turn {state['turn']} of {turns}", run=n)
-        except AgentError as e:
+            of = f" of {len(case.expected)}" if case.expected is not None else ""
+            result = AgentRun(None, f"timed out after {spec.timeout_s:g} s (timeout_s), in turn {state['turn']}{of}", run=n)
+        except (AgentError, SimulationError) as e:
             result = AgentRun(None, str(e), run=n)
         except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
             result = AgentRun(None, _describe(e), run=n)
@@ -192,9 +212,7 @@ async def _one(
         progress(1)
 
 
-async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: dict[str, Any]) -> list[Any]:
-    if case.expected is None:
-        raise AgentError("a conversation_scenario case needs a simulated user, which evalgate does not run yet")
+async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: dict[str, Any], runtime: Any = None) -> list[Any]:
     run = CaseRun(
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
@@ -204,15 +222,27 @@ async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: d
         replay=spec.tools == "replay",
     )
     conversation = await runner.open(run)
-    invocations = []
+    invocations: list[Any] = []
     try:
-        for i, turn in enumerate(case.expected, start=1):
-            state["turn"] = i
-            user: Content = turn.user_content
-            invocation = await conversation.send(user)
-            if invocation is None:
-                raise AgentError(f"the agent produced no events for turn {i} of {len(case.expected)}")
-            invocations.append(invocation)
+        if case.expected is not None:
+            for i, turn in enumerate(case.expected, start=1):
+                state["turn"] = i
+                invocation = await conversation.send(turn.user_content)
+                if invocation is None:
+                    raise AgentError(f"the agent produced no events for turn {i} of {len(case.expected)}")
+                invocations.append(invocation)
+        else:
+            user = SimulatedUser(case.simulator or UserSimulatorConfig(), Scenario.of(case.scenario or {}), runtime, sample=n)
+            while True:
+                state["turn"] += 1
+                turn = await user.next_turn(invocations)
+                if turn.content is None:
+                    state["ended"] = turn.ended
+                    break
+                invocation = await conversation.send(turn.content)
+                if invocation is None:
+                    raise AgentError(f"the agent produced no events for simulated turn {state['turn']}")
+                invocations.append(invocation)
     finally:
         state["replayed"] = conversation.replayed()
         await conversation.close()

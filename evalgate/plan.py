@@ -9,14 +9,16 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Optional
 
-from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_test_config, suite_agent
+from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_simulator_config, read_test_config, suite_agent
 from evalgate.criteria import Criterion
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.loaders.actual import ActualRecord, load_actual
 from evalgate.loaders.evalsets import EVALSET_SUFFIXES, expand, expected_digest, load_evalset, test_config_beside
 from evalgate.results import digest
+from evalgate.simulated_user import BUILT_IN_PERSONAS, UserSimulatorConfig, known_persona
 
 
 def build_plans(loaded: LoadedConfig) -> list[SuitePlan]:
@@ -94,18 +96,24 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     warnings: list[str] = []
     actual_index = _ActualIndex(records, {es.eval_set.eval_set_id for es in evalsets}, problems)
     test_configs: dict[Path, dict[str, Criterion]] = {}
+    simulators: dict[Path, Optional[UserSimulatorConfig]] = {}
     cases: list[CaseInput] = []
     seen: dict[tuple[str, str], str] = {}
     for es in evalsets:
         criteria = explicit
+        tc = _criteria_file(loaded, suite) or test_config_beside(es.path)
         if criteria is None:
-            tc = test_config_beside(es.path)
             if tc is None:
                 criteria = default_criteria()
             else:
                 if tc not in test_configs:
                     test_configs[tc] = problems.run(read_test_config, tc) or {}
                 criteria = test_configs[tc]
+        simulator = suite.user_simulator
+        if simulator is None and tc is not None and agent is not None:
+            if tc not in simulators:
+                simulators[tc] = problems.run(read_simulator_config, tc)
+            simulator = simulators[tc]
         for case in es.eval_set.eval_cases:
             key = (es.eval_set.eval_set_id, case.eval_id)
             place = es.case_places.get(case.eval_id, "")
@@ -124,9 +132,20 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 # Paths relative to the config, so results do not depend on the working folder.
                 source={"evalset": display_path(es.path, base)},
                 session=case.session_input.model_dump(mode="json") if case.session_input else {},
-                scenario=case.conversation_scenario is not None,
+                scenario=case.conversation_scenario,
+                simulator=simulator if case.conversation_scenario is not None else None,
                 rubrics=list(case.rubrics or []),
             )
+            if case.conversation_scenario is not None and agent is not None:
+                persona = case.conversation_scenario.get("user_persona", case.conversation_scenario.get("userPersona"))
+                if not known_persona(persona):
+                    problems.add(
+                        es.shown,
+                        f"{place}.conversation_scenario.user_persona",
+                        f"unknown persona '{persona}'",
+                        f"Use one of ADK's built-in personas ({', '.join(BUILT_IN_PERSONAS)}) or describe one: {{id, description, behaviors}}.",
+                    )
+                    continue
             if agent is not None:
                 # Invocations come from running the agent (evalgate.infer); case rubrics go
                 # on the expected turns now, on a scenario's generated turns later.
@@ -180,6 +199,14 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
         warnings.append(f"{len(unused)} actual records match no eval case (e.g. {sample}); they were not scored")
     where = ("suites", i, "agent") if suite.agent else ("agent",)
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings, agent=agent, agent_where=where)
+
+
+def _criteria_file(loaded: LoadedConfig, suite: SuiteConfig) -> Optional[Path]:
+    """The suite's `criteria:` when it names an ADK test_config.json."""
+    if not isinstance(suite.criteria, str):
+        return None
+    path = Path(suite.criteria)
+    return path if path.is_absolute() else loaded.base / path
 
 
 def _attach_case_rubrics(rubrics, invocations, shown: str, place: str) -> None:

@@ -69,6 +69,11 @@ class CaseResult(_Model):
     criteria: dict[str, CriterionResult]
     invocations: list[InvocationSummary] = Field(default_factory=list)
     source: dict[str, str] = Field(default_factory=dict, description="Files the case and its actual outputs came from.")
+    conversation_end: Optional[str] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="A simulated conversation (conversation_scenario): why it ended, 'stop signal' or 'turn limit' (the first run's).",
+    )
 
 
 class CriterionSpec(_Model):

@@ -264,16 +264,6 @@ def test_tool_replay_answers_from_the_eval_set(tmp_path, monkeypatch, cli):
     assert replay.results()["run"]["agent"]["suites"]["weather"]["tools"] == {"live": 0, "replayed": 4}
 
 
-def test_scenario_cases_are_not_evaluated_with_the_reason(tmp_path, monkeypatch, cli):
-    scenario = {"eval_id": "plan", "conversation_scenario": {"starting_prompt": "Hi", "conversation_plan": "Ask about Paris."}}
-    project = make_project(tmp_path, agent={"adk": "weather_agent"}, extra_cases=(scenario,))
-    with agent_model_server(monkeypatch):
-        code, out, err = cli("run", "--config", str(project.config), "--out", str(project.out))
-    assert code == 0
-    reason = project.cases()["plan"]["criteria"]["response_match_score"]["error"]
-    assert "needs a simulated user" in reason
-
-
 def test_user_message_is_sent_as_written(tmp_path, monkeypatch, cli):
     project = make_project(tmp_path, agent={"adk": "weather_agent"}, extra_cases=({"eval_id": "ja", "conversation": [turn("東京の天気は？", "The weather in 東京: 晴れ、20度.", (("get_weather", {"city": "東京"}, {}),))]},))
     with agent_model_server(monkeypatch) as fake:

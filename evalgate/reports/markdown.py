@@ -150,6 +150,7 @@ _LADDER = [
 MAX_LINES = 15  # lines kept of a message or response
 MAX_TOOL_LINES = 30
 MAX_INVOCATIONS = 3  # invocations shown per case
+MAX_SCENARIO_TURNS = 8  # turns shown of a simulated conversation
 MAX_REASONS = 20
 MAX_JUDGE_REASONS = 5
 MAX_RUBRICS = 12
@@ -220,6 +221,7 @@ class _Invocation:
 class _Detail:
     invocations: list[_Invocation]
     hidden: Optional[Markdown]
+    ended: Optional[Markdown] = None  # a simulated conversation: why it ended
 
 
 @dataclass
@@ -381,6 +383,9 @@ def _detail(case: CaseResult, budget: _Budget) -> _Detail:
         if any(i < len(c.per_invocation) and c.per_invocation[i].status is not Status.PASSED for c in case.criteria.values())
     ]
     shown = (failing or list(range(min(n, 1))))[:MAX_INVOCATIONS]
+    if case.conversation_end is not None:
+        # A simulated conversation reads as a whole: its turns in order, not only failing ones.
+        shown = list(range(min(n, MAX_SCENARIO_TURNS)))
     invocations = []
     for i in shown:
         inv = case.invocations[i]
@@ -402,7 +407,10 @@ def _detail(case: CaseResult, budget: _Budget) -> _Detail:
     note = None
     if hidden:
         note = Markdown(f"{_count(hidden, 'other invocation')} not shown" + (" (all passed)" if len(failing) <= len(shown) else ""))
-    return _Detail(invocations, note)
+    ended = None
+    if case.conversation_end is not None:
+        ended = Markdown(f"Simulated conversation of {_count(n, 'turn')}; conversation ended: {md(case.conversation_end, 40)}")
+    return _Detail(invocations, note, ended)
 
 
 _KIND = {
