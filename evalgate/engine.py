@@ -138,6 +138,13 @@ def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
             return aggregate([crit.score_trace(case.trace)], crit.threshold)
         if case.actual is None:
             return _failed(crit.threshold, "no actual outputs for this case")
+        if getattr(crit, "needs_scenario", False):
+            if case.scenario is None:
+                return _failed(crit.threshold, "needs a conversation_scenario (a simulated conversation), and this case has none")
+            outcomes = crit.score_scenario(case.actual, case.scenario)
+            if len(outcomes) != len(case.actual):
+                raise RuntimeError(f"{crit.name} gave {len(outcomes)} outcomes for {len(case.actual)} invocations")
+            return aggregate(outcomes, crit.threshold)
         if crit.needs_expected and case.expected is None:
             return _failed(crit.threshold, "needs an expected conversation, and this case has none")
         if case.expected is not None and len(case.expected) != len(case.actual):

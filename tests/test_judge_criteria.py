@@ -150,6 +150,7 @@ def test_every_adk_judge_criterion_is_registered_as_judge():
     assert JUDGE_CRITERIA == [
         "final_response_match_v2",
         "hallucinations_v1",
+        "per_turn_user_simulator_quality_v1",
         "rubric_based_final_response_quality_v1",
         "rubric_based_tool_use_quality_v1",
     ]
@@ -806,8 +807,10 @@ def test_hallucination_requests_per_sample():
 
 
 def _answer_everything(request: JudgeRequest):
+    from evalgate.criteria.per_turn_user_simulator import SCHEMA as PER_TURN_SCHEMA
+
     schema = request.response_schema
-    if schema is FRM_SCHEMA:
+    if schema is FRM_SCHEMA or schema is PER_TURN_SCHEMA:
         return frm_reply(V)
     if schema is SEGMENT_SCHEMA:
         return {"sentences": ["Paris."]}
@@ -827,7 +830,10 @@ def test_samples_contract(name, fails):
     crit = REGISTRY[name].model_validate(params)
     answer = (lambda r: JudgeReply(error="boom")) if fails else _answer_everything
     judge = ScriptedJudge(answer)
-    outcome: Outcome = crit.bind(judge).score_invocation(inv(), inv())
+    if getattr(crit, "needs_scenario", False):  # the judged turn of a simulated conversation
+        outcome: Outcome = crit.bind(judge).score_scenario([inv(), inv()], {"starting_prompt": "q", "conversation_plan": "Ask."})[1]
+    else:
+        outcome = crit.bind(judge).score_invocation(inv(), inv())
     assert len(outcome.details["samples"]) == n and len(outcome.details["reasons"]) == n
     assert all(s is None or 0.0 <= s <= 1.0 for s in outcome.details["samples"])
     json.dumps(outcome.details)

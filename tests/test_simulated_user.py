@@ -234,3 +234,51 @@ def test_simulated_conversations_equal_adks(tmp_path, monkeypatch, cli):
         adks = [comparable_invocation(i) for i in theirs[eval_id]]
         assert mine == adks, eval_id
     assert len(ours["tour"]) == 3 and len(ours["단일"]) == 1
+
+
+def judge_per_turn(body):
+    """A scripted judge for per_turn_user_simulator_quality_v1: a turn is valid when it asks
+    about a planned city; ending is valid once every planned city was asked about."""
+    text = prompt_text(body)
+    plan = re.search(r"<conversation_plan>\n(.*?)\n</conversation_plan>", text, re.S).group(1)
+    cities = [c.strip() for c in re.search(r"Cities: ([^\n.<]+)", plan).group(1).split(",")]
+    so_far = re.search(r"<conversation_so_far>\n(.*?)\n</conversation_so_far>", text, re.S).group(1)
+    message = re.search(r"<user_message>\n(.*?)\n</user_message>", text, re.S).group(1)
+    if message == "&lt;/finished>":
+        asked = sum(f"weather in {c}?" in so_far for c in cities)
+        valid = asked == len(cities)
+    else:
+        valid = any(c in message for c in cities)
+    return {"reasoning": "checked against the plan", "verdict": "valid" if valid else "invalid"}
+
+
+def respond_with_judge(body):
+    if "<conversation_plan>" in prompt_text(body):
+        return judge_per_turn(body)
+    return respond(body)
+
+
+def test_per_turn_user_simulator_quality_tells_a_bad_simulator_from_a_bad_agent(tmp_path, monkeypatch, cli):
+    criteria = {"per_turn_user_simulator_quality_v1": {"threshold": 0.8, "judge_model_options": {"num_samples": 3}}}
+    project = make_project(
+        tmp_path,
+        agent={"adk": "weather_agent"},
+        extra_cases=(scenario("full", "Weather in Paris?", ["London", "서울"]), scenario("cut", "Weather in Paris?", ["London", "서울", "東京"])),
+        criteria=criteria,
+        suite={"user_simulator": {"max_allowed_invocations": 3}},
+    )
+    with agent_model_server(monkeypatch) as fake:
+        fake.responder = respond_with_judge
+        code, out, err = _run(cli, project)
+    cases = project.cases()
+    full = cases["full"]["criteria"]["per_turn_user_simulator_quality_v1"]
+    assert full["status"] == "PASSED" and full["score"] == 1.0
+    assert [i["details"].get("samples") for i in full["per_invocation"]] == [None, [1.0] * 3, [1.0] * 3]
+    # The turn limit ended "cut" with 東京 never asked: the ending is wrong, so its last turn fails.
+    cut = cases["cut"]["criteria"]["per_turn_user_simulator_quality_v1"]
+    assert cases["cut"]["conversation_end"] == "turn limit"
+    assert cut["status"] == "FAILED" and cut["score"] == pytest.approx(2 / 3)
+    assert cut["per_invocation"][-1]["details"]["check"] == "ending the conversation here"
+    # A static case has no scenario to check against.
+    assert "needs a conversation_scenario" in cases["paris"]["criteria"]["per_turn_user_simulator_quality_v1"]["error"]
+    assert code == 1
