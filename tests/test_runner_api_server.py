@@ -529,3 +529,28 @@ def test_headers_reach_the_server_and_their_values_are_never_shown(cli, api, ech
     written = [p.read_text(encoding="utf-8") for p in (tmp_path / "out").iterdir() if p.is_file()]
     for text in [out, err, *written]:
         assert token not in text and "SECRET" not in text
+
+
+def test_a_simulated_user_talks_to_the_server_agent(cli, adk_server, agents_dir, model, model_env, tmp_path):
+    """conversation_scenario through the url runner: the same conversation as in-process."""
+    import test_simulated_user as sim
+
+    evals = write_evalset(
+        tmp_path / "evals" / "tour.evalset.json", "tour", [sim.scenario("tour", "What's the weather in Paris?", ["London", "서울"])]
+    )
+    model.responder = sim.respond  # the simulated user's requests come to the same fake
+    try:
+        lines = {}
+        for kind, agent in {"adk": f"{{adk: {agents_dir / APP}}}", "url": f"{{url: '{adk_server}', app: {APP}}}"}.items():
+            config = write_config(tmp_path / f"{kind}.yaml", evals.parent, agent, criteria="{response_match_score: 0.8}")
+            code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / kind))
+            assert code == 0, out + err
+            lines[kind] = read_jsonl(tmp_path / kind / "inference.jsonl")
+            assert read_json(tmp_path / kind / "results.json")["suites"][0]["cases"][0]["conversation_end"] == "stop signal"
+    finally:
+        model.responder = agent_model.respond
+    [url] = lines["url"]
+    assert [i["user_content"]["parts"][0]["text"] for i in url["invocations"]] == [
+        "What's the weather in Paris?", "And the weather in London?", "And the weather in 서울?"
+    ]
+    assert [comparable(r) for r in lines["url"]] == [comparable(r) for r in lines["adk"]]

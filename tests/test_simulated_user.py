@@ -282,3 +282,16 @@ def test_per_turn_user_simulator_quality_tells_a_bad_simulator_from_a_bad_agent(
     # A static case has no scenario to check against.
     assert "needs a conversation_scenario" in cases["paris"]["criteria"]["per_turn_user_simulator_quality_v1"]["error"]
     assert code == 1
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_tool_calls_reach_the_simulator_only_when_asked(tmp_path, monkeypatch, cli, include):
+    project = _project(tmp_path, scenario("tour", "Weather in Paris?", ["London"]), simulator={"include_function_calls": include})
+    with agent_model_server(monkeypatch) as fake:
+        fake.responder = respond
+        code, out, err = _run(cli, project)
+        first = _sim_requests(fake)[0].prompt
+    assert code == 0, out + err
+    assert "user: Weather in Paris?" in first and "weather: The weather in Paris: sunny, 21 C." in first
+    assert ("""weather called tool 'get_weather' with args: {"city": "Paris"}""" in first) is include
+    assert ("""tool 'get_weather' returned: {"city": "Paris", "forecast": "sunny, 21 C"}""" in first) is include
