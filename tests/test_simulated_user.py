@@ -295,3 +295,34 @@ def test_tool_calls_reach_the_simulator_only_when_asked(tmp_path, monkeypatch, c
     assert "user: Weather in Paris?" in first and "weather: The weather in Paris: sunny, 21 C." in first
     assert ("""weather called tool 'get_weather' with args: {"city": "Paris"}""" in first) is include
     assert ("""tool 'get_weather' returned: {"city": "Paris", "forecast": "sunny, 21 C"}""" in first) is include
+
+
+def test_judge_criteria_score_the_simulated_conversation_and_custom_instructions_apply(tmp_path, monkeypatch, cli):
+    """A rubric criterion judges every turn the conversation produced; a custom_instructions
+    template is rendered with ADK's placeholders."""
+    instructions = "PLAY THE USER. Plan: {{ conversation_plan }}\nSo far:\n{{ conversation_history }}\nDone? say {{ stop_signal }}"
+    criteria = {"rubric_based_final_response_quality_v1": {"threshold": 0.8, "judge_model_options": {"num_samples": 1},
+                                                           "rubrics": [{"rubric_id": "weather", "rubric_content": {"text_property": "Gives a forecast."}}]}}
+    project = make_project(
+        tmp_path, agent={"adk": "weather_agent"}, extra_cases=(scenario("tour", "Weather in Paris?", ["London"]),),
+        criteria=criteria, suite={"user_simulator": {"custom_instructions": instructions}},
+    )
+
+    def answer(body):
+        schema = ((body or {}).get("generationConfig") or {}).get("responseJsonSchema") or {}
+        if "verdicts" in json.dumps(schema):
+            ids = schema["properties"]["verdicts"]["items"]["properties"]["rubric_id"]["enum"]
+            return {"verdicts": [{"rubric_id": i, "rationale": "has a forecast", "verdict": "yes"} for i in ids]}
+        if prompt_text(body).startswith("PLAY THE USER."):
+            return scripted_user(body)
+        return agent_model.respond(body)
+
+    with agent_model_server(monkeypatch) as fake:
+        fake.responder = answer
+        code, out, err = _run(cli, project)
+        sims = [r.prompt for r in fake.requests if r.prompt.startswith("PLAY THE USER.")]
+    assert code == 0, out + err
+    assert sims and sims[0].endswith("Done? say </finished>") and "Plan: You want the weather of several cities. Cities: London." in sims[0]
+    tour = project.cases()["tour"]
+    rubric = tour["criteria"]["rubric_based_final_response_quality_v1"]
+    assert rubric["status"] == "PASSED" and len(rubric["per_invocation"]) == 2 == len(tour["invocations"])
