@@ -12,7 +12,11 @@ from typing import Any, Callable, Optional, Union
 def serve(handler: type[BaseHTTPRequestHandler], **bound: Any) -> ThreadingHTTPServer:
     """Start serving `handler` in a daemon thread; `bound` become class attributes of the
     handler (each fake binds itself, so its handler reaches its state)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type(handler.__name__, (handler,), bound))
+    # No Nagle: a reply written as headers then body would otherwise wait on the client's
+    # delayed ACK, about 40 ms a request, which no real service adds.
+    # (A handler that sets it itself, as bench_inference's --nagle does, keeps its choice.)
+    nagle_off = handler.__dict__.get("disable_nagle_algorithm", True)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type(handler.__name__, (handler,), {"disable_nagle_algorithm": nagle_off, **bound}))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     return server

@@ -33,7 +33,7 @@ def test_a_top_level_agent_is_the_default_for_suites_that_name_neither(tmp_path)
         "  - {name: c, evalsets: [evals], actual: [runs]}\n",
     )
     a, b, c = (suite_agent(loaded.config, s) for s in loaded.config.suites)
-    assert a is not None and a.kind == "adk" and a.num_runs == 3 and a.concurrency == 8 and a.timeout_s == 300 and a.tools == "live"
+    assert a is not None and a.kind == "adk" and a.num_runs == 3 and a.concurrency == 16 and a.timeout_s == 300 and a.tools == "live"
     assert b is not None and b.kind == "command" and b.command == ["python", "tools/run_agent.py", "--fast"]
     assert c is None  # recorded outputs: the agent is not run
 
