@@ -69,11 +69,6 @@ class Runner:
         """The agent's place in the config, or one of its keys' (with the line, when known)."""
         return self._where(*keys)
 
-    @property
-    def where(self) -> str:
-        """The agent's place in the config as a bare JSON path (prefer `place(key)`: it has the line)."""
-        return re.sub(r" \(line \d+\)$", "", self.place())
-
     def problem(self, what: str, fix: str, *keys: Any) -> InputError:
         """A setup error at the agent's place in the config (or at one of its keys)."""
         return InputError(Problem(self.shown, self.place(*keys), what, fix))
