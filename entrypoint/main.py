@@ -170,7 +170,7 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import summary_table
 
-    from evalgate.infer import needs_simulator
+    from evalgate.infer import needs_runtime
 
     s = ctx.settings
     plans = build_plans(loaded)
@@ -178,7 +178,7 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
         judge = loaded.config.judge.model_copy(update={"cache_dir": str(s.cache_dir.resolve())})
         loaded.config = loaded.config.model_copy(update={"judge": judge})
     runtime, workers = None, 1
-    if engine.needs_judge(plans) or needs_simulator(plans):
+    if needs_runtime(plans):
         runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False))
     try:
         agent = _run_agents(ctx, plans, loaded, runtime)

@@ -140,27 +140,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     total = sum(len(p.cases) for p in plans)
     runtime, workers = None, 1
-    if engine.needs_judge(plans) or infer.needs_simulator(plans):
+    if infer.needs_runtime(plans):
         runtime, workers = _judge_runtime(loaded, args)
     agent: dict = {}
     runs_total = infer.total_runs(plans)
     try:
         if runs_total:
-            agent_progress = Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty())
-            try:
+            with Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty()) as agent_progress:
                 agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime)
-            finally:
-                agent_progress.close()
-    except BaseException:
-        if runtime is not None:
-            runtime.close()
-        raise
-
-    progress = Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet)
-    try:
-        run = engine.run(plans, config_digest(loaded, plans), progress=progress.advance, runtime=runtime, workers=workers)
+        with Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet) as progress:
+            run = engine.run(plans, config_digest(loaded, plans), progress=progress.advance, runtime=runtime, workers=workers)
     finally:
-        progress.close()
         if runtime is not None:
             runtime.close()
     if runtime is not None and args.quiet:  # otherwise the summary says it

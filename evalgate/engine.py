@@ -95,6 +95,15 @@ def _invocation_result(outcome: Outcome, threshold: float) -> dict[str, Any]:
     }
 
 
+def _mean(scores: list[float]) -> float:
+    """The mean, added left to right as ADK adds: Python >= 3.12's sum() compensates rounding
+    and can differ from ADK in the last bit, which can flip a status at the threshold."""
+    total = 0.0
+    for value in scores:
+        total += value
+    return total / len(scores)
+
+
 def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     """Per-invocation outcomes to a criterion result, as ADK aggregates them.
 
@@ -107,12 +116,7 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     missing = [f"invocation {i}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
     score, error = None, None
     if scores:
-        # Left to right, as ADK adds: Python >= 3.12's sum() compensates rounding and can
-        # differ from ADK in the last bit, which can flip a status at the threshold.
-        total = 0.0
-        for s in scores:
-            total += s
-        score = total / len(scores)
+        score = _mean(scores)
     status = _status_for(score, threshold)
     if not scores:
         error = "; ".join(missing) if missing else "nothing to evaluate"
@@ -208,12 +212,7 @@ def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:
     per = [inv for r in each for inv in r.per_invocation]
     scores = [inv.score for inv in per if inv.score is not None]
     missing = [f"run {run.run}: {r.error}" for run, r in zip(runs, each) if r.error]
-    score = None
-    if scores:
-        total = 0.0
-        for value in scores:  # left to right, as ADK adds
-            total += value
-        score = total / len(scores)
+    score = _mean(scores) if scores else None
     status = _status_for(score, crit.threshold)
     error = "; ".join(missing) if missing else None
     if missing and status is Status.PASSED:

@@ -101,6 +101,13 @@ def needs_simulator(plans: list[SuitePlan]) -> bool:
     return any(p.agent is not None and c.scenario is not None for p in plans for c in p.cases)
 
 
+def needs_runtime(plans: list[SuitePlan]) -> bool:
+    """Whether the run needs the judge runtime: for judge criteria or simulated users."""
+    from evalgate.engine import needs_judge
+
+    return needs_judge(plans) or needs_simulator(plans)
+
+
 async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: Optional[Callable[[int], None]], runtime: Any = None) -> dict[str, Usage]:
     problems = ProblemCollector()
     started: list[Runner] = []

@@ -217,19 +217,14 @@ Your next message:"""
 
 
 def render_prompt(config: UserSimulatorConfig, scenario: Scenario, history: str) -> str:
-    from jinja2 import Environment, StrictUndefined
+    from jinja2 import Environment, StrictUndefined, Undefined
 
+    # Our template must use every name it has; a user's may use others (ADK renders them empty).
     template = config.custom_instructions or _INSTRUCTIONS
-    env = Environment(undefined=StrictUndefined if config.custom_instructions is None else _lenient(), keep_trailing_newline=True)
+    env = Environment(undefined=StrictUndefined if config.custom_instructions is None else Undefined, keep_trailing_newline=True)
     return env.from_string(template).render(
         stop_signal=STOP_SIGNAL, conversation_plan=scenario.conversation_plan, conversation_history=history, persona=scenario.persona or ""
     )
-
-
-def _lenient() -> Any:
-    from jinja2 import Undefined
-
-    return Undefined
 
 
 class SimulationError(Exception):

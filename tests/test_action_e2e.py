@@ -184,6 +184,34 @@ class Act:
         return done.returncode
 
 
+def _open_pull_request(repo: "Repo", fake, base: str, message: str) -> tuple[str, str, dict]:
+    """Commit the work tree as a PR's head on top of `base`, make GitHub's test merge, tell the
+    fake GitHub of both; (head, merge, the pull_request event's payload)."""
+    head = repo.commit(message)
+    merge = repo.merge(base, head)
+    fake.add_commit([base], message, sha=head)
+    fake.add_commit([base, head], "merge", sha=merge)
+    pull = {
+        "action": "opened",
+        "number": PR,
+        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
+        "repository": REPOSITORY,
+    }
+    return head, merge, pull
+
+
+def _push_to_pull_request(repo: "Repo", fake, base: str, head: str, pull: dict, message: str) -> str:
+    """A new commit on the PR's branch (checked out), its test merge, and the payload turned
+    into `synchronize` for it; the new head."""
+    fixed = repo.commit(message)
+    merge = repo.merge(base, fixed)
+    fake.add_commit([head], message, sha=fixed)
+    fake.add_commit([base, fixed], "merge", sha=merge)
+    pull["action"] = "synchronize"
+    pull["pull_request"]["head"]["sha"] = fixed
+    return fixed
+
+
 def _requests(fake) -> list[str]:
     """Every request, in order: method, path, the branch it read, what the fake answered."""
     return [f"{r.method} {r.path}{'@' + r.query['ref'] if 'ref' in r.query else ''} {r.status}" for r in fake.log]
@@ -233,16 +261,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     # --- 2. a pull request that regresses -----------------------------------------------
     repo.git("checkout", "-q", "-b", "feature")
     _set_outputs(repo.root, regressed=True)
-    head = repo.commit("agent v2: wrong room")
-    merge = repo.merge(base, head)
-    fake.add_commit([base], "agent v2", sha=head)
-    fake.add_commit([base, head], "merge", sha=merge)
-    pull = {
-        "action": "opened",
-        "number": PR,
-        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
-        "repository": REPOSITORY,
-    }
+    head, merge, pull = _open_pull_request(repo, fake, base, "agent v2: wrong room")
     code = act("pull_request", pull)
     assert code != 0, act.log[-6000:]  # the job failed because the gate did
     assert act.outcome == "failure"
@@ -274,12 +293,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     # --- 3. the same pull request, fixed ------------------------------------------------
     repo.git("checkout", "-q", "feature")
     _set_outputs(repo.root, regressed=False)
-    fixed = repo.commit("agent v2: right room")
-    merge2 = repo.merge(base, fixed)
-    fake.add_commit([head], "fix", sha=fixed)
-    fake.add_commit([base, fixed], "merge", sha=merge2)
-    pull["action"] = "synchronize"
-    pull["pull_request"]["head"]["sha"] = fixed
+    fixed = _push_to_pull_request(repo, fake, base, head, pull, "agent v2: right room")
     code = act("pull_request", pull)
     assert code == 0, act.log[-6000:]
     assert act.outcome == "success" and act.outputs["verdict"] == "PASS" and act.outputs["regressions"] == "0"
@@ -455,16 +469,7 @@ def test_a_pull_request_that_breaks_the_agents_tool_is_caught_and_the_fix_passes
     # --- 2. a pull request that changes the tool's code: Paris answers differently -----------
     repo.git("checkout", "-q", "-b", "feature")
     _set_paris(repo.root, "rain, 12 C")
-    head = repo.commit("weather agent: new Paris data")
-    merge = repo.merge(base, head)
-    fake.add_commit([base], "weather agent: new Paris data", sha=head)
-    fake.add_commit([base, head], "merge", sha=merge)
-    pull = {
-        "action": "opened",
-        "number": PR,
-        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
-        "repository": REPOSITORY,
-    }
+    head, _, pull = _open_pull_request(repo, fake, base, "weather agent: new Paris data")
     code = act("pull_request", pull, env=env, secrets=secrets)
     assert code != 0, act.log[-6000:]
     assert act.outcome == "failure"
@@ -489,12 +494,7 @@ def test_a_pull_request_that_breaks_the_agents_tool_is_caught_and_the_fix_passes
     # --- 3. the fix: Paris's data restored ----------------------------------------------------
     repo.git("checkout", "-q", "feature")
     _set_paris(repo.root, "sunny, 21 C")
-    fixed = repo.commit("weather agent: Paris data fixed")
-    merge2 = repo.merge(base, fixed)
-    fake.add_commit([head], "fix", sha=fixed)
-    fake.add_commit([base, fixed], "merge", sha=merge2)
-    pull["action"] = "synchronize"
-    pull["pull_request"]["head"]["sha"] = fixed
+    fixed = _push_to_pull_request(repo, fake, base, head, pull, "weather agent: Paris data fixed")
     code = act("pull_request", pull, env=env, secrets=secrets)
     assert code == 0, act.log[-6000:]
     assert act.outcome == "success" and act.outputs["verdict"] == "PASS" and act.outputs["regressions"] == "0"

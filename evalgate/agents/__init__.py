@@ -21,6 +21,11 @@ from evalgate.adk import Content, Invocation
 from evalgate.errors import InputError, Problem
 
 
+# ADK's eval defaults when a case's session_input names no user or app (evaluation_generator.py).
+DEFAULT_USER_ID = "test_user_id"
+DEFAULT_APP_NAME = "EvaluationGenerator"
+
+
 class AgentError(Exception):
     """A case run failed: the agent, a tool, the server or the command. Recorded as
     NOT_EVALUATED with this message; other cases go on."""

@@ -23,14 +23,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.adk import Content, Invocation
-from evalgate.agents import CaseRun, Conversation, Runner
+from evalgate.agents import DEFAULT_APP_NAME, DEFAULT_USER_ID, CaseRun, Conversation, Runner
 from evalgate.agents.events import to_invocations, user_event
 from evalgate.agents.replay import ToolReplay
 from evalgate.errors import Problem, display_path
 
-# ADK's eval defaults when a case has no session_input (evaluation_generator.py).
-DEFAULT_APP_NAME = "EvaluationGenerator"
-DEFAULT_USER_ID = "test_user_id"
 
 INSTALL_HINT = "Install the adk extra: pip install 'evalgate[adk]' (or google-adk itself)."
 

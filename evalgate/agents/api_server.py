@@ -33,13 +33,11 @@ from typing import Any, Optional
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from evalgate.adk import Content, Invocation
-from evalgate.agents import ENV_VAR, AgentError, CaseRun, Conversation, Runner, expand_env
+from evalgate.agents import DEFAULT_USER_ID, ENV_VAR, AgentError, CaseRun, Conversation, Runner, expand_env
 from evalgate.agents.events import to_invocations, user_event
 from evalgate.agents.replay import recorded_calls
 from evalgate.errors import Problem, closest
 
-# ADK's eval default when a case's session_input has no user (evaluation_generator.py).
-DEFAULT_USER_ID = "test_user_id"
 REPLAY_STATE_KEY = "evalgate_recorded_tool_responses"
 
 PROBE_TIMEOUT_S = 5.0  # start(): a server that does not answer this fast is taken as not started
