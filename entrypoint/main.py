@@ -12,6 +12,12 @@ Activities (from the event, or forced by the `mode` input):
   pull request's run uploaded, comment and set the status.
 - `score` (anything else, e.g. a push to another branch): score and judge on absolute
   thresholds; nothing is written to GitHub.
+- `shard` (the `shard` input, a matrix leg): score shard K of N into `out`, for the merge
+  job; nothing is written to GitHub, and the leg succeeds whatever its cases scored.
+
+`mode: merge` chooses the activity from the event as `auto` does (pr, baseline, nightly,
+score), but instead of scoring it merges the legs' outputs from the `shards` folder. A
+missing shard makes the verdict ERROR and writes no baseline and no ledger.
 
 Every run writes the results under `out`, the step outputs and the job summary. Exit codes
 are the CLI's: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal error.
@@ -28,7 +34,7 @@ import sys
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, MutableMapping, Optional
@@ -57,6 +63,7 @@ class Outcome:
     comment_url: str = ""
     notes: list[str] = field(default_factory=list)  # trusted Markdown lines for the summary
     superseded: bool = False  # results of a commit the PR has moved on from: nothing posted, exit 0
+    leg: bool = False  # a matrix leg's shard: the merge job decides, the leg exits 0
 
 
 @dataclass
@@ -65,6 +72,7 @@ class Context:
     workflow: Workflow
     env: MutableMapping[str, str]
     warnings: list[str] = field(default_factory=list)
+    missing: Optional[str] = None  # mode merge: which shards did not arrive (the verdict is then ERROR)
     _client: Any = None
 
     def warn(self, message: str) -> None:
@@ -89,6 +97,15 @@ class Context:
 
 def choose_activity(s: Settings) -> str:
     event = s.event_name
+    if s.shard is not None:
+        return "shard"
+    if s.mode == "merge":
+        activity = choose_activity(replace(s, mode="auto"))
+        if activity == "publish":
+            raise InputError(
+                Problem(None, "input 'mode' (EVALGATE_MODE)", "mode merge runs in the workflow whose matrix ran the legs, not on workflow_run", "Merge in the same workflow (a job with needs: on the matrix job).")
+            )
+        return activity
     wanted = {
         "pr": PR_EVENTS,
         "nightly": NIGHTLY_EVENTS,
@@ -162,18 +179,30 @@ def _gate(s: Settings, loaded) -> Any:
 
 
 def score(ctx: Context, loaded) -> tuple[Any, list]:
-    """Score every suite (as `evalgate run`) and write results.json, junit.xml and ADK results."""
+    """Score every suite (as `evalgate run`; only shard K of N on a matrix leg) and write
+    results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead."""
     from evalgate import engine
     from evalgate.cli import _judge_runtime
     from evalgate.plan import build_plans, config_digest
     from evalgate.reports.adk_results import write_adk_results
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import summary_table
+    from evalgate.results import ShardInfo
+    from evalgate.shards import current_commit, describe, select
 
-    from evalgate.infer import needs_runtime
+    from evalgate.infer import needs_runtime, resumable, total_runs
 
     s = ctx.settings
     plans = build_plans(loaded)
+    if s.mode == "merge":
+        return merge_shards(ctx, loaded, config_digest(loaded, plans)), []
+    digest = config_digest(loaded, plans)
+    commit = s.sha or current_commit(loaded.base)
+    if s.shard is not None:
+        whole, sizes = sum(len(p.cases) for p in plans), describe(plans, s.shard.count)
+        select(plans, s.shard)
+        ctx.workflow.log(f"shard {s.shard}: {sum(len(p.cases) for p in plans)} of {whole} cases (the {s.shard.count} shards hold {sizes})")
+    reuse = resumable(s.resume, digest, commit) if s.resume is not None and total_runs(plans) else {}
     if s.cache_dir is not None:
         judge = loaded.config.judge.model_copy(update={"cache_dir": str(s.cache_dir.resolve())})
         loaded.config = loaded.config.model_copy(update={"judge": judge})
@@ -181,8 +210,8 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     if needs_runtime(plans):
         runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False))
     try:
-        agent = _run_agents(ctx, plans, loaded, runtime)
-        run = engine.run(plans, config_digest(loaded, plans), runtime=runtime, workers=workers)
+        agent = _run_agents(ctx, plans, loaded, runtime, digest, commit, reuse)
+        run = engine.run(plans, digest, runtime=runtime, workers=workers)
         if runtime is not None:
             for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
                 ctx.warn(warning)
@@ -190,6 +219,8 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
         if runtime is not None:
             runtime.close()
     run.run.agent = agent
+    if s.shard is not None:
+        run.shard = ShardInfo(index=s.shard.index, count=s.shard.count, commit=commit, cases=sum(len(p.cases) for p in plans))
     _write_results(ctx, run)
     try:
         if agent:
@@ -205,17 +236,72 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     return run, plans
 
 
-def _run_agents(ctx: Context, plans: list, loaded, runtime: Any = None) -> dict:
-    """Run the agent where a suite has one (evalgate.infer), with a progress line per tenth."""
+def _run_agents(ctx: Context, plans: list, loaded, runtime: Any, digest: str, commit: Optional[str], reuse: dict) -> dict:
+    """Run the agent where a suite has one (evalgate.infer), with a progress line per tenth;
+    each finished case run is written to `out` at once, for a resumed attempt."""
     from evalgate import infer
     from evalgate.reports.terminal import Progress
 
+    s = ctx.settings
     total = infer.total_runs(plans)
     if not total:
         return {}
-    ctx.workflow.log(f"running the agent: {total} case runs")
+    reused = f", {len(reuse)} finished ones found in {_shown(s, s.resume)}" if s.resume is not None else ""
+    ctx.workflow.log(f"running the agent: {total} case runs{reused}")
     progress = Progress(total, ctx.workflow.stream, label="agent runs", tty=False)
-    return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime)
+    try:
+        journal = infer.Journal(s.out, digest, commit, str(s.shard) if s.shard else None)
+    except OSError as e:
+        raise _unwritable(s, e) from None
+    try:
+        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse)
+    finally:
+        journal.close()
+
+
+def merge_shards(ctx: Context, loaded, digest: str) -> Any:
+    """Mode merge: the legs' outputs (one folder each under `shards`) merged into `out`.
+    Shards of another config or commit are an input error; a missing shard leaves the
+    results of the others and `ctx.missing`, which makes the verdict ERROR."""
+    from evalgate.merge import missing_shards, merge, read_shard, shard_folders, write
+    from evalgate.reports.terminal import summary_table
+
+    s = ctx.settings
+    assert s.shards is not None
+    shards = [read_shard(p) for p in shard_folders([s.shards])]
+    missing = missing_shards(shards)  # raises on every other problem
+    run = merge(shards, allow_missing=True)
+    if run.config_digest != digest:
+        raise InputError(
+            Problem(_shown(s, s.shards), "config_digest", "the legs ran another config than this job's checkout", "Check out the same commit in the legs and the merge job (one workflow run).")
+        )
+    commits = {sh.results.shard.commit for sh in shards if sh.results.shard and sh.results.shard.commit}
+    if s.sha and commits and commits != {s.sha}:
+        raise InputError(
+            Problem(_shown(s, s.shards), "shard.commit", f"the legs evaluated {', '.join(c[:12] for c in sorted(commits))}, this run is for {s.sha[:12]}", "Merge only the artifacts of this workflow run (download-artifact without run-id).")
+        )
+    if missing is not None:
+        ctx.missing = f"{missing.problems[0].what}: their cases were not scored, so the gate cannot pass"
+        ctx.warn(ctx.missing)
+    try:
+        write(sorted(shards, key=lambda sh: sh.index), run, s.out)
+    except OSError as e:
+        raise _unwritable(s, e) from None
+    ctx.workflow.log(f"merged {len(shards)} shards from {_shown(s, s.shards)}: {run.counts.cases} cases")
+    with ctx.workflow.verbatim():
+        ctx.workflow.log(summary_table(run, color=False))
+    return run
+
+
+def _incomplete(ctx: Context, comparison: Any) -> Any:
+    """A merge with missing shards: the verdict is ERROR, whatever the shards that arrived say."""
+    from evalgate.compare import Verdict
+
+    if ctx.missing is None:
+        return comparison
+    comparison.verdict = Verdict.ERROR
+    comparison.reasons.insert(0, ctx.missing)
+    return comparison
 
 
 def install(s: Settings, workflow: Workflow) -> None:
@@ -404,7 +490,7 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
     run, _ = score(ctx, loaded)
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, base_sha)
-    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
     return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha))
 
 
@@ -426,7 +512,9 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
     parent = _first_parent(ctx)(s.sha)
     # No earlier baseline is expected on the first push after adopting evalgate: a note, not a warning.
     baseline, info = find(ctx, store, gate, parent, warn_missing=False) if parent else (None, None)
-    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
+    if ctx.missing is not None:
+        return Outcome(comparison, run, notes=["No baseline was saved: a baseline must hold every case."])
     _write_guard("write the baseline", lambda: store.save(make_baseline(run, s.sha, s.ref, datetime.now(timezone.utc))))
     _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
     notes = [f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger (gate `{gate.id}`, {_where(store)})."]
@@ -469,7 +557,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
     store = _store(ctx, gate, loaded)
     head = s.sha if on_default else _default_head(ctx, gate, default)
     baseline, info = find(ctx, store, gate, head)
-    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
     notes = []
     # Only runs of the default branch speak for it: a manual run on a feature branch must
     # neither record its outcomes nor open or close the default branch's tracking issue.
@@ -478,7 +566,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
         ctx.warn("the default branch is unknown (it is read through the API with github-token): the flake ledger and the tracking issue were left alone")
     elif not official:
         ctx.warn(f"not a run on the default branch ({default}): the flake ledger and the tracking issue were left alone")
-    elif store is not None:
+    elif store is not None and ctx.missing is None:
         _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
         notes.append(f"Recorded this run in the flake ledger (gate `{gate.id}`).")
     failing = comparison.verdict in (Verdict.FAIL, Verdict.ERROR) or (comparison.verdict is Verdict.INCONCLUSIVE and gate.inconclusive == "fail")
@@ -525,6 +613,10 @@ def _artifact(ctx: Context) -> tuple[Any, int, str]:
             Problem(None, "EVALGATE_ARTIFACT_DIR (the step's env)", "the publish mode needs the folder holding the pull request run's results.json and pr.json", "Download the artifact into the workspace first (actions/download-artifact with run-id: ${{ github.event.workflow_run.id }}), then set EVALGATE_ARTIFACT_DIR to that folder in the evalgate step's env.")
         )
     run = results.read(s.artifact_dir / "results.json")
+    if run.shard is not None:
+        raise InputError(
+            Problem(str(s.artifact_dir / "results.json"), "shard", f"holds shard {run.shard.index} of {run.shard.count}, not the whole run", "Upload the merged results (the merge job's output-dir) as the artifact this run publishes.")
+        )
     pr = load_json_file(s.artifact_dir / "pr.json")
     try:
         number, head_sha = int(pr["number"]), str(pr["head_sha"]).lower()
@@ -572,7 +664,20 @@ def activity_score(ctx: Context, loaded) -> Outcome:
     from evalgate.compare import compare
 
     run, _ = score(ctx, loaded)
-    return Outcome(compare(None, run, _gate(ctx.settings, loaded)), run)
+    return Outcome(_incomplete(ctx, compare(None, run, _gate(ctx.settings, loaded))), run)
+
+
+def activity_shard(ctx: Context, loaded) -> Outcome:
+    """A matrix leg: score shard K of N into `out` and stop; the merge job compares and publishes."""
+    from evalgate.compare import compare
+
+    s = ctx.settings
+    run, _ = score(ctx, loaded)
+    note = (
+        f"Shard {s.shard}: {run.counts.cases} cases scored into `{_shown(s, s.out)}`. Upload that folder "
+        "(actions/upload-artifact); the merge job (`mode: merge`) compares the whole run and publishes one verdict."
+    )
+    return Outcome(compare(None, run, _gate(s, loaded)), run, notes=[note], leg=True)
 
 
 ACTIVITIES = {
@@ -581,6 +686,7 @@ ACTIVITIES = {
     "nightly": activity_nightly,
     "publish": activity_publish,
     "score": activity_score,
+    "shard": activity_shard,
 }
 
 
@@ -636,7 +742,7 @@ def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
             "activity": activity,
         }
     )
-    code = EXIT_PASSED if outcome.superseded else exit_code(comparison.verdict, gate.inconclusive == "fail", s.fail_on)
+    code = EXIT_PASSED if outcome.superseded or outcome.leg else exit_code(comparison.verdict, gate.inconclusive == "fail", s.fail_on)
     ctx.workflow.log(f"evalgate {activity}: {comparison.verdict.value} ({run.counts.passed} passed, {run.counts.failed} failed, {regressions} regressed); exit {code}")
     return code
 
@@ -721,6 +827,8 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
 def _written(s: Settings, loaded) -> list[Path]:
     """The folders the run may have written into the workspace."""
     paths = [s.out, s.working_directory / ".evalgate"]
+    if s.shards is not None:
+        paths.append(s.shards)
     if s.cache_dir is not None:
         paths.append(s.cache_dir)
     if loaded is not None:

@@ -16,9 +16,9 @@ from typing import Any, Literal, Mapping, Optional
 
 from evalgate.errors import InputError, Problem
 
-Mode = Literal["auto", "pr", "baseline", "nightly", "publish"]
+Mode = Literal["auto", "pr", "baseline", "nightly", "publish", "merge"]
 FailOn = Literal["fail", "inconclusive", "never"]
-MODES = ("auto", "pr", "baseline", "nightly", "publish")
+MODES = ("auto", "pr", "baseline", "nightly", "publish", "merge")
 FAIL_ON = ("fail", "inconclusive", "never")
 STORES = ("github", "dir")
 CONTAINER_WORKSPACE = "/github/workspace"  # where a container action sees the runner's workspace
@@ -61,6 +61,9 @@ class Settings:
     sha: str
     google_credentials: Optional[Path]  # after mapping a host path into the container
     install: tuple[str, ...] = ()  # pip install arguments for the agent's code and dependencies
+    shard: Any = None  # evalgate.shards.Shard: this leg runs only shard K of N
+    shards: Optional[Path] = None  # mode merge: the folder holding the legs' output folders
+    resume: Optional[Path] = None  # an earlier output folder whose finished agent runs are reused
 
     @property
     def run_url(self) -> Optional[str]:
@@ -344,6 +347,36 @@ def clean_install(r: _Reader) -> tuple[str, ...]:
     return args
 
 
+def clean_shard(r: _Reader) -> Any:
+    from evalgate.shards import parse_shard
+
+    value = r.raw("EVALGATE_SHARD")
+    if not value:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as e:
+        r.bad("EVALGATE_SHARD", str(e), "In a matrix: shard: ${{ matrix.shard }}/3, with shard: [1, 2, 3] in the matrix.")
+        return None
+
+
+def clean_shards(r: _Reader, ws: Workspace, working_directory: Path, mode: str) -> Optional[Path]:
+    path = clean_path(r, "EVALGATE_SHARDS", ws, working_directory, "evalgate-shards")
+    if mode == "merge" and path is not None and not path.is_dir():
+        r.bad(
+            "EVALGATE_SHARDS",
+            f"'{r.raw('EVALGATE_SHARDS') or 'evalgate-shards'}' is not a folder",
+            "Download the legs' artifacts there first (actions/download-artifact with pattern: evalgate-shard-* and path: evalgate-shards).",
+        )
+    return path if mode == "merge" else None
+
+
+def clean_resume(r: _Reader, ws: Workspace, working_directory: Path) -> Optional[Path]:
+    path = clean_path(r, "EVALGATE_RESUME", ws, working_directory)
+    # A folder that is not there is a first attempt (nothing restored yet): run everything.
+    return path if path is not None and path.is_dir() else None
+
+
 def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Settings:
     """The settings from the environment; raises InputError listing every bad one."""
     r = _Reader(env)
@@ -377,7 +410,12 @@ def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Setting
         sha=clean_sha(r),
         google_credentials=clean_google_credentials(r, ws),
         install=clean_install(r),
+        shard=clean_shard(r),
+        shards=clean_shards(r, ws, working_directory, r.raw("EVALGATE_MODE").lower()),
+        resume=clean_resume(r, ws, working_directory),
     )
+    if settings.shard is not None and settings.mode not in ("auto",):
+        r.bad("EVALGATE_SHARD", f"a matrix leg (shard {settings.shard}) scores its shard and leaves the rest to the merge job; mode '{settings.mode}' cannot apply to it", "Leave mode at auto on the legs, and set mode: merge on the job that merges them.")
     if r.problems:
         raise InputError(r.problems)
     return settings

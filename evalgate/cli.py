@@ -1,4 +1,4 @@
-"""The `evalgate` command: run, validate, schema.
+"""The `evalgate` command: run, validate, merge, compare, baseline, schema.
 
 Exit codes: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal error.
 """
@@ -28,6 +28,19 @@ def _concurrency(text: str) -> int:
     return n
 
 
+def _shard(text: str):
+    from evalgate.shards import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _shard_count(text: str) -> int:
+    return _shard(f"1/{text}").count
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evalgate",
@@ -43,11 +56,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line")
     run.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
     run.add_argument("--judge-concurrency", type=_concurrency, metavar="N", help="judge requests in flight at once, 1-256 (default: the config's, 8)")
+    run.add_argument("--shard", type=_shard, metavar="K/N", help="run only shard K of N (a CI matrix leg); `evalgate merge` puts the shards together")
+    run.add_argument("--resume", metavar="DIR", help="reuse the finished agent runs of an earlier, interrupted or partly failed run of this config in DIR (its --out); run only the rest")
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check the config and every data file without scoring")
     validate.add_argument("--config", "-c", help="config file")
+    validate.add_argument("--shards", type=_shard_count, metavar="N", help="also say how many cases each of N shards would hold")
     validate.set_defaults(func=cmd_validate)
+
+    merge = sub.add_parser("merge", help="merge the outputs of `run --shard K/N` into one run's outputs (exit 1 when a suite fails)")
+    merge.add_argument("shards", nargs="+", metavar="DIR", help="shard output folders, or a folder holding them (one subfolder each)")
+    merge.add_argument("--out", "-o", default="evalgate-results", help="output folder (default: %(default)s)")
+    merge.add_argument("--no-color", action="store_true", help="plain terminal output")
+    merge.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line")
+    merge.set_defaults(func=cmd_merge)
 
     compare = sub.add_parser("compare", help="compare a run with a baseline; print the PR report (exit 1 when the gate fails)")
     compare.add_argument("--current", required=True, help="this run's results.json")
@@ -121,6 +144,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if plan.agent is not None:
             runs = f", {plan.agent.num_runs} runs each" if plan.agent.num_runs > 1 else ""
             print(f"  {plan.name}: runs the agent ({plan.agent.kind}) on {len(plan.cases)} cases{runs}")
+    if args.shards:
+        from evalgate.shards import describe
+
+        print(f"  {args.shards} shards hold {describe(plans, args.shards)}")
     for plan in plans:
         for warning in plan.warnings:
             print(f"warning: {plan.name}: {warning}", file=sys.stderr)
@@ -128,15 +155,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evalgate.errors import InputError, Problem
-
     loaded, plans = _load(args.config)
 
-    from evalgate import engine, infer, results
+    from evalgate import engine, infer
     from evalgate.plan import config_digest
-    from evalgate.reports.adk_results import write_adk_results
-    from evalgate.reports.junit import junit_xml
-    from evalgate.reports.terminal import Progress, summary_table
+    from evalgate.reports.terminal import Progress
+    from evalgate.results import ShardInfo
+    from evalgate.shards import current_commit, describe, select
+
+    digest = config_digest(loaded, plans)  # of the whole run: every shard's is the same
+    shard = args.shard
+    commit = current_commit(loaded.base) if shard or args.resume or infer.total_runs(plans) else None
+    if shard is not None:
+        whole = sum(len(p.cases) for p in plans)
+        sizes = describe(plans, shard.count)
+        select(plans, shard)
+        if not args.quiet:
+            print(f"shard {shard}: {sum(len(p.cases) for p in plans)} of {whole} cases (the {shard.count} shards hold {sizes})", file=sys.stderr)
+    out = Path(args.out)
+    reuse = infer.resumable(Path(args.resume), digest, commit) if args.resume else {}
 
     total = sum(len(p.cases) for p in plans)
     runtime, workers = None, 1
@@ -146,10 +183,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs_total = infer.total_runs(plans)
     try:
         if runs_total:
-            with Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty()) as agent_progress:
-                agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime)
+            journal = _journal(out, digest, commit, shard)
+            try:
+                with Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty()) as agent_progress:
+                    agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime, journal=journal, reuse=reuse)
+            finally:
+                journal.close()
         with Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet) as progress:
-            run = engine.run(plans, config_digest(loaded, plans), progress=progress.advance, runtime=runtime, workers=workers)
+            run = engine.run(plans, digest, progress=progress.advance, runtime=runtime, workers=workers)
     finally:
         if runtime is not None:
             runtime.close()
@@ -158,9 +199,31 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
 
     run.run.agent = agent
-    out = Path(args.out)
+    if shard is not None:
+        run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit, cases=total)
+    _write_outputs(run, plans, out, inference=bool(agent))
+    _print_summary(run, out, args, agent)
+    return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+
+
+def _journal(out: Path, digest: str, commit, shard):
+    from evalgate.errors import InputError, Problem
+    from evalgate.infer import Journal
+
     try:
-        if agent:
+        return Journal(out, digest, commit, str(shard) if shard else None)
+    except OSError as e:
+        raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
+
+
+def _write_outputs(run, plans, out: Path, inference: bool) -> None:
+    from evalgate import infer, results
+    from evalgate.errors import InputError, Problem
+    from evalgate.reports.adk_results import write_adk_results
+    from evalgate.reports.junit import junit_xml
+
+    try:
+        if inference:
             infer.write_inference(plans, out / "inference.jsonl")
         results.write(run, out / "results.json")
         (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
@@ -168,16 +231,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
+
+def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict) -> None:
+    from evalgate.reports.terminal import summary_table
+
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if args.quiet:
         print(f"evalgate: {run.status.value} ({run.counts.passed} passed, {run.counts.failed} failed, {run.counts.not_evaluated} not evaluated)")
-    else:
-        print(summary_table(run, color=color))
-        for name, u in (agent.get("suites") or {}).items():
-            tokens = f", {u['tokens']['total']:,} model tokens" if "total" in u.get("tokens", {}) else ""
-            failed = f", {u['failed']} failed" if u["failed"] else ""
-            print(f"agent: {name}: {u['case_runs']} case runs{failed} in {agent['seconds']:.1f} s{tokens}")
-        print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if agent else ""))
+        return
+    print(summary_table(run, color=color))
+    for name, u in (agent.get("suites") or {}).items():
+        tokens = f", {u['tokens']['total']:,} model tokens" if "total" in u.get("tokens", {}) else ""
+        failed = f", {u['failed']} failed" if u["failed"] else ""
+        reused = f", {u['reused']} reused from {args.resume}" if u.get("reused") else ""
+        print(f"agent: {name}: {u['case_runs']} case runs{failed}{reused} in {agent['seconds']:.1f} s{tokens}")
+    inference = (out / "inference.jsonl").is_file() and agent
+    print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if inference else ""))
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from evalgate.errors import InputError, Problem
+    from evalgate.merge import merge_folders
+
+    args.resume = None
+    out = Path(args.out)
+    try:
+        run, shards = merge_folders([Path(p) for p in args.shards], out)
+    except OSError as e:
+        raise InputError(Problem(str(out), None, f"cannot write the merged results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
+    if not args.quiet:
+        print(f"merged {len(shards)} shards: {run.counts.cases} cases", file=sys.stderr)
+    _print_summary(run, out, args, run.run.agent)
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
 
@@ -227,6 +311,16 @@ def _read_baseline_or_results(path: Path):
     return baseline.results, BaselineInfo(commit=p.commit, requested_commit=p.commit, distance=0, created_at=p.created_at)
 
 
+def _whole_run(run, shown: str) -> None:
+    """Shard results hold a part of the cases: compared alone, every other case would read as removed."""
+    from evalgate.errors import InputError, Problem
+
+    if run.shard is not None:
+        raise InputError(
+            Problem(shown, "shard", f"holds shard {run.shard.index} of {run.shard.count}, not the whole run", "Merge the shards first (evalgate merge DIR... --out DIR), then compare the merged results.json.")
+        )
+
+
 def _exit_for(verdict, gate) -> int:
     from evalgate.compare import Verdict
 
@@ -245,6 +339,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     gate, base = _gate_config(args.config, required=bool(args.base_sha))
     current = results.read(Path(args.current))
+    _whole_run(current, args.current)
     baseline, info, ledger = None, None, None
     if args.baseline:
         baseline, info = _read_baseline_or_results(Path(args.baseline))
@@ -271,6 +366,7 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 
     gate, base = _gate_config(args.config)
     run = results.read(Path(args.results))
+    _whole_run(run, args.results)
     store = _store(gate, base)
     store.save(make_baseline(run, args.commit, args.ref, datetime.now(timezone.utc)))
     store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))

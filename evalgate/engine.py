@@ -40,6 +40,7 @@ class AgentRun:
     duration_s: float | None = None  # wall time of the whole case run (not part of the comparable payload)
     ended: str | None = None  # a simulated conversation: why it ended ("stop signal" or "turn limit")
     replayed: dict[str, int] = field(default_factory=dict)  # tools: replay counts, where the runner knows them
+    expected_digest: str | None = None  # the case's data it ran on (a resumed run reuses it only if unchanged)
 
 
 @dataclass
@@ -287,7 +288,6 @@ def score_suite(
             results.append(score_case(case))
             if progress:
                 progress(1)
-    counts = Counts.of(results)
     warnings = list(plan.warnings)
     specs = _specs(ordered)
     if judged and runtime is not None:
@@ -296,18 +296,50 @@ def score_suite(
             if spec.judge:
                 spec.stats = _stats_delta(before.get(name, {}), after.get(name, {}))
         warnings.extend(credential_warnings(runtime, ordered))
-    if counts.incomplete and plan.not_evaluated == "warn":
-        warnings.append(f"{counts.incomplete} of {counts.cases} cases have criteria that were not evaluated")
+    return finish_suite(plan.name, plan.not_evaluated, results, specs, warnings, plan.agent_error)
+
+
+def incomplete_warning(counts: Counts) -> str:
+    return f"{counts.incomplete} of {counts.cases} cases have criteria that were not evaluated"
+
+
+def finish_suite(
+    name: str,
+    policy: NotEvaluatedPolicy,
+    cases: list[CaseResult],
+    specs: dict[str, CriterionSpec],
+    warnings: list[str],
+    agent_error: str | None,
+) -> SuiteResult:
+    """A suite's result from its scored cases: what follows from the cases alone (counts,
+    status, the agent-error and incomplete-cases warnings) is derived here, for a scored
+    suite and for merged shards alike."""
+    counts = Counts.of(cases)
+    warnings = list(warnings)
+    if agent_error:
+        warnings.append(agent_error)
+    if counts.incomplete and policy == "warn":
+        warnings.append(incomplete_warning(counts))
     return SuiteResult(
-        name=plan.name,
-        status=suite_status(counts, plan.not_evaluated),
-        not_evaluated_policy=plan.not_evaluated,
+        name=name,
+        status=suite_status(counts, policy),
+        not_evaluated_policy=policy,
         counts=counts,
         criteria=specs,
         warnings=warnings,
-        agent_error=plan.agent_error,
-        cases=results,
+        agent_error=agent_error,
+        cases=cases,
     )
+
+
+def finish_run(suites: list[SuiteResult], config_digest: str, info: RunInfo) -> RunResults:
+    """The run's result from its suites: overall counts and status."""
+    total = Counts.of([case for s in suites for case in s.cases])
+    statuses = {s.status for s in suites}
+    overall = Status.FAILED if Status.FAILED in statuses else (
+        Status.PASSED if Status.PASSED in statuses else Status.NOT_EVALUATED
+    )
+    return RunResults(config_digest=config_digest, status=overall, counts=total, suites=suites, run=info)
 
 
 def credential_warnings(runtime: Any, cases: list[CaseInput]) -> list[str]:
@@ -353,15 +385,5 @@ def run(
                     if crit.judge:
                         crit.bind(runtime)
     suites = [score_suite(p, progress, runtime, workers) for p in plans]
-    total = Counts.of([case for s in suites for case in s.cases])
-    statuses = {s.status for s in suites}
-    overall = Status.FAILED if Status.FAILED in statuses else (
-        Status.PASSED if Status.PASSED in statuses else Status.NOT_EVALUATED
-    )
-    return RunResults(
-        config_digest=config_digest,
-        status=overall,
-        counts=total,
-        suites=suites,
-        run=RunInfo(started_at=started.isoformat(timespec="seconds"), duration_seconds=round(time.perf_counter() - t0, 3)),
-    )
+    info = RunInfo(started_at=started.isoformat(timespec="seconds"), duration_seconds=round(time.perf_counter() - t0, 3))
+    return finish_run(suites, config_digest, info)

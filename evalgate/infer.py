@@ -52,6 +52,74 @@ def total_runs(plans: list[SuitePlan]) -> int:
     return sum(len(p.cases) * p.agent.num_runs for p in plans if p.agent is not None)
 
 
+RunKey = tuple[str, str, str, int]  # (suite, eval_set_id, eval_id, run)
+RESUME_FILE = "resume.json"
+
+
+class Journal:
+    """`<out>/inference.jsonl` written as the run goes: each case run is appended the moment
+    it ends, so an interrupted run leaves every finished case run behind, and
+    `<out>/resume.json` says which config, commit and shard they belong to. At the end
+    `write_inference` rewrites the file in case order."""
+
+    def __init__(self, out: Path, config_digest: str, commit: Optional[str], shard: Optional[str]):
+        out.mkdir(parents=True, exist_ok=True)
+        state = {"config_digest": config_digest, "commit": commit, "shard": shard}
+        (out / RESUME_FILE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+        self._file = open(out / "inference.jsonl", "w", encoding="utf-8")
+
+    def add(self, suite: str, case: CaseInput, run: AgentRun) -> None:
+        self._file.write(inference_line(suite, case, run) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def resumable(folder: Path, config_digest: str, commit: Optional[str]) -> dict[RunKey, AgentRun]:
+    """The finished case runs of an earlier run in `folder` (interrupted, or with failed case
+    runs), for `run --resume`: every run that succeeded there, keyed by suite, case and run
+    number. Failed runs are not reused (they run again). The earlier run must have had the
+    same config digest and commit; a case whose data changed since is run again (its
+    expected_digest differs)."""
+    from pydantic import ValidationError
+
+    from evalgate.errors import Problem, display_path
+    from evalgate.loaders.actual import InferenceRecord
+
+    shown = display_path(folder)
+    state_path = folder / RESUME_FILE
+    if not state_path.is_file():
+        raise InputError(
+            Problem(shown, None, f"has no {RESUME_FILE}, so it is not the output folder of a run that ran the agent", "Pass --resume the --out folder of an earlier `evalgate run` of this config (evalgate 0.x writes resume.json beside inference.jsonl), or run without --resume.")
+        )
+    try:
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(Problem(display_path(state_path), None, f"cannot be read ({e})", "Run without --resume.")) from None
+    if state.get("config_digest") != config_digest:
+        raise InputError(
+            Problem(display_path(state_path), "config_digest", "the earlier run had another config (its suites, criteria, num_runs or tools differ), so its agent runs do not answer this run's question", "Run without --resume.")
+        )
+    if commit and state.get("commit") and state["commit"] != commit:
+        raise InputError(
+            Problem(display_path(state_path), "commit", f"the earlier run evaluated commit {state['commit'][:12]}, this is {commit[:12]}: its agent runs are of other code", "Run without --resume.")
+        )
+    out: dict[RunKey, AgentRun] = {}
+    path = folder / "inference.jsonl"
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
+        try:
+            rec = InferenceRecord.model_validate_json(line)
+        except (ValidationError, ValueError):
+            continue  # a blank line, or the last line of a run stopped while writing it
+        if rec.error is not None or rec.suite is None or rec.run is None or rec.expected_digest is None:
+            continue
+        out[(rec.suite, rec.eval_set_id, rec.eval_id, rec.run)] = AgentRun(rec.invocations, run=rec.run, ended=rec.ended, expected_digest=rec.expected_digest)
+    return out
+
+
 @dataclass
 class Usage:
     """What running the agent cost, per suite (goes to results.json's `run`, not compared)."""
@@ -61,6 +129,7 @@ class Usage:
     duration_s: float = 0.0  # the sum of case-run wall times
     tokens: dict[str, int] = field(default_factory=dict)
     replayed: dict[str, int] = field(default_factory=dict)
+    reused: int = 0  # case runs taken from an earlier run (run --resume), not run again
 
     def add(self, run: AgentRun) -> None:
         self.case_runs += 1
@@ -78,6 +147,8 @@ class Usage:
             out["tokens"] = dict(sorted(self.tokens.items()))
         if self.replayed:
             out["tools"] = dict(sorted(self.replayed.items()))
+        if self.reused:
+            out["reused"] = self.reused
         return out
 
 
@@ -86,14 +157,17 @@ def infer(
     loaded: LoadedConfig,
     progress: Optional[Callable[[int], None]] = None,
     runtime: Any = None,
+    journal: Optional["Journal"] = None,
+    reuse: Optional[dict[RunKey, AgentRun]] = None,
 ) -> dict[str, Usage]:
     """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
-    `runtime` (the judge runtime) plays the simulated user of scenario cases. Returns the
-    usage per suite name."""
+    `runtime` (the judge runtime) plays the simulated user of scenario cases. Each finished
+    case run goes to `journal` at once; case runs found in `reuse` (an earlier run's, see
+    `resumable`) are taken from there and not run. Returns the usage per suite name."""
     runners = runners_for(plans, loaded)
     if not runners:
         return {}
-    return asyncio.run(_infer(plans, runners, progress, runtime))
+    return asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}))
 
 
 def needs_simulator(plans: list[SuitePlan]) -> bool:
@@ -108,8 +182,37 @@ def needs_runtime(plans: list[SuitePlan]) -> bool:
     return needs_judge(plans) or needs_simulator(plans)
 
 
-async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: Optional[Callable[[int], None]], runtime: Any = None) -> dict[str, Usage]:
+async def _infer(
+    plans: list[SuitePlan],
+    runners: dict[int, Runner],
+    progress: Optional[Callable[[int], None]],
+    runtime: Any,
+    journal: Optional["Journal"],
+    reuse: dict[RunKey, AgentRun],
+) -> dict[str, Usage]:
     problems = ProblemCollector()
+    # Every case run starts as "not run"; those an earlier run finished (`reuse`) are taken
+    # from it before any runner starts, so a resumed run with nothing left loads no agent.
+    todo: list[tuple[SuitePlan, CaseInput, int]] = []
+    reused: Counter = Counter()
+    for plan in plans:
+        if plan.agent is None:
+            continue
+        for case in plan.cases:
+            case.runs = [AgentRun(None, "not run", run=n) for n in range(1, plan.agent.num_runs + 1)]
+            for n in range(1, plan.agent.num_runs + 1):
+                old = reuse.get((plan.name, case.eval_set_id, case.eval_id, n))
+                if old is None or old.expected_digest != case.expected_digest:
+                    todo.append((plan, case, n))
+                    continue
+                case.runs[n - 1] = old
+                reused[plan.name] += 1
+                if journal is not None:
+                    journal.add(plan.name, case, old)
+                if progress is not None:
+                    progress(1)
+    wanted = {id(plan.agent) for plan, _, _ in todo}
+    runners = {key: r for key, r in runners.items() if key in wanted}
     started: list[Runner] = []
     try:
         for runner in runners.values():
@@ -120,20 +223,13 @@ async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: O
                 problems.extend(e.problems)
         problems.raise_if_any()
         limits = {key: asyncio.Semaphore(r.spec.concurrency) for key, r in runners.items()}
-        jobs = []
         for plan in plans:
-            if plan.agent is None:
-                continue
-            key = id(plan.agent)
-            for case in plan.cases:
-                case.runs = [AgentRun(None, "not run", run=n) for n in range(1, plan.agent.num_runs + 1)]
-                for n in range(1, plan.agent.num_runs + 1):
-                    jobs.append(_one(runners[key], limits[key], plan, case, n, progress, runtime))
-            if runtime is not None and any(c.scenario is not None for c in plan.cases):
+            if runtime is not None and plan.agent is not None and any(c.scenario is not None for c in plan.cases):
                 reason = runtime.credentials()
                 if reason:
                     plan.warnings.append(f"simulated users: {reason}; conversation_scenario cases were not run")
-        await asyncio.gather(*jobs)
+        key = lambda plan: id(plan.agent)  # noqa: E731
+        await asyncio.gather(*(_one(runners[key(p)], limits[key(p)], p, case, n, progress, runtime, journal) for p, case, n in todo))
     finally:
         for runner in started:
             try:
@@ -144,7 +240,7 @@ async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: O
     for plan in plans:
         if plan.agent is None:
             continue
-        u = usage.setdefault(plan.name, Usage())
+        u = usage.setdefault(plan.name, Usage(reused=reused[plan.name]))
         for case in plan.cases:
             for run in case.runs:
                 u.add(run)
@@ -153,25 +249,34 @@ async def _infer(plans: list[SuitePlan], runners: dict[int, Runner], progress: O
             if case.rubrics and case.expected is None:
                 _rubrics_on_generated(case)
         if u.case_runs and u.failed == u.case_runs:
-            # Most often the agent's model credentials are missing (a fork's pull request):
-            # say so once, plainly, besides every case's own NOT_EVALUATED reason.
-            reasons = Counter(r.error for case in plan.cases for r in case.runs)
-            common, n = reasons.most_common(1)[0]
-            plan.agent_error = (
-                f"the agent failed on every case run, so nothing it does was scored; without its model's key (a fork's "
-                f"pull request has no secrets) the gate cannot judge it here. The error of {n} of {u.case_runs} runs: {common}"
-            )
-            plan.warnings.append(plan.agent_error)
+            plan.agent_error = agent_error(Counter(r.error or "" for case in plan.cases for r in case.runs))
     return usage
 
 
+def agent_error(reasons: Counter) -> str:
+    """The suite's error when the agent failed on every case run, from the count of each
+    failure reason. Most often the agent's model credentials are missing (a fork's pull
+    request): say so once, plainly, besides every case's own NOT_EVALUATED reason. Ties go
+    to the reason that sorts first, so the text does not depend on the order runs ended."""
+    common, n = max(sorted(reasons.items()), key=lambda item: item[1])
+    return (
+        f"the agent failed on every case run, so nothing it does was scored; without its model's key (a fork's "
+        f"pull request has no secrets) the gate cannot judge it here. The error of {n} of {sum(reasons.values())} runs: {common}"
+    )
+
+
 def run_agents(
-    plans: list[SuitePlan], loaded: LoadedConfig, progress: Optional[Callable[[int], None]] = None, runtime: Any = None
+    plans: list[SuitePlan],
+    loaded: LoadedConfig,
+    progress: Optional[Callable[[int], None]] = None,
+    runtime: Any = None,
+    journal: Optional["Journal"] = None,
+    reuse: Optional[dict[RunKey, AgentRun]] = None,
 ) -> dict[str, Any]:
     """`infer`, timed: what goes into results.json's `run.agent` ({} when no suite runs an
     agent), with the simulated users' requests, cache hits and tokens when there were any."""
     t0 = time.perf_counter()
-    usage = infer(plans, loaded, progress, runtime)
+    usage = infer(plans, loaded, progress, runtime, journal, reuse)
     if not usage:
         return {}
     out: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
@@ -195,6 +300,7 @@ async def _one(
     n: int,
     progress: Optional[Callable[[int], None]],
     runtime: Any = None,
+    journal: Optional["Journal"] = None,
 ) -> None:
     spec = plan.agent
     async with limit:
@@ -214,7 +320,10 @@ async def _one(
             result.error = _redact(result.error)
         result.duration_s = round(time.monotonic() - t0, 3)
         result.replayed = state.get("replayed") or {}
+        result.expected_digest = case.expected_digest
         case.runs[n - 1] = result
+        if journal is not None:
+            journal.add(plan.name, case, result)
     if progress is not None:
         progress(1)
 
@@ -294,14 +403,29 @@ def inference_lines(plans: list[SuitePlan]) -> list[str]:
             continue
         for case in sorted(plan.cases, key=lambda c: (c.eval_set_id, c.eval_id)):
             for run in case.runs:
-                record: dict[str, Any] = {"eval_set_id": case.eval_set_id, "eval_id": case.eval_id, "run": run.run}
-                if run.error is not None:
-                    record["error"] = run.error
-                else:
-                    record["invocations"] = [
-                        inv.model_dump(mode="json", exclude_none=True, exclude={"rubrics"} if case.rubrics and case.expected is None else None)
-                        for inv in run.invocations or []
-                    ]
-                lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+                lines.append(inference_line(plan.name, case, run))
     return lines
+
+
+def inference_record(suite: str, case: CaseInput, run: AgentRun) -> dict[str, Any]:
+    """One case run as an inference record: {suite, eval_set_id, eval_id, run,
+    expected_digest, invocations (and ended, for a simulated conversation)} or, for a
+    failed run, {..., error}."""
+    record: dict[str, Any] = {"suite": suite, "eval_set_id": case.eval_set_id, "eval_id": case.eval_id, "run": run.run}
+    if run.expected_digest is not None:
+        record["expected_digest"] = run.expected_digest
+    if run.ended is not None:
+        record["ended"] = run.ended
+    if run.error is not None:
+        record["error"] = run.error
+    else:
+        record["invocations"] = [
+            inv.model_dump(mode="json", exclude_none=True, exclude={"rubrics"} if case.rubrics and case.expected is None else None)
+            for inv in run.invocations or []
+        ]
+    return record
+
+
+def inference_line(suite: str, case: CaseInput, run: AgentRun) -> str:
+    return json.dumps(inference_record(suite, case, run), ensure_ascii=False, sort_keys=True)
 

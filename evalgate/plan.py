@@ -92,6 +92,9 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     evalsets = [es for es in (problems.run(load_evalset, p, base) for p in set_files) if es is not None]
     records = [r for rs in (problems.run(load_actual, p) for p in actual_files) if rs for r in rs]
     problems.raise_if_any()
+    if any(r.suite == suite.name for r in records):
+        # One inference.jsonl from a run of several suites over the same cases: this suite's own.
+        records = [r for r in records if r.suite in (None, suite.name)]
 
     warnings: list[str] = []
     actual_index = _ActualIndex(records, {es.eval_set.eval_set_id for es in evalsets}, problems)
@@ -185,7 +188,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
             item.actual = first.invocations
             item.source["actual"] = f"{display_path(record.path or record.shown, base)} {record.place}"
             if len(runs) > 1 or record.run is not None or record.error is not None:
-                item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1) for r in runs]
+                item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1, ended=r.ended) for r in runs]
             cases.append(item)
     for name, crit in {n: c for case in cases for n, c in case.criteria.items()}.items():
         if crit.input_kind != "invocations":

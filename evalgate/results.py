@@ -127,11 +127,25 @@ class SuiteResult(_Model):
     cases: list[CaseResult] = Field(default_factory=list)
 
 
+class ShardInfo(_Model):
+    """Which shard of a sharded run (`evalgate run --shard K/N`) these results hold."""
+
+    index: int = Field(ge=1, description="K: this shard's number, 1 to count.")
+    count: int = Field(ge=1, description="N: how many shards the run was split into.")
+    commit: Optional[str] = Field(None, description="The commit evaluated (GITHUB_SHA, or the checkout's HEAD); shards of different commits are not merged.")
+    cases: int = Field(ge=0, description="Cases in this shard, over all suites.")
+
+
 class RunInfo(_Model):
     """Not part of the comparable payload."""
 
     started_at: Optional[str] = None
     duration_seconds: Optional[float] = None
+    shards: list[dict[str, Any]] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="Merged results (`evalgate merge`): each shard's index, cases, commit, started_at and duration_seconds.",
+    )
     agent: dict[str, Any] = Field(
         default_factory=dict,
         exclude_if=lambda v: not v,
@@ -147,6 +161,11 @@ class RunResults(_Model):
     status: Status
     counts: Counts
     suites: list[SuiteResult]
+    shard: Optional[ShardInfo] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Set when these results are one shard of a run: merge the shards (`evalgate merge`) before comparing.",
+    )
     run: RunInfo = Field(default_factory=RunInfo)
 
     def comparable(self) -> dict[str, Any]:

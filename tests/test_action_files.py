@@ -33,11 +33,14 @@ INPUTS = {
     "status-per-suite": "EVALGATE_STATUS_PER_SUITE",
     "output-dir": "EVALGATE_OUT",
     "install": "EVALGATE_INSTALL",
+    "shard": "EVALGATE_SHARD",
+    "shards": "EVALGATE_SHARDS",
+    "resume": "EVALGATE_RESUME",
     "working-directory": "EVALGATE_WORKING_DIRECTORY",
     "runner-workspace": "EVALGATE_RUNNER_WORKSPACE",
 }
 CHOICES = {
-    "mode": ("auto", "pr", "baseline", "nightly", "publish"),
+    "mode": ("auto", "pr", "baseline", "nightly", "publish", "merge"),
     "fail-on": ("fail", "inconclusive", "never"),
     "baseline-store": ("github", "dir"),
 }
@@ -298,5 +301,7 @@ def test_ready_to_copy_workflows_are_valid_yaml():
         data = yaml.safe_load(textwrap.dedent(block))
         if isinstance(data, dict) and "jobs" in data and "name" in data:
             whole += 1
-            assert True in data and "permissions" in data, data["name"]
+            assert True in data, data["name"]
+            # At the top, or per job when the jobs need different ones.
+            assert "permissions" in data or all("permissions" in job for job in data["jobs"].values()), data["name"]
     assert whole >= 5, "the PR gate, baselines, nightly, and the two fork-safe phases"

@@ -23,6 +23,10 @@ class InferenceRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    suite: Optional[str] = Field(
+        None,
+        description="The suite whose agent produced it (evalgate writes it). When a file's records name suites, a suite reading it takes only its own records and those that name none.",
+    )
     eval_set_id: str = Field(description="The eval set's eval_set_id (for a legacy *.test.json file: its path).")
     eval_id: str = Field(min_length=1, description="The eval case's eval_id.")
     run: Optional[int] = Field(
@@ -30,6 +34,10 @@ class InferenceRecord(BaseModel):
     )
     invocations: list[Invocation] = Field(default_factory=list, description="The agent's invocations, in ADK's Invocation shape, in order.")
     error: Optional[str] = Field(None, description="The run failed: why (its criteria are NOT_EVALUATED with this reason).")
+    ended: Optional[str] = Field(None, description="A simulated conversation (conversation_scenario): why it ended, 'stop signal' or 'turn limit'.")
+    expected_digest: Optional[str] = Field(
+        None, description="The case's expected_digest when it ran (evalgate writes it): `run --resume` reruns a case whose data changed since."
+    )
 
 
 @dataclass
@@ -43,6 +51,8 @@ class ActualRecord:
     path: Path | None = None
     run: int | None = None  # inference JSONL's run number, when it has one
     error: str | None = None  # the run failed
+    suite: str | None = None  # inference JSONL: the suite that ran it, when recorded
+    ended: str | None = None  # inference JSONL: why a simulated conversation ended
     other_runs: list["ActualRecord"] = field(default_factory=list)  # the case's other runs
 
 
@@ -102,7 +112,7 @@ def _from_jsonl(text: str, shown: str) -> list[ActualRecord]:
         except ValidationError as e:
             problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else field_names()))
             continue
-        records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None, run=rec.run, error=rec.error))
+        records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None, run=rec.run, error=rec.error, suite=rec.suite, ended=rec.ended))
     problems.raise_if_any()
     return records
 
