@@ -582,3 +582,79 @@ def test_handing_back_touches_only_what_this_run_wrote_inside_the_workspace(acti
     assert old.stat().st_uid == 0 and old.parent.stat().st_uid == 0
     assert outside.stat().st_uid == 0
     assert "Traceback" not in action.stdout
+
+
+# --- (9) a matrix of shard legs and one merge ---------------------------------------------
+
+
+def _legs(action, event: str, payload: dict, sha: str, n: int, **env) -> None:
+    from evalgate.shards import shard_of  # noqa: F401  (the tests below place cases with it)
+
+    for k in range(1, n + 1):
+        assert action(event, payload, sha=sha, shard=f"{k}/{n}", out=f"legs/leg-{k}", **env) == 0, action.stdout
+        assert action.outputs["activity"] == "shard" and "merge job" in action.summary
+
+
+def test_matrix_legs_publish_nothing_and_the_merge_comments_once(action, baseline):
+    import shutil
+
+    from evalgate.shards import shard_of
+
+    fake = action.fake
+    head = fake.add_commit([baseline], "PR head")
+    merge = fake.add_commit([baseline, head], "merge")
+    _set_outputs(action.ws, regressed=True)  # lights-en calls its tool for the wrong room
+    event, ref = _pull_request(head, baseline), f"refs/pull/{PR}/merge"
+    home = shard_of("home", "home", "lights-en", 3)
+    assert home == 1  # the case lives on leg 1, the other case on leg 2, leg 3 is empty
+    _legs(action, "pull_request", event, merge, 3, ref=ref)
+    assert _writes(fake) == []  # legs write nothing to GitHub
+    leg = json.loads((action.ws / "legs" / f"leg-{home}" / "results.json").read_text(encoding="utf-8"))
+    assert [c["eval_id"] for s in leg["suites"] for c in s["cases"]] == ["lights-en"] and leg["shard"]["commit"] == merge
+
+    assert action("pull_request", event, sha=merge, ref=ref, mode="merge", shards="legs") == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    comment = dict(comment)
+    assert "lights-en" in comment["body"] and "FAIL" in comment["body"]
+    assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
+    assert _writes(fake) == [f"POST /repos/octo/hello/issues/{PR}/comments", f"POST /repos/octo/hello/statuses/{head}"]
+    assert action.outputs["activity"] == "pr" and action.outputs["cases"] == "2" and action.outputs["regressions"] == "1"
+    merged = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert "shard" not in merged and [s["index"] for s in merged["run"]["shards"]] == [1, 2, 3]
+
+    # The leg holding the regression never uploaded: ERROR, never PASS, on the same comment.
+    shutil.rmtree(action.ws / "legs" / f"leg-{home}")
+    _set_outputs(action.ws, regressed=False)
+    fake.log.clear()
+    assert action("pull_request", event, sha=merge, ref=ref, mode="merge", shards="legs") == 1
+    [edited] = fake.issue_comments(PR)
+    assert edited["id"] == comment["id"]
+    assert "ERROR" in edited["body"] and f"shard {home}/3 of the run is missing" in edited["body"]
+    assert fake.statuses[head][-1]["state"] in ("failure", "error") and action.outputs["verdict"] == "ERROR"
+
+
+def test_merge_on_the_default_branch_saves_a_baseline_only_when_every_shard_is_there(action, history):
+    import shutil
+
+    sha, fake = history[1], action.fake
+    _legs(action, "push", _push(sha), sha, 2)
+    shutil.rmtree(action.ws / "legs" / "leg-2")
+    assert action("push", _push(sha), sha=sha, mode="merge", shards="legs") == 1
+    assert action.outputs["verdict"] == "ERROR" and "No baseline was saved" in action.summary
+    assert not fake.requests("PUT", r"/repos/octo/hello/contents/baselines/.*")
+
+    assert action("push", _push(sha), sha=sha, shard="2/2", out="legs/leg-2") == 0
+    assert action("push", _push(sha), sha=sha, mode="merge", shards="legs") == 0, action.stdout
+    assert action.outputs["activity"] == "baseline" and action.outputs["verdict"] == "PASS"
+    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{sha}.json.gz", "ledger/evalgate.json.gz"]
+
+
+def test_merge_refuses_legs_of_another_commit_and_a_leg_refuses_a_mode(action, history):
+    sha, other = history[1], history[0]
+    _legs(action, "push", _push(other), other, 2, mode="auto")
+    assert action("push", _push(sha), sha=sha, mode="merge", shards="legs") == 2
+    assert "the legs evaluated" in action.summary and action.outputs["verdict"] == "ERROR"
+    assert action("push", _push(sha), sha=sha, shard="1/2", mode="baseline") == 2
+    assert "Leave mode at auto on the legs" in action.summary
+    assert action("push", _push(sha), sha=sha, shard="3/2") == 2
+    assert "input 'shard' (EVALGATE\\_SHARD)" in action.summary
