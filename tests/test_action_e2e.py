@@ -54,6 +54,7 @@ RUNNER_IMAGE = "docker.io/library/python:3.12-slim"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 WORKFLOW = REPO / "tests" / "e2e" / "gate.yml"
 AGENT_WORKFLOW = REPO / "tests" / "e2e" / "agent.yml"
+MATRIX_WORKFLOW = REPO / "tests" / "e2e" / "matrix.yml"
 # What agent.yml's `install` asks for, from the wheelhouse the test puts in the workspace.
 ADK = "google-adk==2.13.0"
 WHEELHOUSE = ".wheelhouse"
@@ -505,3 +506,51 @@ def test_a_pull_request_that_breaks_the_agents_tool_is_caught_and_the_fix_passes
     assert FAKE_API_KEY not in act.log and fake.token not in act.log
     print("act runs (push, PR, fix), each with the pip install in the container: "
           + ", ".join(f"{s:.1f} s" for s in act.seconds))
+
+
+def test_a_matrix_of_three_legs_and_one_merge(image, fake_github, tmp_path):  # noqa: F811
+    """The sharded workflow (tests/e2e/matrix.yml): a push saves the merged baseline; a pull
+    request regressing a case of leg 2 gets one comment naming it and one failure status;
+    when leg 2 fails to upload, the verdict is ERROR, never PASS."""
+    from evalgate.shards import shard_of
+
+    fake = fake_github
+    repo = Repo(tmp_path / "repo", workflow=MATRIX_WORKFLOW)
+    act = Act(repo, fake, tmp_path)
+    assert shard_of("home", "home", "난방-ko", 3) == 2  # the case _set_outputs regresses lives on leg 2
+    os.chown(repo.root, RUNNER_UID, RUNNER_UID)
+
+    base = repo.commit("agent v1")
+    fake.add_commit([], "agent v1", sha=base)
+    code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY})
+    assert code == 0, act.log[-6000:]
+    assert act.outputs["verdict"] == "PASS" and act.outputs["activity"] == "baseline" and act.outputs["cases"] == "2"
+    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{base}.json.gz", "ledger/evalgate.json.gz"]
+    assert act.log.count("evalgate shard: ") == 3  # three legs, each its own container
+    fake.log.clear()
+
+    repo.git("checkout", "-q", "-b", "feature")
+    _set_outputs(repo.root, regressed=True)
+    head, merge, pull = _open_pull_request(repo, fake, base, "agent v2: wrong room")
+    code = act("pull_request", pull)
+    assert code != 0, act.log[-6000:]
+    assert act.outputs["verdict"] == "FAIL" and act.outputs["regressions"] == "1" and act.outputs["activity"] == "pr"
+    [comment] = fake.issue_comments(PR)
+    comment = dict(comment)
+    assert "난방-ko" in comment["body"] and "FAIL" in comment["body"]
+    assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
+    writes = [f"{r.method} {r.path}" for r in fake.log if r.method != "GET"]
+    assert writes == [f"POST /repos/{fake.repository}/issues/{PR}/comments", f"POST /repos/{fake.repository}/statuses/{head}"]
+    fake.log.clear()
+
+    # Fixed, but leg 2's upload fails: its cases are unknown, so the gate cannot pass.
+    repo.git("checkout", "-q", "feature")
+    _set_outputs(repo.root, regressed=False)
+    fixed = _push_to_pull_request(repo, fake, base, head, pull, "agent v2: right room")
+    code = act("pull_request", pull, env={"E2E_NO_UPLOAD": "2"})
+    assert code != 0, act.log[-6000:]
+    assert act.outputs["verdict"] == "ERROR", act.log[-6000:]
+    [edited] = fake.issue_comments(PR)
+    assert edited["id"] == comment["id"] and "shard 2/3 of the run is missing" in edited["body"]
+    assert fake.statuses[fixed][-1]["state"] in ("failure", "error")
+    print(f"matrix runs (push, pull request, missing leg): {', '.join(f'{s:.0f} s' for s in act.seconds)}")

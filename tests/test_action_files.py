@@ -305,3 +305,10 @@ def test_ready_to_copy_workflows_are_valid_yaml():
             # At the top, or per job when the jobs need different ones.
             assert "permissions" in data or all("permissions" in job for job in data["jobs"].values()), data["name"]
     assert whole >= 5, "the PR gate, baselines, nightly, and the two fork-safe phases"
+
+
+def test_no_expression_in_a_description(action):
+    """Runners evaluate action.yml as a template: `${{ ... }}` in a description is refused
+    ("expressions are not allowed here"), and the step never starts."""
+    for name, spec in {**action["inputs"], **action["outputs"]}.items():
+        assert "${{" not in spec["description"], name
