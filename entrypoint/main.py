@@ -190,7 +190,7 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     from evalgate.results import ShardInfo
     from evalgate.shards import current_commit, describe, select
 
-    from evalgate.infer import needs_runtime, resumable, total_runs
+    from evalgate.infer import RESUME_FILE, needs_runtime, resumable, total_runs
 
     s = ctx.settings
     plans = build_plans(loaded)
@@ -202,7 +202,12 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
         whole, sizes = sum(len(p.cases) for p in plans), describe(plans, s.shard.count)
         select(plans, s.shard)
         ctx.workflow.log(f"shard {s.shard}: {sum(len(p.cases) for p in plans)} of {whole} cases (the {s.shard.count} shards hold {sizes})")
-    reuse = resumable(s.resume, digest, commit) if s.resume is not None and total_runs(plans) else {}
+    reuse: dict = {}
+    if s.resume is not None and total_runs(plans):
+        if (s.resume / RESUME_FILE).is_file():
+            reuse = resumable(s.resume, digest, commit)
+        else:  # an earlier attempt that stopped before running the agent (a failed install, say)
+            ctx.warn(f"resume: {_shown(s, s.resume)} holds no finished agent runs ({RESUME_FILE} is missing); running every case")
     if s.cache_dir is not None:
         judge = loaded.config.judge.model_copy(update={"cache_dir": str(s.cache_dir.resolve())})
         loaded.config = loaded.config.model_copy(update={"judge": judge})

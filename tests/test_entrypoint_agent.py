@@ -123,3 +123,20 @@ def test_install_brings_the_agents_dependencies(action, project, monkeypatch, de
         args = f"--no-deps --no-index {dependency}"
         assert action("push", _push(main_commits[1]), sha=main_commits[1], install=args) == 0, action.stdout
     assert "::group::pip install --no-deps" in action.stdout
+
+
+def test_a_re_run_leg_reuses_its_earlier_attempts_finished_runs(action, project, monkeypatch):
+    import json
+
+    sha = action.fake.linear_history(1)[0]
+    (project.root / "prev").mkdir()  # restored from an attempt that stopped before the agent ran
+    with agent_model_server(monkeypatch) as model:
+        assert action("push", _push(sha), sha=sha, shard="1/1", out="prev", resume="prev") == 0, action.stdout
+        assert "holds no finished agent runs" in action.stdout
+        first = len(model.requests)
+        assert first > 0 and (project.root / "prev" / "resume.json").is_file()
+
+        assert action("push", _push(sha), sha=sha, shard="1/1", out="prev", resume="prev") == 0, action.stdout
+        assert len(model.requests) == first  # the re-run's agent made no model call: every case run was reused
+    results = json.loads((project.root / "prev" / "results.json").read_text(encoding="utf-8"))
+    assert results["run"]["agent"]["suites"]["weather"]["reused"] == 3 and results["counts"]["passed"] == 3
