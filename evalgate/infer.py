@@ -228,8 +228,7 @@ async def _infer(
                 reason = runtime.credentials()
                 if reason:
                     plan.warnings.append(f"simulated users: {reason}; conversation_scenario cases were not run")
-        key = lambda plan: id(plan.agent)  # noqa: E731
-        await asyncio.gather(*(_one(runners[key(p)], limits[key(p)], p, case, n, progress, runtime, journal) for p, case, n in todo))
+        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal) for p, case, n in todo))
     finally:
         for runner in started:
             try:
