@@ -17,7 +17,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 COPY requirements.lock /opt/evalgate/requirements.lock
 RUN python -m pip install --no-cache-dir -r /opt/evalgate/requirements.lock
 
-# Then evalgate itself, without dependencies: every one of them is in the lock.
+# Then evalgate itself (the adk-evalgate distribution, from this checkout, never from the
+# registry), without dependencies: every one of them is in the lock.
 COPY pyproject.toml README.md /tmp/evalgate-src/
 COPY evalgate /tmp/evalgate-src/evalgate
 RUN python -m pip install --no-cache-dir --no-deps /tmp/evalgate-src \

@@ -51,7 +51,7 @@ def _missing_extras(loaded: LoadedConfig, i: int, plan: SuitePlan) -> list[Probl
         for module, extra in crit.requires():
             if not _installed(module):
                 out.append(
-                    Problem(loaded.shown, loaded.where("suites", i, "criteria"), f"'{name}' needs {module}, which is not installed", f"Install the {extra} extra: pip install 'evalgate[{extra}]'.")
+                    Problem(loaded.shown, loaded.where("suites", i, "criteria"), f"'{name}' needs {module}, which is not installed", f"Install the {extra} extra: pip install 'adk-evalgate[{extra}]'.")
                 )
                 break
     return out

@@ -276,7 +276,8 @@ def test_ci_lints_and_runs_the_tests():
 def test_release_pushes_the_image_on_a_tag():
     wf = workflow("release.yml")
     assert "tags" in wf["on"]["push"]
-    assert wf["permissions"].get("packages") == "write"
+    assert wf["jobs"]["image"]["permissions"].get("packages") == "write"
+    assert "packages" not in wf["permissions"]  # only the image job may push images
     build = [s for s in steps(wf) if str(s.get("uses", "")).startswith("docker/build-push-action@")]
     assert len(build) == 1 and build[0]["with"]["push"] is True
 

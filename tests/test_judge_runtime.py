@@ -584,7 +584,7 @@ def test_missing_google_genai_names_the_extra(gemini, make_runtime, monkeypatch)
     monkeypatch.setitem(sys.modules, "google.genai", None)  # `import google.genai` now fails
     monkeypatch.delattr(google, "genai", raising=False)
     reply = make_runtime().ask(req())
-    assert reply.error == INSTALL_HINT and "pip install 'evalgate[judge]'" in reply.error
+    assert reply.error == INSTALL_HINT and "pip install 'adk-evalgate[judge]'" in reply.error
     assert gemini.requests == []
 
 

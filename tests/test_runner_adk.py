@@ -289,7 +289,7 @@ def test_a_missing_optional_dependency_is_an_input_error_naming_the_extra(tmp_pa
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and lines[0].endswith(
         "evalgate.yaml: suites[0].criteria (line 4): 'final_response_match_v2' needs google.genai, which is not installed. "
-        "Install the judge extra: pip install 'evalgate[judge]'."
+        "Install the judge extra: pip install 'adk-evalgate[judge]'."
     ), err
 
 

@@ -240,7 +240,7 @@ def test_single_tool_penalty_is_floored_at_0(embedding_crit):
 def test_embeddings_without_the_extra_say_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # makes the import fail
     crit = TraceValue(threshold=0.5, novelty="embeddings")
-    with pytest.raises(ImportError, match=r"pip install 'evalgate\[embeddings\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'adk-evalgate\[embeddings\]'"):
         crit.score_trace(trace(four_steps()))
 
 
@@ -250,7 +250,7 @@ def test_engine_records_a_missing_extra_as_not_evaluated(monkeypatch):
     case = CaseInput(eval_set_id="kp", eval_id="t", criteria={"trace_value": crit}, expected_digest="-", trace=ReasoningTrace.model_validate(trace(four_steps())))
     result = score_criterion(crit, case)
     assert result.status is Status.NOT_EVALUATED
-    assert "pip install 'evalgate[embeddings]'" in result.error
+    assert "pip install 'adk-evalgate[embeddings]'" in result.error
 
 
 def test_engine_applies_the_threshold():
@@ -270,7 +270,7 @@ def test_registered_with_its_options():
         TraceValue(threshold=0.5, novelty="embedding")
 
 
-# ---- the real embedder, when evalgate[embeddings] is installed ----
+# ---- the real embedder, when adk-evalgate[embeddings] is installed ----
 
 
 def test_real_embedder_in_reference_order(reference):

@@ -466,7 +466,7 @@ def test_application_default_credentials_and_the_environment(fake_vertex, make_r
 def test_missing_aiplatform_names_the_extra(fake_vertex, make_runtime, monkeypatch):
     monkeypatch.setitem(sys.modules, "google.cloud.aiplatform_v1beta1", None)  # its import now fails
     reply = make_runtime().evaluate(req())
-    assert reply.error == VERTEX_INSTALL_HINT and "pip install 'evalgate[vertex]'" in reply.error
+    assert reply.error == VERTEX_INSTALL_HINT and "pip install 'adk-evalgate[vertex]'" in reply.error
     assert fake_vertex.requests == []
 
 
@@ -477,7 +477,7 @@ def test_a_client_without_managed_metrics_says_to_upgrade(fake_vertex, make_runt
     reply = make_runtime().evaluate(req())
     assert reply.error.startswith("google-cloud-aiplatform ")
     assert reply.error.endswith("has no managed-metric evaluateInstances (metrics, instance, metric_results): "
-                                "pip install --upgrade 'evalgate[vertex]'")
+                                "pip install --upgrade 'adk-evalgate[vertex]'")
     assert fake_vertex.requests == []
 
 

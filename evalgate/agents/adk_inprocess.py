@@ -29,7 +29,7 @@ from evalgate.agents.replay import ToolReplay
 from evalgate.errors import Problem, display_path
 
 
-INSTALL_HINT = "Install the adk extra: pip install 'evalgate[adk]' (or google-adk itself)."
+INSTALL_HINT = "Install the adk extra: pip install 'adk-evalgate[adk]' (or google-adk itself)."
 
 
 class AdkRunner(Runner):

@@ -13,7 +13,7 @@ from evalgate.loaders.traces import ReasoningTrace
 
 FIXED_NOVELTY = 0.5
 CACHE_SIZE = 1000
-EMBEDDINGS_HINT = "pip install 'evalgate[embeddings]'"
+EMBEDDINGS_HINT = "pip install 'adk-evalgate[embeddings]'"
 
 
 class Weights(NamedTuple):
@@ -67,7 +67,7 @@ class TraceValue(Criterion):
     first-in-first-out cache of the last 1,000 traces this criterion instance scored in
     this run. A trace's score therefore depends on the traces scored before it: the engine
     scores a suite's cases sorted by (eval_set_id, eval_id), so the order, and the score,
-    is stable from run to run. It needs `pip install 'evalgate[embeddings]'`.
+    is stable from run to run. It needs `pip install 'adk-evalgate[embeddings]'`.
     """
 
     name: ClassVar[str] = "trace_value"
@@ -77,7 +77,7 @@ class TraceValue(Criterion):
     novelty: Literal["fixed", "embeddings"] = Field(
         default="fixed",
         description="'fixed': novelty 0.5, as KnowledgePulse without an embedder; "
-        "'embeddings': 1 - max cosine similarity to earlier traces (needs evalgate[embeddings]).",
+        "'embeddings': 1 - max cosine similarity to earlier traces (needs adk-evalgate[embeddings]).",
     )
 
     _seen: deque = PrivateAttr(default_factory=lambda: deque(maxlen=CACHE_SIZE))

@@ -63,11 +63,11 @@ NO_CREDENTIALS = (
     "no judge credentials: set GOOGLE_API_KEY or GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI "
     "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION"
 )
-INSTALL_HINT = "the judge needs google-genai, which is not installed: pip install 'evalgate[judge]'"
+INSTALL_HINT = "the judge needs google-genai, which is not installed: pip install 'adk-evalgate[judge]'"
 DEADLINE_PASSED = "judge deadline passed"  # every deadline error starts with this
 NO_VERTEX_CREDENTIALS = "no Vertex AI credentials"  # every such evaluate() error starts with this
 VERTEX_INSTALL_HINT = (
-    "Vertex AI metrics need google-cloud-aiplatform, which is not installed: pip install 'evalgate[vertex]'"
+    "Vertex AI metrics need google-cloud-aiplatform, which is not installed: pip install 'adk-evalgate[vertex]'"
 )
 
 INITIAL_BACKOFF_S = 1.0  # before the first retry; doubled for each next one
@@ -896,7 +896,7 @@ def _make_vertex_client(setup: Optional[_VertexSetup]) -> Any:
 
         raise _ClientTooOld(
             f"google-cloud-aiplatform {gapic_version.__version__} has no managed-metric evaluateInstances "
-            "(metrics, instance, metric_results): pip install --upgrade 'evalgate[vertex]'"
+            "(metrics, instance, metric_results): pip install --upgrade 'adk-evalgate[vertex]'"
         )
     return EvaluationServiceClient(
         credentials=setup.credentials,
