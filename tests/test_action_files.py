@@ -225,7 +225,7 @@ def test_lock_satisfies_the_runtime_dependencies_of_pyproject():
 
     pins = lock_pins()
     wanted = []
-    for line in requires("evalgate") or []:
+    for line in requires("adk-evalgate") or []:
         req = Requirement(line)
         if req.marker is None or any(req.marker.evaluate({"extra": extra}) for extra in ("judge", "vertex")):
             wanted.append(req)
