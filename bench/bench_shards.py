@@ -97,7 +97,7 @@ def matrix(tmp: Path, env: dict[str, str], fake: FakeGemini, legs: int, tag: str
     cases = []
     for k in range(1, legs + 1):
         data = json.loads((tmp / f"legs-{tag}" / f"leg-{k}" / "results.json").read_text(encoding="utf-8"))
-        cases.append(data["shard"]["cases"])
+        cases.append(data["counts"]["cases"])
     return {
         "wall": time.perf_counter() - t0,
         "legs_wall": legs_wall,

@@ -188,20 +188,18 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import summary_table
     from evalgate.results import ShardInfo
-    from evalgate.shards import current_commit, describe, select
+    from evalgate.shards import current_commit, select
 
     from evalgate.infer import RESUME_FILE, needs_runtime, resumable, total_runs
 
     s = ctx.settings
     plans = build_plans(loaded)
+    digest = config_digest(loaded, plans)  # of the whole run, before a leg keeps its shard
     if s.mode == "merge":
-        return merge_shards(ctx, loaded, config_digest(loaded, plans)), []
-    digest = config_digest(loaded, plans)
+        return merge_shards(ctx, loaded, digest), []
     commit = s.sha or current_commit(loaded.base)
     if s.shard is not None:
-        whole, sizes = sum(len(p.cases) for p in plans), describe(plans, s.shard.count)
-        select(plans, s.shard)
-        ctx.workflow.log(f"shard {s.shard}: {sum(len(p.cases) for p in plans)} of {whole} cases (the {s.shard.count} shards hold {sizes})")
+        ctx.workflow.log(select(plans, s.shard))
     reuse: dict = {}
     if s.resume is not None and total_runs(plans):
         if (s.resume / RESUME_FILE).is_file():
@@ -225,7 +223,7 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
             runtime.close()
     run.run.agent = agent
     if s.shard is not None:
-        run.shard = ShardInfo(index=s.shard.index, count=s.shard.count, commit=commit, cases=sum(len(p.cases) for p in plans))
+        run.shard = ShardInfo(index=s.shard.index, count=s.shard.count, commit=commit)
     _write_results(ctx, run)
     try:
         if agent:
@@ -268,14 +266,13 @@ def merge_shards(ctx: Context, loaded, digest: str) -> Any:
     """Mode merge: the legs' outputs (one folder each under `shards`) merged into `out`.
     Shards of another config or commit are an input error; a missing shard leaves the
     results of the others and `ctx.missing`, which makes the verdict ERROR."""
-    from evalgate.merge import missing_shards, merge, read_shard, shard_folders, write
+    from evalgate.merge import merge_partial, read_shard, shard_folders, write
     from evalgate.reports.terminal import summary_table
 
     s = ctx.settings
     assert s.shards is not None
     shards = [read_shard(p) for p in shard_folders([s.shards])]
-    missing = missing_shards(shards)  # raises on every other problem
-    run = merge(shards, allow_missing=True)
+    run, missing = merge_partial(shards)
     if run.config_digest != digest:
         raise InputError(
             Problem(_shown(s, s.shards), "config_digest", "the legs ran another config than this job's checkout", "Check out the same commit in the legs and the merge job (one workflow run).")
@@ -289,7 +286,7 @@ def merge_shards(ctx: Context, loaded, digest: str) -> Any:
         ctx.missing = f"{missing.problems[0].what}: their cases were not scored, so the gate cannot pass"
         ctx.warn(ctx.missing)
     try:
-        write(sorted(shards, key=lambda sh: sh.index), run, s.out)
+        write(shards, run, s.out)
     except OSError as e:
         raise _unwritable(s, e) from None
     ctx.workflow.log(f"merged {len(shards)} shards from {_shown(s, s.shards)}: {run.counts.cases} cases")

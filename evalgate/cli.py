@@ -161,17 +161,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from evalgate.plan import config_digest
     from evalgate.reports.terminal import Progress
     from evalgate.results import ShardInfo
-    from evalgate.shards import current_commit, describe, select
+    from evalgate.shards import current_commit, select
 
     digest = config_digest(loaded, plans)  # of the whole run: every shard's is the same
     shard = args.shard
     commit = current_commit(loaded.base) if shard or args.resume or infer.total_runs(plans) else None
     if shard is not None:
-        whole = sum(len(p.cases) for p in plans)
-        sizes = describe(plans, shard.count)
-        select(plans, shard)
+        held = select(plans, shard)
         if not args.quiet:
-            print(f"shard {shard}: {sum(len(p.cases) for p in plans)} of {whole} cases (the {shard.count} shards hold {sizes})", file=sys.stderr)
+            print(held, file=sys.stderr)
     out = Path(args.out)
     reuse = infer.resumable(Path(args.resume), digest, commit) if args.resume else {}
 
@@ -200,9 +198,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     run.run.agent = agent
     if shard is not None:
-        run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit, cases=total)
+        run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit)
     _write_outputs(run, plans, out, inference=bool(agent))
-    _print_summary(run, out, args, agent)
+    _print_summary(run, out, args, agent, resumed_from=args.resume)
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
 
@@ -232,7 +230,7 @@ def _write_outputs(run, plans, out: Path, inference: bool) -> None:
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
 
-def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict) -> None:
+def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None) -> None:
     from evalgate.reports.terminal import summary_table
 
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
@@ -243,7 +241,7 @@ def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict) -> Non
     for name, u in (agent.get("suites") or {}).items():
         tokens = f", {u['tokens']['total']:,} model tokens" if "total" in u.get("tokens", {}) else ""
         failed = f", {u['failed']} failed" if u["failed"] else ""
-        reused = f", {u['reused']} reused from {args.resume}" if u.get("reused") else ""
+        reused = f", {u['reused']} reused from {resumed_from}" if u.get("reused") else ""
         print(f"agent: {name}: {u['case_runs']} case runs{failed}{reused} in {agent['seconds']:.1f} s{tokens}")
     inference = (out / "inference.jsonl").is_file() and agent
     print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if inference else ""))
@@ -253,7 +251,6 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from evalgate.errors import InputError, Problem
     from evalgate.merge import merge_folders
 
-    args.resume = None
     out = Path(args.out)
     try:
         run, shards = merge_folders([Path(p) for p in args.shards], out)

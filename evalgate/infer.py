@@ -21,10 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from pydantic import ValidationError
+
 from evalgate.agents import AgentError, CaseRun, Runner, make_runner
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.config import LoadedConfig
-from evalgate.errors import InputError, ProblemCollector
+from evalgate.errors import InputError, Problem, ProblemCollector, display_path
+from evalgate.loaders.actual import InferenceRecord
 from evalgate.simulated_user import CRITERION as SIMULATOR
 from evalgate.simulated_user import Scenario, SimulatedUser, SimulationError, UserSimulatorConfig
 
@@ -82,11 +85,6 @@ def resumable(folder: Path, config_digest: str, commit: Optional[str]) -> dict[R
     number. Failed runs are not reused (they run again). The earlier run must have had the
     same config digest and commit; a case whose data changed since is run again (its
     expected_digest differs)."""
-    from pydantic import ValidationError
-
-    from evalgate.errors import Problem, display_path
-    from evalgate.loaders.actual import InferenceRecord
-
     shown = display_path(folder)
     state_path = folder / RESUME_FILE
     if not state_path.is_file():
@@ -150,24 +148,6 @@ class Usage:
         if self.reused:
             out["reused"] = self.reused
         return out
-
-
-def infer(
-    plans: list[SuitePlan],
-    loaded: LoadedConfig,
-    progress: Optional[Callable[[int], None]] = None,
-    runtime: Any = None,
-    journal: Optional["Journal"] = None,
-    reuse: Optional[dict[RunKey, AgentRun]] = None,
-) -> dict[str, Usage]:
-    """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
-    `runtime` (the judge runtime) plays the simulated user of scenario cases. Each finished
-    case run goes to `journal` at once; case runs found in `reuse` (an earlier run's, see
-    `resumable`) are taken from there and not run. Returns the usage per suite name."""
-    runners = runners_for(plans, loaded)
-    if not runners:
-        return {}
-    return asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}))
 
 
 def needs_simulator(plans: list[SuitePlan]) -> bool:
@@ -272,12 +252,19 @@ def run_agents(
     journal: Optional["Journal"] = None,
     reuse: Optional[dict[RunKey, AgentRun]] = None,
 ) -> dict[str, Any]:
-    """`infer`, timed: what goes into results.json's `run.agent` ({} when no suite runs an
-    agent), with the simulated users' requests, cache hits and tokens when there were any."""
+    """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
+    `runtime` (the judge runtime) plays the simulated user of scenario cases. Each finished
+    case run goes to `journal` at once; case runs found in `reuse` (an earlier run's, see
+    `resumable`) are taken from there and not run.
+
+    Returns what goes into results.json's `run.agent` ({} when no suite runs an agent):
+    the step's wall time, the usage per suite, and the simulated users' requests, cache
+    hits and tokens when there were any."""
     t0 = time.perf_counter()
-    usage = infer(plans, loaded, progress, runtime, journal, reuse)
-    if not usage:
+    runners = runners_for(plans, loaded)
+    if not runners:
         return {}
+    usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}))
     out: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
     simulator = runtime.stats().get(SIMULATOR) if runtime is not None else None
     if simulator:

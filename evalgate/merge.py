@@ -18,7 +18,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from evalgate import results as results_io
 from evalgate.engine import finish_run, finish_suite, incomplete_warning
@@ -92,7 +92,9 @@ def read_shard(folder: Path) -> ShardOutput:
     return out
 
 
-def _check(shards: list[ShardOutput]) -> None:
+def _check(shards: list[ShardOutput]) -> MissingShards | None:
+    """Raises on shards that must not be merged; returns (does not raise) the error for
+    shards that are missing, which only the caller can weigh."""
     problems: list[Problem] = []
     first = shards[0]
     assert first.results.shard is not None
@@ -129,19 +131,11 @@ def _check(shards: list[ShardOutput]) -> None:
     missing = [k for k in range(1, count + 1) if k not in seen]
     if missing:
         names = ", ".join(f"{k}/{count}" for k in missing)
-        raise MissingShards(
+        return MissingShards(
             [Problem(None, None, f"shard{'s' if len(missing) > 1 else ''} {names} of the run {'are' if len(missing) > 1 else 'is'} missing (given: {', '.join(sorted((s.shown for s in shards)))})", "Every leg must finish and upload its folder; re-run the failed legs, then merge again.")],
             missing,
             count,
         )
-
-
-def missing_shards(shards: list[ShardOutput]) -> MissingShards | None:
-    """The MissingShards error the merge of these (otherwise sound) shards would raise, or None."""
-    try:
-        _check(shards)
-    except MissingShards as e:
-        return e
     return None
 
 
@@ -211,16 +205,24 @@ def _add(into: dict[str, Any], more: dict[str, Any]) -> None:
             into[k] = round(into.get(k, 0) + v, 3) if isinstance(v, float) else into.get(k, 0) + v
 
 
-def merge(shards: list[ShardOutput], allow_missing: bool = False) -> RunResults:
-    """The whole run's results from its shards (checked first). With `allow_missing`, the
-    results of the shards that are there (the action reports the rest as an ERROR)."""
+def merge(shards: list[ShardOutput]) -> RunResults:
+    """The whole run's results from its shards, checked first: a missing shard raises."""
+    run, missing = merge_partial(shards)
+    if missing is not None:
+        raise missing
+    return run
+
+
+def merge_partial(shards: list[ShardOutput]) -> tuple[RunResults, MissingShards | None]:
+    """The results of the shards that are there, and which are missing (the action reports
+    those as an ERROR). Anything else that forbids the merge raises."""
     if not shards:
         raise InputError(Problem(None, None, "no shard folders given", "Pass the folders of every shard."))
-    if allow_missing:
-        missing_shards(shards)
-    else:
-        _check(shards)
-    shards = sorted(shards, key=lambda s: s.index)
+    missing = _check(shards)
+    return _merged(sorted(shards, key=lambda s: s.index)), missing
+
+
+def _merged(shards: list[ShardOutput]) -> RunResults:
     first = shards[0].results
     suites = [_suite(x.name, shards) for x in first.suites]
     started = [s.results.run.started_at for s in shards if s.results.run.started_at]
@@ -275,7 +277,8 @@ def adk_files(shards: list[ShardOutput]) -> dict[str, dict[str, Any]]:
 
 
 def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
-    """Write results.json, junit.xml, inference.jsonl (when the agent ran) and adk/ into `out`."""
+    """Write results.json, junit.xml, inference.jsonl (when the agent ran) and adk/ into `out`.
+    The shards may come in any order: lines and cases are put in the run's order."""
     from evalgate.reports.junit import junit_xml
 
     out.mkdir(parents=True, exist_ok=True)
@@ -293,10 +296,9 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
     return written
 
 
-def merge_folders(paths: list[Path], out: Optional[Path] = None) -> tuple[RunResults, list[ShardOutput]]:
-    """Read, check and merge the shard folders; write the merged outputs to `out` if given."""
+def merge_folders(paths: list[Path], out: Path) -> tuple[RunResults, list[ShardOutput]]:
+    """Read, check and merge the shard folders; write the merged outputs to `out`."""
     shards = [read_shard(p) for p in shard_folders(paths)]
     run = merge(shards)
-    if out is not None:
-        write(sorted(shards, key=lambda s: s.index), run, out)
+    write(shards, run, out)
     return run, shards

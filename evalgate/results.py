@@ -133,7 +133,6 @@ class ShardInfo(_Model):
     index: int = Field(ge=1, description="K: this shard's number, 1 to count.")
     count: int = Field(ge=1, description="N: how many shards the run was split into.")
     commit: Optional[str] = Field(None, description="The commit evaluated (GITHUB_SHA, or the checkout's HEAD); shards of different commits are not merged.")
-    cases: int = Field(ge=0, description="Cases in this shard, over all suites.")
 
 
 class RunInfo(_Model):

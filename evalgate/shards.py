@@ -63,10 +63,13 @@ def sizes(plans: list[SuitePlan], count: int) -> list[int]:
     return out
 
 
-def select(plans: list[SuitePlan], shard: Shard) -> None:
-    """Keep only the shard's cases in each plan (in place). A suite may keep none."""
+def select(plans: list[SuitePlan], shard: Shard) -> str:
+    """Keep only the shard's cases in each plan (in place; a suite may keep none). Returns
+    the line that says so: 'shard 2/3: 37 of 110 cases (the 3 shards hold 36, 37, 37 cases)'."""
+    whole, held = sum(len(p.cases) for p in plans), describe(plans, shard.count)
     for plan in plans:
         plan.cases = [c for c in plan.cases if shard_of(plan.name, c.eval_set_id, c.eval_id, shard.count) == shard.index]
+    return f"shard {shard}: {sum(len(p.cases) for p in plans)} of {whole} cases (the {shard.count} shards hold {held})"
 
 
 def describe(plans: list[SuitePlan], count: int) -> str:
