@@ -1,36 +1,42 @@
-"""Gate simulation: how often the real `compare()` fails an unchanged agent, and how often it
-catches a broken one, under a noisy judge. Standard library only (plus evalgate).
+"""Gate simulation: how often the real `compare()` fails or doubts an unchanged agent, and how
+often it catches a broken one, in worlds that behave like real projects. Standard library
+only (plus evalgate).
 
-    python bench/bench_gate.py                  # --prs 1000 --workers 2 --seed 1
+    python bench/bench_gate.py                  # --prs 500 --workers 2 --seed 1 [--world NAME]
 
-One simulated pull request:
+Every case carries three criteria at once, as real suites do:
 
-- a suite of 200 single-invocation cases under one judge criterion (think
-  final_response_match_v2, threshold 0.8), num_samples 5; each case has a true per-sample
-  pass probability: 85% of cases stable, p ~ U(0.97, 1.0); 15% flaky, p ~ U(0.5, 0.8);
-- a case's sample verdicts are independent Bernoulli(p) draws, recorded in
-  `details["samples"]`; its score is the majority vote of the 5 (issue 3's rule: 1.0 when
-  at least 3 are valid, else 0.0);
-- five default-branch runs, each drawn independently; the last is the baseline, and all
-  five go through `update_ledger()` (the "with history" columns);
-- three PR runs, drawn independently of the baseline: nothing changed; 2% of the stable
-  cases broken; 5% broken (a broken case fails all of its samples).
+- `tool_trajectory_avg_score` (deterministic, threshold 1.0, one agent run per case);
+- `response_match_score` (continuous ROUGE-like score, threshold 0.5);
+- `final_response_match_v2` (a judge, 5 samples per case, majority vote; the per-sample
+  scores go in `details["samples"]` as `evalgate run` writes them).
 
-With `--agent-runs`, the same world through a deterministic criterion (think
-tool_trajectory_avg_score, threshold 1.0) whose noise is the agent's own: the agent runs
-each case 5 times (`num_runs: 5`), each run passes with the case's p, and the results carry
-the runs as `evalgate run` writes them (`runs`, one invocation per run, score = their mean).
-The gate then takes the runs as the criterion's samples.
+What makes a world harsh (each world's parameters are in WORLDS):
 
-Each PR run is compared with the real `compare()` (default policy) with and without the
-ledger, and with the naive rule "fail if the mean score drops". The three PR runs of one
-simulated PR share its cases and baseline. PRs are seeded by (seed, index), so the table
-does not depend on --workers.
+1. **The agent is nondeterministic.** In each run a case "goes off" (a different tool path,
+   a worse answer) with its own probability: most cases almost never (`rare_flip`), a
+   minority often (`flaky_share` of cases, `often_flip`). When it does, its trajectory
+   fails, its ROUGE drops by U(0.2, 0.5) and its judge samples mostly fail. ROUGE also
+   wobbles per case and run (rephrasing, sd U(0.01, `rouge_sd`)).
+2. **The judge's mood drifts per run:** one run's judge is stricter or more lenient for
+   every case at once: a shift ~ N(0, `mood`) of every case's per-sample pass probability
+   on the logit scale (per-sample probabilities: 85% of cases U(0.97, 1), 15% U(0.5, 0.8)).
+3. **The agent's serving drifts per run** (`rouge_drift`): every case's ROUGE moves by the
+   same N(0, sd) in a run.
+
+Per simulated PR: `history` default-branch runs go through `update_ledger()`; the last is
+the baseline. Then, each drawn afresh: an unchanged run; runs in which 4% of the stable
+cases of one criterion break (stable: passed all `history` runs; broken: trajectory fails,
+ROUGE falls below its threshold, judge samples fail); a run whose ROUGE drops by 0.1 on a
+quarter of the cases. Each is compared with the real `compare()` (default policy) with the
+ledger and without it. PRs are seeded by (seed, world, index): the table does not depend
+on --workers.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import random
 import sys
@@ -39,171 +45,177 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalgate.compare import GatePolicy, Verdict, compare, update_ledger  # noqa: E402
+from evalgate.compare import GatePolicy, compare, outcome, stable_history, update_ledger, ledger_key, CaseKey  # noqa: E402
 from evalgate.results import RunResults  # noqa: E402
 
-CASES = 200
+TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
+THRESHOLDS = {TRAJ: 1.0, ROUGE: 0.5, JUDGE: 0.8}
 SAMPLES = 5
-STABLE_SHARE = 0.85
-STABLE_P = (0.97, 1.0)
-FLAKY_P = (0.5, 0.8)
-THRESHOLD = 0.8
-HISTORY = 5
-SCENARIOS = (("nothing changed", 0.0), ("2% of stable cases broken", 0.02), ("5% of stable cases broken", 0.05))
-CRITERION = "final_response_match_v2"
-RUNS_CRITERION = "tool_trajectory_avg_score"  # --agent-runs: deterministic, threshold 1.0
-RUNS_THRESHOLD = 1.0
+SUITE = "bench"
+
+# name -> parameters. cases: suite size; history: default-branch runs before the PR.
+WORLDS: dict[str, dict] = {
+    "steady": dict(cases=200, history=10, rare_flip=0.002, flaky_share=0.05, often_flip=(0.05, 0.2), mood=0.1, rouge_sd=0.03, rouge_drift=0.0),
+    "flaky agent": dict(cases=200, history=10, rare_flip=0.005, flaky_share=0.15, often_flip=(0.1, 0.5), mood=0.2, rouge_sd=0.06, rouge_drift=0.0),
+    "moody judge": dict(cases=200, history=10, rare_flip=0.003, flaky_share=0.10, often_flip=(0.1, 0.4), mood=0.6, rouge_sd=0.04, rouge_drift=0.0),
+    "drifting serving": dict(cases=200, history=10, rare_flip=0.003, flaky_share=0.10, often_flip=(0.1, 0.4), mood=0.4, rouge_sd=0.04, rouge_drift=0.01),
+    "large, flaky": dict(cases=600, history=10, rare_flip=0.005, flaky_share=0.15, often_flip=(0.1, 0.5), mood=0.3, rouge_sd=0.05, rouge_drift=0.005),
+}
+SCENARIOS = ("unchanged", f"4% of stable {TRAJ} broken", f"4% of stable {ROUGE} broken", f"4% of stable {JUDGE} broken", "ROUGE -0.1 on 1/4 of cases")
 
 
-def _judged(samples: list[float]) -> dict:
-    score = 1.0 if sum(samples) * 2 > SAMPLES else 0.0
-    status = "PASSED" if score >= THRESHOLD else "FAILED"
-    per = [{"score": score, "status": status, "details": {"samples": samples}}]
-    return {"score": score, "status": status, "threshold": THRESHOLD, "per_invocation": per}
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-9), 1 - 1e-9)
+    return math.log(p / (1 - p))
 
 
-def _runs(runs: list[float]) -> dict:
-    score = sum(runs) / len(runs)
-    status = "PASSED" if score >= RUNS_THRESHOLD else "FAILED"
-    per = [{"score": r, "status": "PASSED" if r >= RUNS_THRESHOLD else "FAILED"} for r in runs]
-    return {"score": score, "status": status, "threshold": RUNS_THRESHOLD, "per_invocation": per, "runs": runs}
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
 
 
-def draw_run(rng: random.Random, ps: list[float], broken: set[int], agent_runs: bool = False) -> RunResults:
-    """One run of the suite: 5 judge samples per case, majority vote as the case score; or,
-    with `agent_runs`, 5 agent runs per case of a deterministic criterion, their mean."""
-    name = RUNS_CRITERION if agent_runs else CRITERION
-    cases = []
-    passed = 0
-    for i, p in enumerate(ps):
-        samples = [0.0] * SAMPLES if i in broken else [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
-        result = _runs(samples) if agent_runs else _judged(samples)
-        status = result["status"]
-        passed += status == "PASSED"
-        cases.append(
-            {
-                "eval_set_id": "bench",
-                "eval_id": f"case{i:03d}",
-                "expected_digest": f"d{i}",
-                "status": status,
-                "criteria": {name: result},
+class World:
+    """One project: its cases' true behaviour, drawn once per simulated PR."""
+
+    def __init__(self, rng: random.Random, params: dict):
+        self.p = params
+        n = params["cases"]
+        self.flip = [rng.uniform(*params["often_flip"]) if rng.random() < params["flaky_share"] else rng.uniform(0, 2 * params["rare_flip"]) for _ in range(n)]
+        self.rouge = [rng.uniform(0.55, 0.95) for _ in range(n)]
+        self.rouge_sd = [rng.uniform(0.01, params["rouge_sd"]) for _ in range(n)]
+        self.judge_logit = [_logit(rng.uniform(0.97, 1.0) if rng.random() < 0.85 else rng.uniform(0.5, 0.8)) for _ in range(n)]
+
+    def run(self, rng: random.Random, broken: dict[str, set[int]] | None = None, rouge_drop: set[int] | None = None) -> RunResults:
+        broken = broken or {}
+        mood = rng.gauss(0, self.p["mood"])
+        drift = rng.gauss(0, self.p["rouge_drift"]) if self.p["rouge_drift"] else 0.0
+        cases = []
+        passed = 0
+        for i in range(len(self.flip)):
+            off = rng.random() < self.flip[i]
+            traj = 0.0 if off or i in broken.get(TRAJ, ()) else 1.0
+            rouge = self.rouge[i] + drift + rng.gauss(0, self.rouge_sd[i]) - (rng.uniform(0.2, 0.5) if off else 0.0)
+            if i in broken.get(ROUGE, ()):
+                rouge = min(rouge, rng.uniform(0.1, 0.45))
+            if rouge_drop and i in rouge_drop:
+                rouge -= 0.1
+            rouge = min(1.0, max(0.0, rouge))
+            p = _sigmoid(self.judge_logit[i] + mood) * (0.15 if off else 1.0)
+            if i in broken.get(JUDGE, ()):
+                p = 0.0
+            samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
+            vote = 1.0 if sum(samples) * 2 > SAMPLES else 0.0
+            criteria = {
+                TRAJ: _criterion(traj, TRAJ),
+                ROUGE: _criterion(rouge, ROUGE),
+                JUDGE: _criterion(vote, JUDGE, {"samples": samples}),
             }
-        )
-    counts = {"cases": len(ps), "passed": passed, "failed": len(ps) - passed, "not_evaluated": 0}
-    status = "FAILED" if passed < len(ps) else "PASSED"
-    return RunResults.model_validate(
-        {
-            "config_digest": "bench",
-            "status": status,
-            "counts": counts,
-            "suites": [
+            ok = all(c["status"] == "PASSED" for c in criteria.values())
+            passed += ok
+            cases.append(
                 {
-                    "name": "judge",
-                    "status": status,
-                    "not_evaluated_policy": "warn",
-                    "counts": counts,
-                    "criteria": {name: {"threshold": RUNS_THRESHOLD if agent_runs else THRESHOLD, "version": "1", "judge": not agent_runs}},
-                    "cases": cases,
+                    "eval_set_id": "set",
+                    "eval_id": f"case{i:04d}",
+                    "expected_digest": f"d{i}",
+                    "status": "PASSED" if ok else "FAILED",
+                    "criteria": criteria,
                 }
-            ],
-        }
-    )
+            )
+        n = len(cases)
+        counts = {"cases": n, "passed": passed, "failed": n - passed, "not_evaluated": 0}
+        status = "PASSED" if passed == n else "FAILED"
+        specs = {name: {"threshold": t, "version": "1", "judge": name == JUDGE} for name, t in THRESHOLDS.items()}
+        suite = {"name": SUITE, "status": status, "not_evaluated_policy": "warn", "counts": counts, "criteria": specs, "cases": cases}
+        return RunResults.model_validate({"config_digest": "bench", "status": status, "counts": counts, "suites": [suite]})
 
 
-def mean_score(run: RunResults) -> float:
-    cases = run.suites[0].cases
-    return sum(next(iter(c.criteria.values())).score for c in cases) / len(cases)  # type: ignore[misc]
+def _criterion(score: float, name: str, details: dict | None = None) -> dict:
+    status = "PASSED" if score >= THRESHOLDS[name] else "FAILED"
+    per = {"score": score, "status": status}
+    if details:
+        per["details"] = details
+    return {"score": score, "status": status, "threshold": THRESHOLDS[name], "per_invocation": [per]}
 
 
-def simulate(args: tuple[int, int, int, float, bool]) -> list[tuple[str, str, str]]:
-    """One simulated PR: per scenario, (without history, with history, naive) verdicts."""
-    seed, index, permutations, alpha, agent_runs = args
-    rng = random.Random(f"{seed}/{index}")
-    policy = GatePolicy(permutations=permutations, alpha=alpha)
-    ps = [rng.uniform(*STABLE_P) if rng.random() < STABLE_SHARE else rng.uniform(*FLAKY_P) for _ in range(CASES)]
-    stable = [i for i, p in enumerate(ps) if p >= STABLE_P[0]]
+def _stable(ledger: dict, name: str, n: int, policy: GatePolicy) -> list[int]:
+    return [i for i in range(n) if stable_history(ledger.get(ledger_key(CaseKey(SUITE, "set", f"case{i:04d}"), name), []), policy) is not None]
+
+
+def simulate(job: tuple[int, str, int]) -> list[tuple[str, str]]:
+    """One simulated PR in one world: per scenario, (with history, without) overall verdicts."""
+    seed, world_name, index = job
+    rng = random.Random(f"{seed}/{world_name}/{index}")
+    params = WORLDS[world_name]
+    world = World(rng, params)
+    policy = GatePolicy()
     ledger: dict = {}
     baseline = None
-    for _ in range(HISTORY):
-        baseline = draw_run(rng, ps, set(), agent_runs)
+    for _ in range(params["history"]):
+        baseline = world.run(rng)
         ledger = update_ledger(ledger, baseline, policy.history_runs)
     assert baseline is not None
+    n = params["cases"]
     out = []
-    for _, share in SCENARIOS:
-        broken = set(rng.sample(stable, round(share * len(stable)))) if share else set()
-        current = draw_run(rng, ps, broken, agent_runs)
-        without = compare(baseline, current, policy).verdict.value
-        with_history = compare(baseline, current, policy, ledger=ledger).verdict.value
-        naive = Verdict.FAIL.value if mean_score(current) < mean_score(baseline) else Verdict.PASS.value
-        out.append((without, with_history, naive))
+    for scenario in SCENARIOS:
+        broken: dict[str, set[int]] = {}
+        drop: set[int] = set()
+        for name in (TRAJ, ROUGE, JUDGE):
+            if name in scenario:
+                stable = _stable(ledger, name, n, policy)
+                broken[name] = set(rng.sample(stable, max(1, round(0.04 * len(stable)))))
+        if scenario.startswith("ROUGE -0.1"):
+            drop = set(rng.sample(range(n), n // 4))
+        current = world.run(rng, broken, drop)
+        out.append((compare(baseline, current, policy, ledger=ledger).verdict.value, compare(baseline, current, policy).verdict.value))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--prs", type=int, default=1000, help="simulated pull requests (default 1000)")
+    parser.add_argument("--prs", type=int, default=500, help="simulated pull requests per world (default 500)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument(
-        "--permutations",
-        type=int,
-        default=GatePolicy().permutations,
-        help="random sign flips when the exact test is too large (default: the policy's)",
-    )
-    parser.add_argument("--alpha", type=float, default=GatePolicy().alpha, help="the policy's alpha (default: the policy's)")
-    parser.add_argument("--agent-runs", action="store_true", help="a deterministic criterion with 5 agent runs per case (num_runs) instead of 5 judge samples")
+    parser.add_argument("--world", action="append", choices=sorted(WORLDS), help="only this world (repeatable; default: all)")
     args = parser.parse_args(argv)
+    worlds = args.world or list(WORLDS)
 
     t0 = time.perf_counter()
-    jobs = [(args.seed, i, args.permutations, args.alpha, args.agent_runs) for i in range(args.prs)]
+    jobs = [(args.seed, w, i) for w in worlds for i in range(args.prs)]
     if args.workers > 1:
         with multiprocessing.Pool(args.workers) as pool:
-            results = pool.map(simulate, jobs, chunksize=10)
-        elapsed = time.perf_counter() - t0
+            results = pool.map(simulate, jobs, chunksize=5)
     else:
         results = [simulate(j) for j in jobs]
-        elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0
 
-    policy = GatePolicy(alpha=args.alpha)
-    what = f"{SAMPLES} agent runs of {RUNS_CRITERION} (threshold {RUNS_THRESHOLD:g})" if args.agent_runs else f"{SAMPLES} judge samples"
+    policy = GatePolicy()
     print(
-        f"{args.prs} simulated PRs per scenario; {CASES} cases, {what}; "
-        f"{STABLE_SHARE:.0%} stable p~U{STABLE_P}, {1 - STABLE_SHARE:.0%} flaky p~U{FLAKY_P}; "
-        f"policy: alpha {policy.alpha:g}, margin_judge {policy.margin_judge:g}, permutations {args.permutations}"
+        f"{args.prs} simulated PRs per world; default policy (alpha {policy.alpha:g}, margins {policy.margin_deterministic:g} / "
+        f"{policy.margin_judge:g}, resolution {policy.resolution:g}); {elapsed:.0f} s with {args.workers} worker(s)"
     )
-    print()
-    n = args.prs
-    rates = {}
-    table = [("scenario", "evalgate, no history", "evalgate, 5 runs of history", "naive: mean drops")]
-    for s, (label, _) in enumerate(SCENARIOS):
-        rows = [r[s] for r in results]
-        share = lambda col, verdict: sum(r[col] == verdict for r in rows) / n  # noqa: E731
-        rates[label] = (share(0, "FAIL"), share(1, "FAIL"), share(2, "FAIL"))
-        table.append(
-            (
-                label,
-                f"{share(0, 'FAIL'):.1%} fail, {share(0, 'INCONCLUSIVE'):.1%} inc.",
-                f"{share(1, 'FAIL'):.1%} fail, {share(1, 'INCONCLUSIVE'):.1%} inc.",
-                f"{share(2, 'FAIL'):.1%} fail",
-            )
-        )
-    widths = [max(len(row[i]) for row in table) for i in range(4)]
-    for j, row in enumerate(table):
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]
-        print("| " + " | ".join(cells) + " |")
-        if j == 0:
-            print("|" + "|".join(["-" * (widths[0] + 2)] + ["-" * (w + 1) + ":" for w in widths[1:]]) + "|")
-    print()
-    print("fail = the gate's overall verdict is FAIL; inc. = INCONCLUSIVE (passes with a warning by default).")
-    print(f"{elapsed:.1f} s with {args.workers} worker(s)")
-
-    unchanged, two, five = (rates[label] for label, _ in SCENARIOS)
-    goals = [
-        ("false failures <= 1% (no history)", unchanged[0] <= 0.01),
-        ("false failures <= 1% (with history)", unchanged[1] <= 0.01),
-        ("detection >= 95% for 2% breakage with history", two[1] >= 0.95),
-        ("detection >= 90% for 5% breakage without history", five[0] >= 0.90),
-    ]
+    goals: list[tuple[str, bool]] = []
+    for w in worlds:
+        rows = [r for job, r in zip(jobs, results) if job[1] == w]
+        p = WORLDS[w]
+        print()
+        print(f"### {w}: {p['cases']} cases, {p['history']} runs of history, judge mood sd {p['mood']} (logit), "
+              f"{p['flaky_share']:.0%} of cases go off {p['often_flip'][0]:g}-{p['often_flip'][1]:g} of runs, the rest ~{p['rare_flip']:g}, "
+              f"serving drift sd {p['rouge_drift']:g}")
+        print()
+        print("| scenario | with history: FAIL | INCONCLUSIVE | without history: FAIL | INCONCLUSIVE |")
+        print("|---|---:|---:|---:|---:|")
+        for s, scenario in enumerate(SCENARIOS):
+            share = lambda col, v: sum(r[s][col] == v for r in rows) / len(rows)  # noqa: E731
+            print(f"| {scenario} | {share(0, 'FAIL'):.1%} | {share(0, 'INCONCLUSIVE'):.1%} | {share(1, 'FAIL'):.1%} | {share(1, 'INCONCLUSIVE'):.1%} |")
+            if s == 0:
+                goals += [
+                    (f"{w}: false FAIL <= 1% with history", share(0, "FAIL") <= 0.01),
+                    (f"{w}: INCONCLUSIVE <= 5% with history", share(0, "INCONCLUSIVE") <= 0.05),
+                    (f"{w}: false FAIL <= 1% without history", share(1, "FAIL") <= 0.01),
+                ]
+            elif scenario.startswith("ROUGE"):
+                goals.append((f"{w}: detection >= 90% of {scenario} with history", share(0, "FAIL") >= 0.90))
+            else:
+                goals.append((f"{w}: detection >= 95% of {scenario} with history", share(0, "FAIL") >= 0.95))
     print()
     for text, ok in goals:
         print(f"{'met' if ok else 'MISSED'}: {text}")

@@ -18,29 +18,24 @@ Judge samples (the contract with judge criteria)
 
 Statistics (regression mode; also computed, for information, in absolute mode)
     Per suite and criterion, over the cases both runs scored (neither NOT_EVALUATED) and
-    whose expected data did not change:
+    whose expected data did not change. Every choice and its reason is in the docstring
+    of `evalgate.stats`; in short:
 
     - The compared per-case value is the criterion's score, or, for a judge criterion
       whose cases all carry samples in both runs, the case's mean sample score
       (`basis = "samples"`): it estimates the same quality as the majority vote with a
       fraction of its noise, because a vote turns one doubtful sample into a whole point.
-    - delta = mean(current - baseline) over the pairs; its 95% interval inverts the
-      sign-flip test of the mean in its normal approximation: the shifts s for which
-      |sum(d - s)| <= 1.96 * sqrt(sum((d - s)^2)), which is
-      delta +- 1.96 * sqrt(v / (n - 1.96^2)) with v the differences' population variance
-      (None for n < 4, where no shift can be excluded). Closed form, no randomness.
-    - p-value: one-sided (current worse), paired sign-flip permutation test of the
-      statistic sum(d * |d|). The signed square weighs a case that moved by a whole point
-      25 times a case that moved by one sample in five: it looks for cases that broke
-      rather than for a uniform shift, which is how agents regress, and keeps judge noise
-      (many small moves both ways) from drowning them. Exact when the distinct |d| values
-      with their counts allow at most 2^16 sign patterns up to symmetry (always when at
-      most 16 differences are non-zero); then p = P(stat <= observed), the observed
-      included. Otherwise `permutations` random sign flips from a generator seeded by
-      sha256(seed, suite, criterion), p = (1 + #(stat <= observed)) / (1 + B).
-    - Holm correction across all criteria of all suites, weighted: every criterion's test
-      has weight 1, and the broken-stable tests of one suite's judge criterion share a
-      weight of 1 (so 190 stable cases do not dilute the criterion tests 190-fold).
+    - delta = mean(current - baseline) over the pairs. The drop test asks whether the
+      drop is bigger than the margin, against two kinds of variation: the cases' own
+      (the paired differences) and the run-to-run variation of the criterion's mean (a
+      judge's mood, a serving change: every case at once). The latter is measured on the
+      ledger's values of these cases over the last runs (`run_sd`, `history` runs), or,
+      with fewer than 3 runs, assumed: `run_sd_judge` / `run_sd_deterministic`. Student's
+      t with Welch-Satterthwaite degrees of freedom; closed form, no randomness.
+    - The 95% interval of delta inverts the same test; its one-sided 95% lower bound
+      (`lower_bound`) is what a PASS needs above -resolution.
+    - Holm correction across all the gate's tests (every criterion's drop test and every
+      criterion's pooled breakage test, weight 1 each) of all suites.
 
 Agent runs (num_runs)
     A case the agent ran several times has each run's score in `runs`, and its score is the
@@ -49,29 +44,29 @@ Agent runs (num_runs)
     testing applies to it as to a judge criterion, so an agent's nondeterminism is measured
     from its runs rather than assumed.
 
-Broken stable cases (judge criteria, and any criterion with agent runs, with a ledger)
+Broken stable cases (any criterion, with a ledger)
     A case is stable for a criterion when the ledger has at least `stable_min_runs`
     recorded outcomes for it (the last `history_runs`), all above 0.5 (a majority of its
-    samples passed in every run). Every stable case is tested. It has broken when all of
-    its m current samples fail; its p-value is the chance of that for an unchanged case:
-    with the per-sample failure rate r given a uniform (Laplace) prior and its history
-    (N past samples, F failed, each past run taken to have had m samples), r follows
-    Beta(F + 1, N - F + 1) and p = E[r^m] = prod_{i<m} (F + 1 + i) / (N + 2 + i). (The
-    plug-in ((F + 1) / (N + 2))^m ignores that r is estimated from a few runs, and would
-    call a flaky case that happened to pass five times broken.) p = 1 when it did not fail
-    every sample. It assumes samples fail independently given the agent's output.
+    samples, or its one run, passed in every run). It has broken when its outcome now is
+    0: every sample (or run) failed. The stable cases of a criterion are tested together:
+    each has a chance of breaking by chance, from the population of break rates fitted to
+    every case's history of that criterion, lower the longer its clean streak; the number
+    breaking by chance is then Poisson-binomial, and p = P(X >= broken). One stable case
+    breaking decides nothing (nondeterministic agents do that); several at once, when
+    history says breaks are rare, fail the criterion.
 
 Verdicts
     - absolute (ADK semantics): a suite fails when its status is FAILED (which includes
       NOT_EVALUATED cases under `not_evaluated: fail`).
-    - regression: a criterion FAILs on a drop with p_adjusted < alpha and -delta > margin
-      (margin_judge or margin_deterministic); with `deterministic_flips: fail`, a
-      deterministic criterion also FAILs when any case went from PASSED to FAILED (right when
-      the agent's outputs are replayed; by default they are taken to vary, and a flip is
-      weighed by the test like any other drop, as the issue asks: a significant drop); a
-      broken stable case with p_adjusted < alpha FAILs its criterion (one that is not
-      significant is listed, and decides nothing). A drop beyond the margin that is not
-      significant is INCONCLUSIVE: it always warns, and fails the suite when
+    - regression: a criterion FAILs when its drop test (drop bigger than margin_judge or
+      margin_deterministic) or its pooled breakage test has p_adjusted < alpha; with
+      `deterministic_flips: fail`, a deterministic criterion also FAILs when any case
+      went from PASSED to FAILED (right when the agent's outputs are replayed). It is
+      INCONCLUSIVE when it dropped by more than its margin, not significantly, and the
+      run cannot rule out a drop bigger than `resolution` (the one-sided 95% lower bound
+      of delta is below -max(resolution, margin)): the reasons say what would settle it.
+      Otherwise it PASSes, with the drop and the variation it allowed for in its
+      reasons. An INCONCLUSIVE criterion always warns, and fails the suite when
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
       What has no baseline (a new suite, a new criterion, a suite with no case in common)
       is judged on absolute thresholds. Added and changed cases are listed, not gated.
@@ -79,9 +74,9 @@ Verdicts
       run (`agent_error`: nothing it does was scored, typically a fork's run without the
       model's key). Overall: FAIL if any suite FAILs or is an ERROR,
       else INCONCLUSIVE if any is, else PASS.
-    - alpha defaults to 0.01: Holm keeps the chance that an unchanged agent fails on judge
-      noise below alpha, whatever the suite's noise, and the goal is at most 1%. At 0.05
-      the simulation in bench/bench_gate.py fails 1.5% of unchanged PRs.
+    - alpha defaults to 0.01: Holm keeps the chance that an unchanged agent fails on noise
+      below alpha, and the goal is at most 1% (bench/bench_gate.py measures it in several
+      worlds).
 """
 
 from __future__ import annotations
@@ -102,7 +97,18 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from evalgate.stats import ROUND, broken_p, holm, mean_interval, seed_for, sign_flip_p
+from evalgate.stats import (
+    MIN_HISTORY,
+    ROUND,
+    drop_interval,
+    drop_test,
+    holm,
+    natural_breaks,
+    break_hazards,
+    poisson_binomial_sf,
+    run_variance,
+    smallest_failing_drop,
+)
 
 
 class Verdict(str, Enum):
@@ -136,11 +142,32 @@ class GatePolicy(BaseModel):
         "any such flip (for replayed, deterministic agent outputs).",
     )
     margin_judge: float = Field(default=0.02, ge=0, le=1, description="Drop in mean score tolerated for judge criteria.")
+    resolution: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="A criterion PASSes when its 95% interval rules out a drop bigger than this; when the run cannot "
+        "(too few cases, too much noise) it is INCONCLUSIVE, and the comment says what would settle it.",
+    )
+    run_sd_judge: float = Field(
+        default=0.02,
+        ge=0,
+        le=1,
+        description="Run-to-run standard deviation of a judge criterion's mean (the judge's mood moves every case at "
+        "once) assumed while the ledger holds fewer than 3 runs of it; with history it is measured.",
+    )
+    run_sd_deterministic: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="The same for deterministic criteria (a model or serving change moves the agent's outputs in "
+        "every case at once); with history it is measured.",
+    )
     inconclusive: Literal["pass", "fail"] = Field(default="pass", description="What an inconclusive drop does (it always warns).")
     history_runs: int = Field(default=10, ge=1, le=100, description="K: outcomes kept per case and criterion in the flake ledger.")
     stable_min_runs: int = Field(default=5, ge=5, description="Runs a case must have passed, all of them, to count as stable.")
-    permutations: int = Field(default=10000, ge=100, description="Random sign flips when exact enumeration is too large.")
-    seed: int = Field(default=20240601, description="Seed of the permutation test and intervals: same inputs, same answer.")
+    permutations: int = Field(default=10000, ge=100, description="Unused: the tests are closed form now (kept so that configs that set it stay valid).")
+    seed: int = Field(default=20240601, description="Unused: the tests are closed form and deterministic (kept so that configs that set it stay valid).")
 
 
 @dataclass(frozen=True, order=True)
@@ -171,6 +198,16 @@ class CriterionComparison:
     # What the means, delta and test are over: "scores" (the criterion's case scores) or
     # "samples" (per case, the mean of its judge samples; see the module docstring).
     basis: Literal["scores", "samples"] = "scores"
+    # What the gate allowed for and found (regression mode; evalgate.stats says why):
+    run_sd: Optional[float] = None  # run-to-run standard deviation of the criterion's mean
+    history: int = 0  # runs of history run_sd was measured on; 0: assumed (the policy's run_sd_*)
+    failing_drop: Optional[float] = None  # the smallest observed drop that would have failed
+    lower_bound: Optional[float] = None  # one-sided 95% lower bound of delta: PASS needs it above -resolution
+    stable: int = 0  # stable cases tested together for breakage (with a ledger)
+    broken: list[CaseKey] = field(default_factory=list)  # of them, the ones that broke now
+    natural: Optional[tuple[int, int]] = None  # (breaks, trials) of stable-looking cases, replaying the ledger
+    breakage_p: Optional[float] = None  # pooled breakage test
+    breakage_p_adjusted: Optional[float] = None
 
 
 @dataclass
@@ -180,8 +217,8 @@ class CaseChange:
     key: CaseKey
     kind: Literal["regressed", "fixed", "broken_stable", "score_drop", "score_rise"]
     criteria: dict[str, tuple[Optional[float], Optional[float]]]  # name -> (baseline score, current score)
-    p_value: Optional[float] = None  # for broken_stable: from the case's own history
-    p_adjusted: Optional[float] = None  # for broken_stable: after Holm, as the verdict used it
+    p_value: Optional[float] = None  # for broken_stable: its criterion's pooled breakage test
+    p_adjusted: Optional[float] = None  # for broken_stable: that test after Holm, as the verdict used it
 
 
 @dataclass
@@ -218,12 +255,33 @@ class Comparison:
 # The flake ledger: per (suite, eval_set_id, eval_id, criterion), the last K outcomes of
 # default-branch runs, oldest first. An outcome is the fraction of the criterion's samples
 # that passed in that run (1.0 / 0.0 for a deterministic criterion), or None when the
-# criterion was NOT_EVALUATED.
+# criterion was NOT_EVALUATED. Beside each outcome history, under `value_key`, the case's
+# compared values in the same runs (its score, or a judge case's mean sample score): the
+# gate measures from them how much a criterion's mean moves between runs. Both are
+# appended together, so the two histories of a case line up from their ends (a ledger
+# written before values were kept has outcomes only, and values start with the next run).
 Ledger = dict[str, list[Optional[float]]]
+
+_SEP = "\x1f"
+_VALUE = "value"
 
 
 def ledger_key(key: CaseKey, criterion: str) -> str:
-    return "\x1f".join((key.suite, key.eval_set_id, key.eval_id, criterion))
+    return _SEP.join((key.suite, key.eval_set_id, key.eval_id, criterion))
+
+
+def value_key(key: CaseKey, criterion: str) -> str:
+    return _SEP.join((key.suite, key.eval_set_id, key.eval_id, criterion, _VALUE))
+
+
+def _outcome_histories(ledger: Ledger) -> dict[tuple[str, str], list[list[float]]]:
+    """(suite, criterion) -> every case's recorded outcomes (None left out), for replaying."""
+    out: dict[tuple[str, str], list[list[float]]] = {}
+    for key, history in ledger.items():
+        parts = key.split(_SEP)
+        if len(parts) == 4:
+            out.setdefault((parts[0], parts[3]), []).append([float(o) for o in history if o is not None])
+    return out
 
 
 # --- judge samples ------------------------------------------------------------------
@@ -333,9 +391,11 @@ def update_ledger(ledger: Optional[Ledger], results: RunResults, k: int) -> Ledg
             key = CaseKey(suite.name, case.eval_set_id, case.eval_id)
             for name, result in case.criteria.items():
                 spec = suite.criteria.get(name)
-                lk = ledger_key(key, name)
-                history = list(old.get(lk, [])) + [outcome(result, bool(spec and spec.judge))]
-                new[lk] = history[-k:]
+                judge = bool(spec and spec.judge)
+                lk, vk = ledger_key(key, name), value_key(key, name)
+                new[lk] = (list(old.get(lk, [])) + [outcome(result, judge)])[-k:]
+                value = _value(result, "samples") if _evaluated(result) else None
+                new[vk] = (list(old.get(vk, [])) + [value])[-k:]
     return dict(sorted(new.items()))
 
 
@@ -479,17 +539,6 @@ def _absolute_verdict(suite: SuiteResult) -> tuple[Verdict, list[str]]:
 
 
 @dataclass
-class _Candidate:
-    """A stable case of a judge criterion (or of one with agent runs), tested for breakage."""
-
-    key: CaseKey
-    criterion: str
-    recorded: list[float]
-    samples: list[float]
-    p: float
-
-
-@dataclass
 class _Draft:
     """A suite's comparison before the Holm correction and the verdict."""
 
@@ -500,7 +549,6 @@ class _Draft:
     criteria: list[CriterionComparison]
     new_criteria: set[str]
     flips: dict[str, list[CaseKey]]  # deterministic criterion -> cases PASSED -> FAILED
-    candidates: list[_Candidate]
     changes: list[CaseChange]
     added: list[CaseKey]
     removed: list[CaseKey]
@@ -533,6 +581,66 @@ def _case_change(key: CaseKey, base: CaseResult, cur: CaseResult, names: list[st
     return CaseChange(key=key, kind=kind, criteria=moved)  # type: ignore[arg-type]
 
 
+def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -> Optional[tuple[float, int]]:
+    """(sigma_r^2, runs) measured on the ledger's value histories of these cases, or None
+    when fewer than MIN_HISTORY runs are complete for at least half of them (and 2)."""
+    if not ledger:
+        return None
+    histories = [ledger.get(value_key(k, criterion)) or [] for k in keys]
+    longest = max((len(h) for h in histories), default=0)
+    for runs in range(longest, MIN_HISTORY - 1, -1):
+        rows = [[float(v) for v in h[-runs:]] for h in histories if len(h) >= runs and all(v is not None for v in h[-runs:])]
+        if len(rows) >= max(2, len(keys) / 2):
+            variance, _ = run_variance(rows)
+            return variance, runs
+    return None
+
+
+def _test_drop(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], policy: GatePolicy, ledger: Optional[Ledger]) -> None:
+    """The drop test of one criterion, with the run-to-run variation it allows for (evalgate.stats)."""
+    measured = _run_spread(keys, comp.criterion, ledger)
+    if measured is not None:
+        sigma2, comp.history = measured
+        run_df: float = comp.history - 1
+    else:
+        sigma2 = (policy.run_sd_judge if comp.judge else policy.run_sd_deterministic) ** 2
+        comp.history, run_df = 0, math.inf
+    comp.run_sd = math.sqrt(sigma2)
+    if len(diffs) < 2:
+        comp.reasons.append("one case compared: too few to test")
+        return
+    margin = policy.margin_judge if comp.judge else policy.margin_deterministic
+    comp.p_value, se, df = drop_test(diffs, margin, 2 * sigma2, run_df)
+    comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df)
+    comp.lower_bound, _ = drop_interval(diffs, 2 * sigma2, df, level=0.90)
+    comp.failing_drop = smallest_failing_drop(se, df, margin, policy.alpha)
+
+
+def _test_breakage(
+    comp: CriterionComparison,
+    pairs: list[tuple[CaseKey, CriterionResult, CriterionResult]],
+    policy: GatePolicy,
+    ledger: Ledger,
+    histories: list[list[float]],
+) -> None:
+    """The pooled test of this criterion's stable cases (evalgate.stats: break_hazards, poisson_binomial_sf)."""
+    streaks = []
+    for k, _, c in pairs:
+        recorded = stable_history(ledger.get(ledger_key(k, comp.criterion), []), policy)
+        if recorded is None:
+            continue
+        comp.stable += 1
+        streaks.append(len(recorded))
+        if outcome(c, comp.judge) == 0.0:
+            comp.broken.append(k)
+    if not comp.stable:
+        return
+    recent = [h[-policy.history_runs :] for h in histories]
+    comp.natural = natural_breaks(recent, policy.stable_min_runs)
+    hazards, _, _ = break_hazards(recent, streaks)
+    comp.breakage_p = poisson_binomial_sf(len(comp.broken), hazards)
+
+
 def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePolicy, ledger: Optional[Ledger]) -> _Draft:
     cur_cases = _cases_by_key(current)
     base_cases = _cases_by_key(baseline) if baseline is not None else {}
@@ -543,6 +651,7 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
     cur_specs = _criteria_of(current)
     base_specs = _criteria_of(baseline) if baseline is not None else {}
     notes: list[str] = []
+    natural = _outcome_histories(ledger) if ledger else {}
 
     # No baseline for the suite (compare() says why), or nothing in common with it.
     absolute = baseline is None or not paired
@@ -551,7 +660,6 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
     criteria: list[CriterionComparison] = []
     new_criteria: set[str] = set()
     flips: dict[str, list[CaseKey]] = {}
-    candidates: list[_Candidate] = []
     for name in sorted(cur_specs):
         threshold, judge, version = cur_specs[name]
         if absolute or name not in base_specs:
@@ -597,23 +705,15 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
             comp.baseline_mean = sum(base_values) / len(pairs)
             comp.current_mean = sum(cur_values) / len(pairs)
             comp.delta = sum(diffs) / len(pairs)
-            comp.ci_low, comp.ci_high = mean_interval(diffs)
-            comp.p_value = sign_flip_p(diffs, policy.permutations, seed_for(policy.seed, current.name, name))
+            _test_drop(comp, diffs, [k for k, _, _ in pairs], policy, ledger)
         else:
             comp.reasons.append("not compared: no case was evaluated in both runs")
         if not judge:
             flipped = [k for k, b, c in pairs if b.status is Status.PASSED and c.status is Status.FAILED]
             if flipped:
                 flips[name] = flipped
-        if ledger:
-            for k, _, c in pairs:
-                if not judge and _run_scores(c) is None:
-                    continue  # one run of a deterministic criterion: its flips are tested above
-                recorded = stable_history(ledger.get(ledger_key(k, name), []), policy)
-                if recorded is None:
-                    continue
-                samples = case_samples(c)
-                candidates.append(_Candidate(k, name, recorded, samples, broken_p(recorded, samples, c.threshold)))
+        if ledger and pairs:
+            _test_breakage(comp, pairs, policy, ledger, natural.get((current.name, name), []))
         criteria.append(comp)
 
     gone = sorted(set(base_specs) - set(cur_specs))
@@ -641,7 +741,6 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
         criteria=criteria,
         new_criteria=new_criteria,
         flips=flips,
-        candidates=candidates,
         changes=changes,
         added=added,
         removed=removed,
@@ -650,7 +749,52 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
     )
 
 
-def _regression_verdict(draft: _Draft, policy: GatePolicy, case_adjusted: dict[tuple[str, str, CaseKey], float]) -> tuple[Verdict, list[str]]:
+def _variation_words(comp: CriterionComparison) -> str:
+    """The run-to-run variation a criterion's test allowed for, and where it came from."""
+    sd = comp.run_sd or 0.0
+    if comp.history:
+        return f"run-to-run sd {sd:.3f} from {_plural(comp.history, 'run')} of history"
+    return f"run-to-run sd {sd:.3f} assumed (no history yet)" if sd else "no run-to-run variation assumed (no history yet)"
+
+
+def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
+    assert comp.delta is not None
+    margin = policy.margin_judge if comp.judge else policy.margin_deterministic
+    interval = f", 95% CI [{_fmt(comp.ci_low)}, {_fmt(comp.ci_high)}]" if comp.ci_low is not None else ""
+    moved = f"dropped by {-comp.delta:.3f}" if comp.delta < 0 else f"rose by {comp.delta:.3f}" if comp.delta > 0 else "did not move"
+    return (
+        f"mean {'sample score' if comp.basis == 'samples' else 'score'} {moved} "
+        f"({_fmt(comp.baseline_mean)} to {_fmt(comp.current_mean)}{interval}; margin {margin:g}; {_variation_words(comp)})"
+    )
+
+
+def _what_would_settle(comp: CriterionComparison) -> str:
+    """What would narrow an interval too wide to call: the larger of its two parts names it."""
+    if comp.lower_bound is None or comp.delta is None:
+        return f"{comp.n_pairs} cases are too few for an interval: add cases"
+    half = comp.delta - comp.lower_bound
+    run_part = 2 * (comp.run_sd or 0.0) ** 2
+    if run_part * 4 >= half * half:  # the run-level part is at least a quarter of the variance
+        if comp.history:
+            return (
+                "most of the width is run-to-run variation, which more cases cannot average away: "
+                "it narrows as the ledger holds more runs, or with a steadier judge (temperature 0, a fixed model version)"
+            )
+        return "most of the width is the run-to-run variation assumed without history: it is measured once the ledger holds 3 runs"
+    return "more cases, num_samples (judge criteria) or num_runs would narrow it"
+
+
+def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
+    assert comp.natural is not None and comp.breakage_p is not None and comp.breakage_p_adjusted is not None
+    events, trials = comp.natural
+    return (
+        f"{len(comp.broken)} of {_plural(comp.stable, 'stable case')} broke (each passed all of its last "
+        f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; history: {events} breaks in {_plural(trials, 'replayed run')} "
+        f"of stable-looking cases; p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
+    )
+
+
+def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, list[str]]:
     suite = draft.current
     if not suite.cases:
         return Verdict.ERROR, ["the suite has no cases"]
@@ -658,17 +802,12 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy, case_adjusted: dict[t
         return Verdict.ERROR, [suite.agent_error]
     fail: list[str] = []
     unsure: list[str] = []
-    broken_by_criterion: dict[str, list[_Candidate]] = {}
-    for cand in draft.candidates:
-        if cand.p < 1.0:
-            broken_by_criterion.setdefault(cand.criterion, []).append(cand)
     for comp in draft.criteria:
         name = comp.criterion
         if name in draft.new_criteria:
             if comp.status is Verdict.FAIL:
                 fail.append(f"{name}: new criterion, {_below(*_failing(suite, name), comp.threshold)}")
             continue
-        margin = policy.margin_judge if comp.judge else policy.margin_deterministic
         status = Verdict.PASS
         flipped = draft.flips.get(name, []) if policy.deterministic_flips == "fail" else []
         if flipped:
@@ -676,39 +815,40 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy, case_adjusted: dict[t
             text = f"{_plural(len(flipped), 'case')} went from PASSED to FAILED (a deterministic criterion: no noise to allow for): {_names(flipped)}"
             comp.reasons.append(text)
             fail.append(f"{name}: {text}")
-        dropped = comp.delta is not None and -comp.delta > margin
-        if dropped:
-            assert comp.p_adjusted is not None and comp.delta is not None
-            interval = f", 95% CI [{_fmt(comp.ci_low)}, {_fmt(comp.ci_high)}]" if comp.ci_low is not None else ""
-            what = (
-                f"mean {'sample score' if comp.basis == 'samples' else 'score'} dropped by {-comp.delta:.3f} "
-                f"({_fmt(comp.baseline_mean)} to {_fmt(comp.current_mean)}{interval}; margin {margin:g}), "
-                f"p = {_fmt_p(comp.p_adjusted)} after Holm"
-            )
+        margin = policy.margin_judge if comp.judge else policy.margin_deterministic
+        if comp.delta is not None and comp.p_adjusted is not None:
+            what = _drop_words(comp, policy)
             if comp.p_adjusted < policy.alpha:
                 status = Verdict.FAIL
-                comp.reasons.append(what)
-                fail.append(f"{name}: {what}")
-            else:
-                text = what + f", not significant at alpha {policy.alpha:g}"
+                text = f"{what}: a significant drop, p = {_fmt_p(comp.p_adjusted)} after Holm"
+                comp.reasons.append(text)
+                fail.append(f"{name}: {text}")
+            elif comp.delta < -margin and (comp.lower_bound is None or comp.lower_bound < -max(policy.resolution, margin)):
+                text = (
+                    f"{what}: this run cannot rule out a drop bigger than {max(policy.resolution, margin):g} "
+                    f"(95% lower bound {_fmt(comp.lower_bound)}); {_what_would_settle(comp)}"
+                )
                 comp.reasons.append(text)
                 unsure.append(f"{name}: {text}")
                 if status is Verdict.PASS:
                     status = Verdict.INCONCLUSIVE
-        for cand in sorted(broken_by_criterion.get(name, []), key=lambda c: c.key):
-            p_adj = case_adjusted[(suite.name, name, cand.key)]
-            text = (
-                f"{_name(cand.key)} passed its last {_plural(len(cand.recorded), 'run')} and now fails "
-                f"all {_plural(len(cand.samples), 'sample')}: p = {_fmt_p(cand.p)}, {_fmt_p(p_adj)} after Holm"
-            )
-            if p_adj < policy.alpha:
+            elif comp.delta < -margin:
+                comp.reasons.append(f"{what}: within what an unchanged agent does (p = {_fmt_p(comp.p_adjusted)} after Holm)")
+        elif comp.delta is not None and comp.n_pairs < 2 and comp.delta < 0:
+            text = "one case compared, and it dropped: too few to tell"
+            comp.reasons.append(text)
+            unsure.append(f"{name}: {text}")
+            if status is Verdict.PASS:
+                status = Verdict.INCONCLUSIVE
+        if comp.broken and comp.breakage_p_adjusted is not None:
+            text = _breakage_words(comp, policy)
+            if comp.breakage_p_adjusted < policy.alpha:
                 status = Verdict.FAIL
-                comp.reasons.append("broken stable case: " + text)
-                fail.append(f"{name}: broken stable case {text}")
+                comp.reasons.append(text)
+                fail.append(f"{name}: {text}")
             else:
-                # Listed (in changes, and here), but no warning: flaky cases that happened to
-                # pass their last runs do this on every few PRs.
-                comp.reasons.append(f"possibly broken stable case: {text}, not significant at alpha {policy.alpha:g}")
+                # Listed, but no warning: nondeterministic agents break a stable case now and then.
+                comp.reasons.append(f"{text}, not significant at alpha {policy.alpha:g}")
         comp.status = status
 
     fails_ne, ne_reasons = _not_evaluated_reasons(suite)
@@ -751,16 +891,14 @@ def compare(
     for d in drafts:
         for comp in d.criteria:
             if comp.p_value is not None:
-                tests[("criterion", d.current.name, comp.criterion)] = (comp.p_value, 1.0)
-        per_criterion = Counter(c.criterion for c in d.candidates)
-        for cand in d.candidates:
-            tests[("case", d.current.name, cand.criterion, cand.key)] = (cand.p, 1.0 / per_criterion[cand.criterion])
+                tests[("drop", d.current.name, comp.criterion)] = (comp.p_value, 1.0)
+            if comp.breakage_p is not None:
+                tests[("breakage", d.current.name, comp.criterion)] = (comp.breakage_p, 1.0)
     adjusted = holm(tests)
     for d in drafts:
         for comp in d.criteria:
-            if comp.p_value is not None:
-                comp.p_adjusted = adjusted[("criterion", d.current.name, comp.criterion)]
-    case_adjusted = {(k[1], k[2], k[3]): v for k, v in adjusted.items() if k[0] == "case"}
+            comp.p_adjusted = adjusted.get(("drop", d.current.name, comp.criterion))
+            comp.breakage_p_adjusted = adjusted.get(("breakage", d.current.name, comp.criterion))
 
     suites: list[SuiteComparison] = []
     for d in drafts:
@@ -782,26 +920,25 @@ def compare(
                     if failed:
                         comp.reasons.append(_below(failed, total, comp.threshold))
         else:
-            verdict, reasons = _regression_verdict(d, policy, case_adjusted)
+            verdict, reasons = _regression_verdict(d, policy)
         changes = list(d.changes)
         by_key = {c.key: c for c in changes}
         cur_cases = _cases_by_key(d.current)
         base_cases = _cases_by_key(d.baseline) if d.baseline is not None else {}
-        for cand in d.candidates:
-            if cand.p >= 1.0:
-                continue
-            change = by_key.get(cand.key)
-            if change is None:
-                change = by_key[cand.key] = CaseChange(key=cand.key, kind="broken_stable", criteria={})
-                changes.append(change)
-            change.criteria[cand.criterion] = (
-                base_cases[cand.key].criteria[cand.criterion].score,
-                cur_cases[cand.key].criteria[cand.criterion].score,
-            )
-            if change.kind != "broken_stable" or change.p_value is None or cand.p < change.p_value:
-                change.kind = "broken_stable"
-                change.p_value = cand.p
-                change.p_adjusted = case_adjusted[(name, cand.criterion, cand.key)]
+        for comp in d.criteria:
+            for key in comp.broken:
+                change = by_key.get(key)
+                if change is None:
+                    change = by_key[key] = CaseChange(key=key, kind="broken_stable", criteria={})
+                    changes.append(change)
+                change.criteria[comp.criterion] = (
+                    base_cases[key].criteria[comp.criterion].score,
+                    cur_cases[key].criteria[comp.criterion].score,
+                )
+                if change.kind != "broken_stable" or change.p_value is None or (comp.breakage_p or 1.0) < change.p_value:
+                    change.kind = "broken_stable"
+                    change.p_value = comp.breakage_p
+                    change.p_adjusted = comp.breakage_p_adjusted
         changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.key))
         suites.append(
             SuiteComparison(

@@ -246,7 +246,7 @@ def test_schedule_updates_ledger_and_tracks_one_issue(action, baseline):
     assert issue["body"].startswith(tracking_marker("evalgate")) and "lights-en" in issue["body"]
     assert action.outputs["comment-url"] == issue["html_url"]
     ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
-    assert sorted(len(v) for v in ledger.values()) == [2, 2, 2, 2]
+    assert sorted(len(v) for v in ledger.values()) == [2] * 8  # outcomes and values of 4 case-criteria
     assert any(v[-1] == 0.0 for v in ledger.values())
     assert not fake.statuses and not fake.comments  # nightly runs neither comment nor set statuses
     assert not [r for r in fake.log if r.method == "PUT" and "baselines/" in r.path]  # nor overwrite the baseline
@@ -324,7 +324,7 @@ def test_annotation_paths_are_relative_to_the_repository_root(action, history, t
     assert errors == [
         "::error file=agents/home/evalgate.yaml,line=9,title=evalgate%3A bad input::evalgate.yaml: gate.deterministic_flip (line 9): "
         "unknown key 'deterministic_flip'. Remove it or fix the spelling. Did you mean 'deterministic_flips'?"
-        " Valid names: alpha, baseline, deterministic_flips, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, permutations, seed, stable_min_runs."
+        " Valid names: alpha, baseline, deterministic_flips, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, permutations, resolution, run_sd_deterministic, run_sd_judge, seed, stable_min_runs."
     ]
     assert sub.is_dir()
 

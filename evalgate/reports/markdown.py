@@ -424,10 +424,10 @@ _KIND = {
 
 
 def _history_p(change: Any) -> Optional[Markdown]:
-    """A broken stable case's p-value from its own history, and after Holm when given."""
+    """A broken stable case's p-value (its criterion's pooled breakage test), and after Holm when given."""
     if change.p_value is None:
         return None
-    text = f"its own history: {_p(change.p_value)}"
+    text = f"its criterion's stable cases, tested together: {_p(change.p_value)}"
     adjusted = getattr(change, "p_adjusted", None)
     if adjusted is not None:
         text += f", {_p(adjusted)} after Holm"
@@ -519,6 +519,10 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool) -> _Row:
         delta = f"{_signed(c.delta)} [{_signed(c.ci_low)}, {_signed(c.ci_high)}]"
     else:
         delta = _signed(c.delta)
+    if c.delta is not None and getattr(c, "run_sd", None) is not None and with_baseline:
+        # What the test allowed for: the run-to-run variation of the mean, and where it came from.
+        history = getattr(c, "history", 0)
+        delta += f" · run sd {c.run_sd:.3f} ({_count(history, 'run') + ' of history' if history else 'assumed'})"
     return _Row(
         criterion=c.criterion,
         kind=Markdown("judge, per sample" if getattr(c, "basis", "scores") == "samples" else "judge") if c.judge else None,
