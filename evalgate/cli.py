@@ -231,11 +231,13 @@ def _write_outputs(run, plans, out: Path, inference: bool) -> None:
 
 
 def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None) -> None:
+    from evalgate.reports import incomplete_note
     from evalgate.reports.terminal import summary_table
 
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if args.quiet:
-        print(f"evalgate: {run.status.value} ({run.counts.passed} passed, {run.counts.failed} failed, {run.counts.not_evaluated} not evaluated)")
+        c = run.counts
+        print(f"evalgate: {run.status.value} ({c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated{incomplete_note(c)})")
         return
     print(summary_table(run, color=color))
     for name, u in (agent.get("suites") or {}).items():
@@ -373,6 +375,7 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 
 def cmd_baseline_show(args: argparse.Namespace) -> int:
     from evalgate.baselines import find_baseline, git_first_parent
+    from evalgate.reports import incomplete_note
 
     gate, base = _gate_config(args.config)
     found = find_baseline(_store(gate, base), args.commit, git_first_parent, gate.baseline.max_depth)
@@ -386,7 +389,7 @@ def cmd_baseline_show(args: argparse.Namespace) -> int:
     p, c = baseline.provenance, baseline.results.counts
     ancestor = f" (ancestor, {info.distance} commits before {info.requested_commit[:12]})" if info.distance else ""
     print(f"baseline {p.commit[:12]}{ancestor}: {p.ref or 'no ref'}, saved {p.created_at}, evalgate {p.evalgate_version}")
-    print(f"  {baseline.results.status.value}: {c.cases} cases, {c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated")
+    print(f"  {baseline.results.status.value}: {c.cases} cases, {c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated{incomplete_note(c)}")
     for suite in baseline.results.suites:
         crits = ", ".join(f"{n} {s.threshold:g}" for n, s in suite.criteria.items())
         print(f"  {suite.name}: {suite.status.value} ({suite.counts.cases} cases; {crits})")
