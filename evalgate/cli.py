@@ -60,6 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="DIR", help="reuse the finished agent runs of an earlier, interrupted or partly failed run of this config in DIR (its --out); run only the rest")
     run.set_defaults(func=cmd_run)
 
+    init = sub.add_parser(
+        "init",
+        help="find an ADK project's agents and eval sets; write evalgate.yaml and three GitHub workflows (never overwrites a file)",
+    )
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the ADK project's folder, the one you run `adk web` from (default: here)")
+    init.add_argument("--action", metavar="REF", help="the evalgate action the workflows use, e.g. owner/evalgate@<commit-sha> (default: OWNER/evalgate@v1, to replace)")
+    init.add_argument("--branch", metavar="NAME", help="the default branch, where baselines are saved (default: origin's HEAD, else main or master)")
+    init.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    init.set_defaults(func=cmd_init)
+
     validate = sub.add_parser("validate", help="check the config and every data file without scoring")
     validate.add_argument("--config", "-c", help="config file")
     validate.add_argument("--shards", type=_shard_count, metavar="N", help="also say how many cases each of N shards would hold")
@@ -131,6 +141,12 @@ def _judge_runtime(loaded, args: argparse.Namespace):
     )
     # Case threads mostly wait on the judge; enough of them to keep the pool full.
     return runtime, concurrency * 4
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from evalgate.scaffold import init
+
+    return init(args.dir, args.action, args.branch, args.dry_run, sys.stdout)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
