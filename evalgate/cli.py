@@ -60,6 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="DIR", help="reuse the finished agent runs of an earlier, interrupted or partly failed run of this config in DIR (its --out); run only the rest")
     run.set_defaults(func=cmd_run)
 
+    init = sub.add_parser(
+        "init",
+        help="find an ADK project's agents and eval sets; write evalgate.yaml and three GitHub workflows (never overwrites a file)",
+    )
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the ADK project's folder, the one you run `adk web` from (default: here)")
+    init.add_argument("--action", metavar="REF", help="the evalgate action the workflows use, e.g. owner/evalgate@<commit-sha> (default: OWNER/evalgate@v1, to replace)")
+    init.add_argument("--branch", metavar="NAME", help="the default branch, where baselines are saved (default: origin's HEAD, else main or master)")
+    init.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    init.set_defaults(func=cmd_init)
+
     validate = sub.add_parser("validate", help="check the config and every data file without scoring")
     validate.add_argument("--config", "-c", help="config file")
     validate.add_argument("--shards", type=_shard_count, metavar="N", help="also say how many cases each of N shards would hold")
@@ -131,6 +141,12 @@ def _judge_runtime(loaded, args: argparse.Namespace):
     )
     # Case threads mostly wait on the judge; enough of them to keep the pool full.
     return runtime, concurrency * 4
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from evalgate.scaffold import init
+
+    return init(args.dir, args.action, args.branch, args.dry_run, sys.stdout)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -231,11 +247,13 @@ def _write_outputs(run, plans, out: Path, inference: bool) -> None:
 
 
 def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None) -> None:
+    from evalgate.reports import incomplete_note
     from evalgate.reports.terminal import summary_table
 
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if args.quiet:
-        print(f"evalgate: {run.status.value} ({run.counts.passed} passed, {run.counts.failed} failed, {run.counts.not_evaluated} not evaluated)")
+        c = run.counts
+        print(f"evalgate: {run.status.value} ({c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated{incomplete_note(c)})")
         return
     print(summary_table(run, color=color))
     for name, u in (agent.get("suites") or {}).items():
@@ -373,6 +391,7 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 
 def cmd_baseline_show(args: argparse.Namespace) -> int:
     from evalgate.baselines import find_baseline, git_first_parent
+    from evalgate.reports import incomplete_note
 
     gate, base = _gate_config(args.config)
     found = find_baseline(_store(gate, base), args.commit, git_first_parent, gate.baseline.max_depth)
@@ -386,7 +405,7 @@ def cmd_baseline_show(args: argparse.Namespace) -> int:
     p, c = baseline.provenance, baseline.results.counts
     ancestor = f" (ancestor, {info.distance} commits before {info.requested_commit[:12]})" if info.distance else ""
     print(f"baseline {p.commit[:12]}{ancestor}: {p.ref or 'no ref'}, saved {p.created_at}, evalgate {p.evalgate_version}")
-    print(f"  {baseline.results.status.value}: {c.cases} cases, {c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated")
+    print(f"  {baseline.results.status.value}: {c.cases} cases, {c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated{incomplete_note(c)}")
     for suite in baseline.results.suites:
         crits = ", ".join(f"{n} {s.threshold:g}" for n, s in suite.criteria.items())
         print(f"  {suite.name}: {suite.status.value} ({suite.counts.cases} cases; {crits})")

@@ -38,7 +38,7 @@ def test_help_and_version_import_no_heavy_sdk():
     code = (
         "import sys, contextlib, io\n"
         "from evalgate.cli import main\n"
-        "for args in (['--help'], ['--version'], ['run', '--help']):\n"
+        "for args in (['--help'], ['--version'], ['run', '--help'], ['init', '--help']):\n"
         "    with contextlib.redirect_stdout(io.StringIO()):\n"
         "        try: main(args)\n"
         "        except SystemExit: pass\n"

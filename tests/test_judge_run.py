@@ -67,6 +67,11 @@ def test_no_credentials_is_not_evaluated_with_one_warning(cli, fake_gemini, monk
     assert any("no judge credentials" in w for w in suite["warnings"])
     assert code == 0  # NOT_EVALUATED under the default `warn` policy: never a pass of the judge, never a crash
     assert fake_gemini.requests == []
+    # The status lines count the cases the judge never saw (they used to end "0 not evaluated)").
+    incomplete = "2 passed, 0 failed, 0 not evaluated; 2 incomplete, with a criterion not evaluated)"
+    assert f"overall: PASSED (2 cases in 1 suite: {incomplete}" in out
+    code, out, _ = cli("run", "--out", "out-quiet", "--quiet", cwd=root)
+    assert out.strip() == f"evalgate: PASSED ({incomplete}"
 
 
 def test_not_evaluated_fail_policy_is_not_hidden_by_a_passing_criterion(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811

@@ -325,6 +325,25 @@ def scenario_config_changed() -> tuple[Comparison, RunResults]:
     return comparison, current
 
 
+def scenario_judges_skipped() -> tuple[Comparison, RunResults]:
+    """No judge credentials (a fork's pull request): the tool calls pass, the judge is never
+    heard, so every case is PASSED and incomplete; the headline must say so."""
+    skipped = _crit(0.8, (None, {}), error="no judge credentials")
+
+    def case(eval_id: str, question: str, answer: str) -> CaseResult:
+        return _case("faq", eval_id, {TT: _crit(1.0, (1.0, {})), FR: skipped}, [_inv(question, answer, answer, [("search", {})], [("search", {})])])
+
+    current = _run({"support": [case("환불", "환불 되나요?", "30일 이내 환불됩니다."), case("返品", "返品できますか？", "30日以内なら返品できます。")]})
+    comparison = _comparison(
+        Verdict.INCONCLUSIVE,
+        [_suite("support", Verdict.INCONCLUSIVE, [_row("support", TT, 1.0, 2, 1.0, 1.0)],
+                reasons=["2 of 2 cases with criteria NOT_EVALUATED (not_evaluated: warn)"],
+                skipped=["final_response_match_v2: not evaluated in this run (no judge credentials)"])],
+        reasons=["cases not evaluated: passing with a warning"],
+    )
+    return comparison, current
+
+
 def _many_regressions(n: int, response_size: int) -> tuple[Comparison, RunResults]:
     body = ("The agent kept talking about something else entirely. " * (response_size // 55 + 1))[:response_size]
     cases, changes = [], []
@@ -434,6 +453,7 @@ SCENARIOS = {
     "config_changed": (scenario_config_changed, {}),
     "oversized": (scenario_oversized, {"limit": 20_000, "full_report_hint": "job summary"}),
     "hostile": (scenario_hostile, {}),
+    "judges_skipped": (scenario_judges_skipped, {}),
 }
 
 # --- snapshots ------------------------------------------------------------------------
@@ -452,6 +472,12 @@ def test_comment_snapshot(name):
             pytest.fail(f"{path} was missing and has been written: read it, then run again")
     assert text == path.read_bytes().decode("utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
     check_safe(text, limit=options.get("limit", markdown.COMMENT_LIMIT))
+
+
+def test_headline_counts_incomplete_cases():
+    # Judges skipped on passed cases: the headline no longer ends "0 not evaluated" as if all were judged.
+    headline = render_summary(*scenario_judges_skipped()).splitlines()[0]
+    assert headline.endswith("2 cases: 2 passed, 0 failed, 0 not evaluated; 2 incomplete, with a criterion not evaluated")
 
 
 def test_rendering_is_deterministic():

@@ -462,7 +462,7 @@ suite demo
 
 demo: FAILED (3 cases: 1 passed, 1 failed, 1 not evaluated)
 
-overall: FAILED (3 cases: 1 passed, 1 failed, 1 not evaluated in 1 suite)
+overall: FAILED (3 cases in 1 suite: 1 passed, 1 failed, 1 not evaluated)
 """
 
 
@@ -486,7 +486,7 @@ SMALL_COLOR = (
     "\n"
     "demo: \x1b[31mFAILED\x1b[0m (3 cases: 1 passed, 1 failed, 1 not evaluated)\n"
     "\n"
-    "overall: \x1b[31mFAILED\x1b[0m (3 cases: 1 passed, 1 failed, 1 not evaluated in 1 suite)\n"
+    "overall: \x1b[31mFAILED\x1b[0m (3 cases in 1 suite: 1 passed, 1 failed, 1 not evaluated)\n"
 )
 
 _ANSI = re.compile("\x1b\\[[0-9;]*m")
@@ -500,6 +500,45 @@ def test_summary_snapshot_in_color(small):
     text = summary_table(small, color=True)
     assert text == SMALL_COLOR
     assert _ANSI.sub("", text) == SMALL
+
+
+def _judges_skipped(policy: str) -> RunResults:
+    """Two cases whose tool calls passed and whose judge was never heard (no credentials), and
+    one the agent could not answer: PASSED cases, but incomplete ones."""
+    hello = _invocation("안녕", "こんにちは", [("greet", {})])
+    skipped = {TT: _scored(1.0, 1.0), "final_response_match_v2": _unscored(0.8, "no judge credentials")}
+    judged = {TT: ToolTrajectory(threshold=1.0)}
+    suite = _suite(
+        "judged",
+        policy,
+        [
+            _pair("인사", "안녕_1", judged, skipped, [hello], [hello]),
+            _pair("인사", "挨拶_2", judged, skipped, [hello], [hello]),
+            _pair("인사", "no_output", judged, {TT: _unscored(1.0), "final_response_match_v2": _unscored(0.8)}, None, [hello]),
+        ],
+    )
+    return _run(suite)[0]
+
+
+def test_status_lines_count_incomplete_cases():
+    """Every judge criterion skipped on otherwise passed cases: the status lines say how many
+    cases are incomplete. They used to read "PASSED (3 cases: 2 passed, 0 failed, 1 not
+    evaluated)", as if the two passed cases had been judged."""
+    results = _judges_skipped("warn")
+    assert (results.counts.passed, results.counts.not_evaluated, results.counts.incomplete) == (2, 1, 3)
+    text = summary_table(results, color=False)
+    assert "judged: PASSED (3 cases: 2 passed, 0 failed, 1 not evaluated; 3 incomplete, with a criterion not evaluated)\n" in text
+    assert "overall: PASSED (3 cases in 1 suite: 2 passed, 0 failed, 1 not evaluated; 3 incomplete, with a criterion not evaluated)\n" in text
+    assert "1 not evaluated)" not in text  # the old wording, which hid the skipped judges
+
+
+def test_a_suite_failed_by_its_incomplete_cases_says_why():
+    # not_evaluated: fail fails the suite on incomplete cases, passed ones included (engine.suite_status).
+    text = summary_table(_judges_skipped("fail"), color=False)
+    assert (
+        "judged: FAILED (3 cases: 2 passed, 0 failed, 1 not evaluated; 3 incomplete, with a criterion not evaluated); "
+        "under not_evaluated: fail, incomplete cases fail this suite\n"
+    ) in text
 
 
 def _tables(text: str) -> list[list[str]]:

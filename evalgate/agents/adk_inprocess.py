@@ -45,7 +45,7 @@ class AdkRunner(Runner):
     def _folder(self) -> Optional[Path]:
         path = Path(self.spec.adk)
         path = path if path.is_absolute() else self.base / path
-        return path if path.is_dir() else None
+        return path.resolve() if path.is_dir() else None  # resolved: `adk: .` names the folder it is in
 
     def _looks_dotted(self) -> bool:
         return all(part.isidentifier() for part in self.spec.adk.split("."))

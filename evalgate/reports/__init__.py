@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalgate.results import CaseResult, Status
+from evalgate.results import CaseResult, Counts, Status
 
 
 def format_scores(score: float, threshold: float) -> tuple[str, str]:
@@ -32,3 +32,13 @@ def not_evaluated_reasons(case: CaseResult) -> dict[str, list[str]]:
 def reason_text(reason: str, criteria: list[str]) -> str:
     """`criterion, criterion: reason`."""
     return f"{', '.join(criteria)}: {reason}"
+
+
+def incomplete_note(counts: Counts) -> str:
+    """What a status line adds when passed or failed cases have a criterion NOT_EVALUATED:
+    `; N incomplete, with a criterion not evaluated` (N is `counts.incomplete`, which includes
+    the cases not evaluated at all), else nothing. A case whose deterministic criteria passed
+    while every judge was skipped is PASSED, and must not read as fully judged."""
+    if counts.incomplete <= counts.not_evaluated:  # nothing the "not evaluated" count does not say
+        return ""
+    return f"; {counts.incomplete:,} incomplete, with a criterion not evaluated"

@@ -35,6 +35,7 @@ from evalgate.compare import (
     SuiteComparison,
     Verdict,
 )
+from evalgate.reports import incomplete_note
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -590,7 +591,7 @@ def _headline(comparison: Comparison, current: RunResults) -> Markdown:
             parts.append(_count(kinds.count("fixed"), "fixed case", "fixed cases"))
     c = current.counts
     parts.append(
-        f"{_count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated"
+        f"{_count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated{incomplete_note(c)}"
     )
     return Markdown(f"**evalgate {_VERDICT_WORD[comparison.verdict]}** · " + " · ".join(parts))
 

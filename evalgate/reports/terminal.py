@@ -9,7 +9,7 @@ import unicodedata
 from collections import Counter
 from typing import Callable, Optional, Sequence, TextIO
 
-from evalgate.reports import format_scores, not_evaluated_reasons, reason_text
+from evalgate.reports import format_scores, incomplete_note, not_evaluated_reasons, reason_text
 from evalgate.results import Counts, RunResults, Status, SuiteResult
 
 MAX_ID = 40  # display columns an id or name may take in a table before it is cut
@@ -153,18 +153,18 @@ def _not_evaluated(style: _Style, suite: SuiteResult) -> list[str]:
     return ["", "  " + style("not evaluated", _BOLD)] + _table(style, ("cases", "reason"), "><", rows)
 
 
-def _counts_text(counts: Counts) -> str:
+def _counts_text(counts: Counts, where: str = "") -> str:
     noun = "case" if counts.cases == 1 else "cases"
     return (
-        f"{counts.cases} {noun}: {counts.passed} passed, {counts.failed} failed, "
-        f"{counts.not_evaluated} not evaluated"
+        f"{counts.cases} {noun}{where}: {counts.passed} passed, {counts.failed} failed, "
+        f"{counts.not_evaluated} not evaluated{incomplete_note(counts)}"
     )
 
 
 def _verdict(style: _Style, suite: SuiteResult) -> str:
     text = f"{_plain(suite.name)}: {style.status(suite.status)} ({_counts_text(suite.counts)})"
-    if suite.counts.not_evaluated and suite.not_evaluated_policy == "fail":
-        text += "; not evaluated cases fail this suite"
+    if suite.counts.incomplete and suite.not_evaluated_policy == "fail":
+        text += "; under not_evaluated: fail, incomplete cases fail this suite"
     return text
 
 
@@ -184,7 +184,7 @@ def summary_table(results: RunResults, color: bool) -> str:
         lines.extend(["", _verdict(style, suite), ""])
     n = len(results.suites)
     lines.append(
-        f"overall: {style.status(results.status)} ({_counts_text(results.counts)} in {n} suite{'s' if n != 1 else ''})"
+        f"overall: {style.status(results.status)} ({_counts_text(results.counts, f' in {n} suite' + ('s' if n != 1 else ''))})"
     )
     return "\n".join(lines) + "\n"
 

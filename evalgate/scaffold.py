@@ -1,0 +1,600 @@
+"""`evalgate init`: find an ADK project's agents and eval sets, and write the config and the
+three workflows that gate on them, without ever overwriting a file.
+
+Agents are found as `adk eval` loads them, by reading the code (nothing is imported or run):
+a folder whose `__init__.py` defines `root_agent` (or `get_agent_async`, or `app = App(...)`),
+or imports the folder's `agent` module (`from . import agent`) whose `agent.py` defines it.
+Eval sets are the `*.evalset.json` and `*.test.json` files that hold ADK eval cases; a
+`test_config.json` beside them gives their criteria, as in `adk eval`. Virtual environments,
+`.git`, `node_modules` and other hidden or generated folders are not searched.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, TextIO
+
+import yaml
+
+from evalgate.config import CONFIG_NAMES
+from evalgate.errors import InputError, Problem, display_path
+from evalgate.loaders.evalsets import EVALSET_SUFFIXES
+
+DEFAULT_ACTION = "OWNER/evalgate@v1"
+SKIPPED_DIRS = ("node_modules", "__pycache__", "site-packages", "build", "dist", "evalgate-results")
+LOOKED_FOR_AGENTS = "folders whose agent.py or __init__.py defines root_agent, as `adk eval` loads them"
+LOOKED_FOR_EVALSETS = "*.evalset.json and *.test.json files holding ADK eval cases"
+NOT_SEARCHED = ".git, node_modules, virtual environments, hidden folders, build, dist"
+WORKFLOWS = ("evalgate-pr.yml", "evalgate-baseline.yml", "evalgate-nightly.yml")
+NIGHTLY_CRON = "17 3 * * *"
+
+
+# --- what is in the project --------------------------------------------------------------
+
+
+@dataclass
+class Agent:
+    folder: Path
+    source: str  # the file and name that make it an agent, e.g. "agent.py: root_agent"
+
+
+@dataclass
+class EvalSetFile:
+    path: Path
+    cases: int
+    app_names: set[str] = field(default_factory=set)  # the cases' session_input.app_name
+
+
+@dataclass
+class Found:
+    root: Path
+    agents: list[Agent] = field(default_factory=list)
+    evalsets: list[EvalSetFile] = field(default_factory=list)
+    near_misses: list[tuple[Path, str]] = field(default_factory=list)  # agent-like folders evalgate cannot run, and why
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # eval-set-named files that are not eval sets, and why
+
+
+def _pruned(parent: Path, name: str) -> bool:
+    if name.startswith(".") or name in SKIPPED_DIRS or name.endswith(".egg-info"):
+        return True
+    folder = parent / name
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
+def discover(root: Path) -> Found:
+    """Every agent folder and eval set under `root`, with the near misses worth a word."""
+    found = Found(root)
+    for here, dirs, files in os.walk(root):
+        folder = Path(here)
+        dirs[:] = sorted(d for d in dirs if not _pruned(folder, d))
+        names = set(files)
+        _agent_in(folder, names, found)
+        for name in sorted(files):
+            if name.endswith(EVALSET_SUFFIXES):
+                _evalset_in(folder / name, found)
+    return found
+
+
+def _bound_names(tree: ast.Module) -> dict[str, ast.AST]:
+    """Names a module binds at its top level (also inside if/try/with), with the binding node."""
+    out: dict[str, ast.AST] = {}
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            out[name.id] = node
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                out[node.target.id] = node
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out[node.name] = node
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    out[alias.asname or alias.name.split(".")[0]] = node
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.AsyncWith)):
+                for part in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, part, []) or [])
+                for handler in getattr(node, "handlers", []) or []:
+                    visit(handler.body)
+
+    visit(tree.body)
+    return out
+
+
+def _agent_name(bound: dict[str, ast.AST]) -> Optional[str]:
+    """The name `adk eval` would take the agent from: app (an App), root_agent, get_agent_async."""
+    app = bound.get("app")
+    if isinstance(app, ast.Assign) and isinstance(app.value, ast.Call):
+        func = app.value.func
+        if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) == "App":
+            return "app"
+    for name in ("root_agent", "get_agent_async"):
+        if name in bound:
+            return name
+    return None
+
+
+def _imports_agent_module(tree: ast.Module, package: str) -> bool:
+    """Does the package's __init__.py import its `agent` submodule (which makes it `package.agent`)?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 and (node.module == "agent" or (node.module is None and any(a.name == "agent" for a in node.names))):
+                return True
+            if node.level == 0 and (node.module == f"{package}.agent" or (node.module == package and any(a.name == "agent" for a in node.names))):
+                return True
+        elif isinstance(node, ast.Import) and any(a.name == f"{package}.agent" for a in node.names):
+            return True
+    return False
+
+
+def _parse(path: Path) -> tuple[Optional[ast.Module], Optional[str]]:
+    try:
+        return ast.parse(path.read_bytes(), filename=str(path)), None
+    except SyntaxError as e:
+        return None, f"{path.name} line {e.lineno}: {e.msg}"
+    except (OSError, ValueError) as e:
+        return None, f"{path.name}: {e}"
+
+
+def _agent_in(folder: Path, names: set[str], found: Found) -> None:
+    init_tree = agent_tree = None
+    if "__init__.py" in names:
+        init_tree, error = _parse(folder / "__init__.py")
+        if error:
+            found.near_misses.append((folder, f"cannot read {error}"))
+            return
+    if "agent.py" in names:
+        agent_tree, error = _parse(folder / "agent.py")
+        if error:
+            found.near_misses.append((folder, f"cannot read {error}"))
+            return
+    init_name = _agent_name(_bound_names(init_tree)) if init_tree else None
+    agent_name = _agent_name(_bound_names(agent_tree)) if agent_tree else None
+    if init_tree and _imports_agent_module(init_tree, folder.name):
+        if agent_name:
+            found.agents.append(Agent(folder, f"agent.py: {agent_name}"))
+        elif init_name:
+            found.agents.append(Agent(folder, f"__init__.py: {init_name}"))
+        elif agent_tree:
+            found.near_misses.append((folder, "agent.py defines no root_agent; define root_agent = Agent(...) there"))
+        return
+    if init_name:
+        found.agents.append(Agent(folder, f"__init__.py: {init_name}"))
+    elif agent_name and init_tree is None:
+        found.near_misses.append((folder, f"agent.py defines {agent_name} but the folder has no __init__.py; add one holding `from . import agent`"))
+    elif agent_name:
+        found.near_misses.append((folder, f"agent.py defines {agent_name} but __init__.py does not import it; add `from . import agent` to __init__.py"))
+    elif "root_agent.yaml" in names:
+        found.near_misses.append(
+            (folder, "an agent defined in root_agent.yaml: evalgate runs Python agents in-process; serve it with `adk api_server` and use agent: {url: ...}")
+        )
+
+
+def _evalset_in(path: Path, found: Found) -> None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        found.skipped.append((path, f"not readable JSON ({str(e).splitlines()[0][:120]})"))
+        return
+    if isinstance(data, list) and data and all(isinstance(t, dict) and "query" in t for t in data):
+        found.evalsets.append(EvalSetFile(path, 1))  # ADK's legacy list of turns: one case
+        return
+    cases = data.get("eval_cases", data.get("evalCases")) if isinstance(data, dict) else None
+    if not isinstance(cases, list):
+        found.skipped.append((path, "not an ADK eval set (no eval_cases, and not a legacy list of turns)"))
+        return
+    apps = set()
+    for case in cases:
+        session = (case.get("session_input") or case.get("sessionInput") or {}) if isinstance(case, dict) else {}
+        app = session.get("app_name") or session.get("appName") if isinstance(session, dict) else None
+        if isinstance(app, str):
+            apps.add(app)
+    found.evalsets.append(EvalSetFile(path, len(cases), apps))
+
+
+def assign(found: Found) -> tuple[dict[int, list[EvalSetFile]], list[tuple[EvalSetFile, str]]]:
+    """Which agent runs each eval set (by agent index), and the eval sets no single agent claims.
+
+    The agent whose folder holds the eval set; else the one its cases name as app_name;
+    else the one whose folder name is in its path; else the one nearest to it in the tree.
+    """
+    out: dict[int, list[EvalSetFile]] = {i: [] for i in range(len(found.agents))}
+    left: list[tuple[EvalSetFile, str]] = []
+    for es in found.evalsets:
+        scores = []
+        for i, agent in enumerate(found.agents):
+            inside = es.path.is_relative_to(agent.folder)
+            depth = len(agent.folder.parts) if inside else 0
+            named = agent.folder.name in es.app_names
+            in_path = agent.folder.name in es.path.relative_to(found.root).parts[:-1]
+            common = len(os.path.commonpath([es.path.parent, agent.folder.parent]).split(os.sep))
+            scores.append(((inside, depth, named, in_path, common), i))
+        scores.sort(reverse=True)
+        if len(scores) == 1 or scores[0][0] != scores[1][0]:
+            out[scores[0][1]].append(es)
+        else:
+            tied = sorted(found.agents[i].folder.name for s, i in scores if s == scores[0][0])
+            left.append((es, f"could belong to {', '.join(tied)}"))
+    return out, left
+
+
+# --- what gets written -------------------------------------------------------------------
+
+
+_SHELL_SAFE = re.compile(r"[^\s'\"$`\\|&;<>()*?\[\]#~!{}]+")  # Korean, Japanese and the like need no quotes
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+
+
+def _scalar(text: str) -> str:
+    """A YAML scalar for `text`: plain when that reads back as the same string, else quoted."""
+    if _PLAIN.fullmatch(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+@dataclass
+class Suite:
+    name: str
+    folder: Path  # the agent's
+    agent: str  # the agent folder, relative to the config
+    evalsets: list[str]  # folders or files, relative to the config
+    files: list[EvalSetFile]
+    criteria: list[str]  # test_config.json files in use, relative to the config
+
+
+def _evalset_entries(files: list[EvalSetFile], base: Path) -> list[str]:
+    """The fewest config entries naming exactly these eval sets: a folder when every eval set
+    evalgate would read under it is one of them (new eval sets there are then picked up), else
+    the files themselves. Never the config's own folder, where a virtual environment, whose
+    packages may ship test files, is likely to appear."""
+    mine = {es.path.resolve() for es in files}
+    folders = []
+    for folder in sorted({es.path.parent for es in files} - {base}):
+        under = {p.resolve() for p in folder.rglob("*") if p.is_file() and p.name.endswith(EVALSET_SUFFIXES)}
+        if under <= mine:
+            folders.append(folder)
+    folders = [f for f in folders if not any(f != g and f.is_relative_to(g) for g in folders)]
+    entries = list(folders)
+    entries += [es.path for es in files if not any(es.path.is_relative_to(f) for f in folders)]
+    return [display_path(p, base) for p in entries]
+
+
+def plan_suites(found: Found, claimed: dict[int, list[EvalSetFile]]) -> list[Suite]:
+    base = found.root
+    names = [a.folder.name for a in found.agents]
+    suites = []
+    for i, agent in enumerate(found.agents):
+        files = sorted(claimed.get(i, []), key=lambda es: es.path)
+        if not files:
+            continue
+        name = agent.folder.name if names.count(agent.folder.name) == 1 else display_path(agent.folder, base)
+        configs = sorted({display_path(es.path.parent / "test_config.json", base) for es in files if (es.path.parent / "test_config.json").is_file()})
+        suites.append(Suite(name, agent.folder, display_path(agent.folder, base), _evalset_entries(files, base), files, configs))
+    return suites
+
+
+def config_text(suites: list[Suite]) -> str:
+    """The evalgate.yaml that runs each suite's agent on its eval sets."""
+    lines = [
+        "# evalgate.yaml, written by `evalgate init`. Every key is in the README's config",
+        "# reference; `evalgate schema` prints the JSON Schema for editors.",
+        "#",
+        "# Each suite runs an ADK agent in-process (loaded as `adk eval` loads it) on its eval",
+        "# sets and scores every case with ADK's criteria: the test_config.json beside an eval",
+        "# set, else ADK's defaults (tool_trajectory_avg_score 1.0, response_match_score 0.8).",
+        "# The agent's model key comes from the environment or the nearest .env, as for adk.",
+        "version: 1",
+        "suites:",
+    ]
+    for s in suites:
+        cases = sum(es.cases for es in s.files)
+        sets = f"{len(s.files)} eval set{'s' if len(s.files) != 1 else ''}, {cases} case{'s' if cases != 1 else ''}"
+        lines += [
+            f"  - name: {_scalar(s.name)}",
+            f"    evalsets: [{', '.join(_scalar(e) for e in s.evalsets)}]  # {sets}",
+            f"    agent: {{adk: {_scalar(s.agent)}}}  # options: num_runs, tools: replay, concurrency, timeout_s",
+        ]
+        if s.criteria:
+            lines.append(f"    # criteria: from {', '.join(s.criteria)}")
+        else:
+            lines.append("    # criteria: ADK's defaults (no test_config.json beside these eval sets); set them here, e.g.")
+            lines.append("    # criteria: {tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
+    text = "\n".join(lines) + "\n"
+    expected = {"version": 1, "suites": [{"name": s.name, "evalsets": s.evalsets, "agent": {"adk": s.agent}} for s in suites]}
+    assert yaml.safe_load(text) == expected, text  # the comments and quoting changed nothing
+    return text
+
+
+@dataclass
+class Repo:
+    root: Path  # where .github/workflows goes
+    workdir: str  # the project's folder relative to root ("" when it is the root)
+    branch: str
+    branch_source: str
+    is_git: bool
+
+
+def _git(args: list[str], cwd: Path) -> Optional[str]:
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        out = subprocess.run([git, *args], cwd=cwd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def find_repo(project: Path, branch: Optional[str]) -> Repo:
+    """The repository holding the project (GitHub reads workflows only at its root) and its default branch."""
+    top = next((p for p in (project, *project.parents) if (p / ".git").exists()), None)
+    root = top or project
+    workdir = "" if root == project else project.relative_to(root).as_posix()
+    if branch:
+        return Repo(root, workdir, branch, "--branch", top is not None)
+    if top is not None:
+        remote = _git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], top)
+        if remote and "/" in remote:
+            return Repo(root, workdir, remote.split("/", 1)[1], "origin/HEAD", True)
+        for name in ("main", "master"):
+            if _git(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], top):
+                return Repo(root, workdir, name, f"the local branch {name}", True)
+        current = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], top)
+        if current:
+            return Repo(root, workdir, current, "the current branch", True)
+    return Repo(root, workdir, "main", "a guess: no git remote names the default branch; --branch sets it", top is not None)
+
+
+def _action_step(action: str, config: str, repo: Repo, install: tuple[str, str]) -> list[str]:
+    lines = [
+        f"      - uses: {action}   # the evalgate action: pin a release or a commit SHA",
+        "        with:",
+        f"          config: {_scalar(config)}",
+    ]
+    if repo.workdir:
+        lines.append(f"          working-directory: {_scalar(repo.workdir)}")
+    lines += [
+        f"          install: {_scalar(install[0])}   # {install[1]}",
+        "        env:",
+        "          GOOGLE_API_KEY: ${{ secrets.GOOGLE_API_KEY }}   # the agent's model (a repository secret)",
+    ]
+    return lines
+
+
+def workflow_texts(action: str, config: str, repo: Repo, install: tuple[str, str]) -> dict[str, str]:
+    """The three workflows of docs/workflows.md, each with the least permissions it needs."""
+    step = _action_step(action, config, repo, install)
+    results = f"{repo.workdir}/evalgate-results" if repo.workdir else "evalgate-results"
+    head = "# Written by `evalgate init`; evalgate's docs/workflows.md explains every line.\n"
+    pr = [
+        "# The pull request gate: runs the pull request's agent on the eval sets, compares with the",
+        "# base commit's baseline, keeps one comment up to date and sets the commit status `evalgate`",
+        "# (require it in the branch protection rules to block merging on a failed gate). A fork's",
+        "# pull request has no secrets: its agent cannot run, and the gate says ERROR, never PASS.",
+        "name: evalgate-pr",
+        "on:",
+        "  pull_request:",
+        "",
+        "permissions:",
+        "  contents: read        # the checkout, and baselines on the data branch",
+        "  pull-requests: write  # the comment",
+        "  statuses: write       # the commit status",
+        "",
+        "jobs:",
+        "  gate:",
+        "    runs-on: ubuntu-latest",
+        "    steps:",
+        "      - uses: actions/checkout@v7",
+        *step,
+        "      - uses: actions/upload-artifact@v7",
+        "        if: always()",
+        "        with:",
+        "          name: evalgate-results",
+        f"          path: {_scalar(results)}   # results.json, inference.jsonl (the agent's outputs), report.md",
+    ]
+    baseline = [
+        f"# Baselines on merge: every push to {repo.branch} runs the agent on the merged code and saves",
+        "# the result as that commit's baseline on the data branch (evalgate-data, created on first",
+        "# use); pull requests compare with the nearest baseline on their base's history.",
+        "name: evalgate-baseline",
+        "on:",
+        "  push:",
+        f"    branches: [{_scalar(repo.branch)}]   # the default branch",
+        "",
+        "permissions:",
+        "  contents: write       # write the baseline to the data branch",
+        "",
+        "concurrency:",
+        "  group: evalgate-baseline  # one writer at a time; the store also retries on conflicts",
+        "  cancel-in-progress: false",
+        "",
+        "jobs:",
+        "  baseline:",
+        "    runs-on: ubuntu-latest",
+        "    steps:",
+        "      - uses: actions/checkout@v7",
+        *step,
+    ]
+    nightly = [
+        "# Nightly: runs the default branch's agent on a schedule (a model can drift while the code",
+        "# stays the same), adds to the history, and on a regression opens or updates one tracking",
+        "# issue. workflow_dispatch runs it by hand.",
+        "name: evalgate-nightly",
+        "on:",
+        "  schedule:",
+        f'    - cron: "{NIGHTLY_CRON}"   # 03:17 UTC',
+        "  workflow_dispatch:",
+        "",
+        "permissions:",
+        "  contents: write       # history on the data branch",
+        "  issues: write         # the tracking issue",
+        "",
+        "jobs:",
+        "  nightly:",
+        "    runs-on: ubuntu-latest",
+        "    steps:",
+        "      - uses: actions/checkout@v7",
+        *step,
+    ]
+    return {name: head + "\n".join(body) + "\n" for name, body in zip(WORKFLOWS, (pr, baseline, nightly))}
+
+
+def install_for(project: Path) -> tuple[str, str]:
+    """What the action pip-installs so the agent can run (the project's own requirements, else
+    google-adk at the version here), and a word on it for the workflow."""
+    if (project / "requirements.txt").is_file():
+        return "-r requirements.txt", "the agent's dependencies, google-adk among them"
+    if (project / "pyproject.toml").is_file() or (project / "setup.py").is_file():
+        return ".", "the agent's package and dependencies, google-adk among them"
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        adk = f"google-adk=={version('google-adk')}"
+    except (ImportError, PackageNotFoundError):
+        adk = "google-adk"
+    return adk, "and whatever else the agent imports (no requirements.txt or pyproject.toml was found)"
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    path: Path
+    text: str
+    what: str
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _shown_folder(root: Path) -> str:
+    return str(root) if root == Path.cwd().resolve() else display_path(root)
+
+
+def _nothing_found(root: Path, found: Found, what: str, looked_for: str, fix: str) -> InputError:
+    notes = [f"{display_path(p)}: {why}" for p, why in found.near_misses + found.skipped]
+    detail = f"; what came close: {'; '.join(notes)}" if notes else ""
+    return InputError(Problem(None, None, f"no {what} found in {_shown_folder(root)} (looked for {looked_for}; not searched: {NOT_SEARCHED}){detail}", fix))
+
+
+def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: bool, out: TextIO) -> int:
+    """Find, plan, write what is missing, and say what was found, written, kept, and what next."""
+    action = action or DEFAULT_ACTION
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(Problem(directory, None, "is not a folder", "Pass your ADK project's folder (the one you run `adk web` from)."))
+    root = root.resolve()
+    found = discover(root)
+    if not found.agents:
+        raise _nothing_found(
+            root, found, "ADK agent", LOOKED_FOR_AGENTS, "Run evalgate init in your ADK project's folder (the one you run `adk web` from), or pass that folder: evalgate init path/to/project."
+        )
+    if not found.evalsets:
+        raise _nothing_found(
+            root, found, "eval set", LOOKED_FOR_EVALSETS, "Save one from `adk web` (its Eval tab writes <agent>/<name>.evalset.json), or write one; the README's Formats section shows both shapes."
+        )
+    claimed, left = assign(found)
+    suites = plan_suites(found, claimed)
+    if not suites:
+        why = "; ".join(f"{display_path(es.path)} {reason}" for es, reason in left)
+        raise InputError(
+            Problem(None, None, f"no eval set in {_shown_folder(root)} belongs to one agent alone ({why})", "Write evalgate.yaml by hand: one suite per agent, naming its eval sets (README: Running the agent).")
+        )
+
+    repo = find_repo(root, branch)
+    config_path = next((root / n for n in CONFIG_NAMES if (root / n).exists()), root / CONFIG_NAMES[0])
+    cases = sum(es.cases for s in suites for es in s.files)
+    planned = [Planned(config_path, config_text(suites), f"{_plural(len(suites), 'suite')}, {_plural(cases, 'case')}, the agent run in-process")]
+    whats = (
+        "on pull requests: run the agent, compare, comment, set the commit status",
+        f"on pushes to {repo.branch}: run the agent, save the baseline",
+        "every night and by hand: run the agent, open an issue on a regression",
+    )
+    texts = workflow_texts(action, config_path.name, repo, install_for(root))
+    planned += [Planned(repo.root / ".github" / "workflows" / name, texts[name], what) for name, what in zip(WORKFLOWS, whats)]
+
+    _print_found(found, suites, left, out)
+    written, kept = [], []
+    for p in planned:
+        shown = display_path(p.path)
+        exists = p.path.exists() or p.path.is_symlink()
+        if dry_run:
+            head = f"{shown} exists and stays as it is; init would have written" if exists else f"would write {shown}"
+            out.write(f"{head} ({p.what}):\n")
+            out.write("".join(f"    {line}\n" for line in p.text.splitlines()))
+            continue
+        if not exists:
+            try:
+                p.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(p.path, "x", encoding="utf-8") as f:  # "x": never replace a file that appeared meanwhile
+                    f.write(p.text)
+            except FileExistsError:
+                exists = True
+            except OSError as e:
+                raise InputError(Problem(shown, None, f"cannot write it ({e.strerror or e})", "Run evalgate init where you can write, or copy the file from `evalgate init --dry-run`.")) from None
+        if exists:
+            kept.append(p)
+            out.write(f"kept  {shown}: it exists, and init never overwrites a file\n")
+        else:
+            written.append(p)
+            out.write(f"wrote {shown} ({p.what})\n")
+    if kept:
+        out.write("      (`evalgate init --dry-run` prints what init would have written)\n")
+    _print_next(root, config_path, repo, action, planned if dry_run else written, out)
+    return 0
+
+
+def _print_found(found: Found, suites: list[Suite], left: list[tuple[EvalSetFile, str]], out: TextIO) -> None:
+    cases = sum(es.cases for es in found.evalsets)
+    out.write(f"found {_plural(len(found.agents), 'agent')}, {_plural(len(found.evalsets), 'eval set')} ({_plural(cases, 'case')}):\n")
+    for agent in found.agents:
+        suite = next((s for s in suites if s.folder == agent.folder), None)
+        if suite is None:
+            out.write(f"  {display_path(agent.folder)} ({agent.source}): no eval set of its own; left out\n")
+            continue
+        named = "" if suite.name == agent.folder.name else f", suite {suite.name}"
+        out.write(f"  {display_path(agent.folder)} ({agent.source}{named})\n")
+        for es in suite.files:
+            out.write(f"    {display_path(es.path)}: {_plural(es.cases, 'case')}\n")
+        criteria = ", ".join(suite.criteria) if suite.criteria else "ADK's defaults (no test_config.json beside the eval sets)"
+        out.write(f"    criteria: {criteria}\n")
+    for es, why in left:
+        out.write(f"  left out: {display_path(es.path)}, which {why}; add it to a suite by hand\n")
+    for path, why in found.near_misses:
+        out.write(f"not an agent evalgate can run: {display_path(path)}: {why}\n")
+    for path, why in found.skipped:
+        out.write(f"not an eval set: {display_path(path)}: {why}\n")
+
+
+def _print_next(root: Path, config: Path, repo: Repo, action: str, written: list[Planned], out: TextIO) -> None:
+    shown = display_path(config)
+    flag = "" if root == Path.cwd().resolve() else f" --config {shown if _SHELL_SAFE.fullmatch(shown) else shlex.quote(shown)}"
+    out.write("\nnext:\n")
+    out.write(f"  evalgate validate{flag}    # check the config and every eval set; runs nothing\n")
+    out.write(f"  evalgate run{flag}         # run the agent on every case and score it (needs the agent's model key, as adk does)\n")
+    workflows = [p for p in written if p.path.suffix == ".yml"]
+    if workflows:
+        out.write("then, for the workflows:\n")
+        if action == DEFAULT_ACTION:
+            out.write(f"  - replace {DEFAULT_ACTION} in them with the evalgate action reference you pin (a release or a commit SHA)\n")
+        out.write("  - add the repository secret GOOGLE_API_KEY (the agent's model key; Settings > Secrets and variables > Actions)\n")
+        out.write(f"  - commit {display_path(config)} and {display_path(repo.root / '.github' / 'workflows')}/; the gate runs on your next pull request\n")
+        out.write("  - require the commit status `evalgate` in the branch protection rules of " + f"{repo.branch} ({repo.branch_source})\n")
+        if not repo.is_git:
+            where = "this folder" if repo.root == Path.cwd().resolve() else display_path(repo.root)
+            out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
+    out.write("keep evalgate-results/ and .evalgate/ out of git (add them to .gitignore)\n")
+
