@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalgate.compare import GatePolicy, compare, outcome, stable_history, update_ledger, ledger_key, CaseKey  # noqa: E402
+from evalgate.compare import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
 from evalgate.results import RunResults  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"

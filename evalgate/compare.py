@@ -103,11 +103,9 @@ from evalgate.stats import (
     drop_interval,
     drop_test,
     holm,
-    natural_breaks,
     break_hazards,
     poisson_binomial_sf,
     run_variance,
-    smallest_failing_drop,
 )
 
 
@@ -169,6 +167,10 @@ class GatePolicy(BaseModel):
     permutations: int = Field(default=10000, ge=100, description="Unused: the tests are closed form now (kept so that configs that set it stay valid).")
     seed: int = Field(default=20240601, description="Unused: the tests are closed form and deterministic (kept so that configs that set it stay valid).")
 
+    def margin(self, judge: bool) -> float:
+        """The drop a criterion tolerates: margin_judge or margin_deterministic."""
+        return self.margin_judge if judge else self.margin_deterministic
+
 
 @dataclass(frozen=True, order=True)
 class CaseKey:
@@ -201,11 +203,11 @@ class CriterionComparison:
     # What the gate allowed for and found (regression mode; evalgate.stats says why):
     run_sd: Optional[float] = None  # run-to-run standard deviation of the criterion's mean
     history: int = 0  # runs of history run_sd was measured on; 0: assumed (the policy's run_sd_*)
-    failing_drop: Optional[float] = None  # the smallest observed drop that would have failed
+    se: Optional[float] = None  # standard error of the drop test: within-run and run-to-run parts together
     lower_bound: Optional[float] = None  # one-sided 95% lower bound of delta: PASS needs it above -resolution
     stable: int = 0  # stable cases tested together for breakage (with a ledger)
     broken: list[CaseKey] = field(default_factory=list)  # of them, the ones that broke now
-    natural: Optional[tuple[int, int]] = None  # (breaks, trials) of stable-looking cases, replaying the ledger
+    expected_breaks: Optional[float] = None  # of the stable cases, how many break by chance (history's hazards)
     breakage_p: Optional[float] = None  # pooled breakage test
     breakage_p_adjusted: Optional[float] = None
 
@@ -275,7 +277,8 @@ def value_key(key: CaseKey, criterion: str) -> str:
 
 
 def _outcome_histories(ledger: Ledger) -> dict[tuple[str, str], list[list[float]]]:
-    """(suite, criterion) -> every case's recorded outcomes (None left out), for replaying."""
+    """(suite, criterion) -> every case's recorded outcomes (None left out): the population
+    the breakage test fits its break rates to."""
     out: dict[tuple[str, str], list[list[float]]] = {}
     for key, history in ledger.items():
         parts = key.split(_SEP)
@@ -609,11 +612,9 @@ def _test_drop(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey
     if len(diffs) < 2:
         comp.reasons.append("one case compared: too few to test")
         return
-    margin = policy.margin_judge if comp.judge else policy.margin_deterministic
-    comp.p_value, se, df = drop_test(diffs, margin, 2 * sigma2, run_df)
+    comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge), 2 * sigma2, run_df)
     comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df)
     comp.lower_bound, _ = drop_interval(diffs, 2 * sigma2, df, level=0.90)
-    comp.failing_drop = smallest_failing_drop(se, df, margin, policy.alpha)
 
 
 def _test_breakage(
@@ -635,13 +636,18 @@ def _test_breakage(
             comp.broken.append(k)
     if not comp.stable:
         return
-    recent = [h[-policy.history_runs :] for h in histories]
-    comp.natural = natural_breaks(recent, policy.stable_min_runs)
-    hazards, _, _ = break_hazards(recent, streaks)
+    hazards, _, _ = break_hazards([h[-policy.history_runs :] for h in histories], streaks)
+    comp.expected_breaks = sum(hazards)
     comp.breakage_p = poisson_binomial_sf(len(comp.broken), hazards)
 
 
-def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePolicy, ledger: Optional[Ledger]) -> _Draft:
+def _draft(
+    current: SuiteResult,
+    baseline: Optional[SuiteResult],
+    policy: GatePolicy,
+    ledger: Optional[Ledger],
+    histories: dict[tuple[str, str], list[list[float]]],
+) -> _Draft:
     cur_cases = _cases_by_key(current)
     base_cases = _cases_by_key(baseline) if baseline is not None else {}
     added = sorted(k for k in cur_cases if k not in base_cases)
@@ -651,7 +657,6 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
     cur_specs = _criteria_of(current)
     base_specs = _criteria_of(baseline) if baseline is not None else {}
     notes: list[str] = []
-    natural = _outcome_histories(ledger) if ledger else {}
 
     # No baseline for the suite (compare() says why), or nothing in common with it.
     absolute = baseline is None or not paired
@@ -713,7 +718,7 @@ def _draft(current: SuiteResult, baseline: Optional[SuiteResult], policy: GatePo
             if flipped:
                 flips[name] = flipped
         if ledger and pairs:
-            _test_breakage(comp, pairs, policy, ledger, natural.get((current.name, name), []))
+            _test_breakage(comp, pairs, policy, ledger, histories.get((current.name, name), []))
         criteria.append(comp)
 
     gone = sorted(set(base_specs) - set(cur_specs))
@@ -759,7 +764,7 @@ def _variation_words(comp: CriterionComparison) -> str:
 
 def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     assert comp.delta is not None
-    margin = policy.margin_judge if comp.judge else policy.margin_deterministic
+    margin = policy.margin(comp.judge)
     interval = f", 95% CI [{_fmt(comp.ci_low)}, {_fmt(comp.ci_high)}]" if comp.ci_low is not None else ""
     moved = f"dropped by {-comp.delta:.3f}" if comp.delta < 0 else f"rose by {comp.delta:.3f}" if comp.delta > 0 else "did not move"
     return (
@@ -769,12 +774,10 @@ def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
 
 
 def _what_would_settle(comp: CriterionComparison) -> str:
-    """What would narrow an interval too wide to call: the larger of its two parts names it."""
-    if comp.lower_bound is None or comp.delta is None:
+    """What would narrow an interval too wide to call: the larger part of its variance names it."""
+    if comp.lower_bound is None or not comp.se:
         return f"{comp.n_pairs} cases are too few for an interval: add cases"
-    half = comp.delta - comp.lower_bound
-    run_part = 2 * (comp.run_sd or 0.0) ** 2
-    if run_part * 4 >= half * half:  # the run-level part is at least a quarter of the variance
+    if 2 * (comp.run_sd or 0.0) ** 2 >= comp.se**2 / 2:  # run-to-run variation is at least half of it
         if comp.history:
             return (
                 "most of the width is run-to-run variation, which more cases cannot average away: "
@@ -785,12 +788,11 @@ def _what_would_settle(comp: CriterionComparison) -> str:
 
 
 def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
-    assert comp.natural is not None and comp.breakage_p is not None and comp.breakage_p_adjusted is not None
-    events, trials = comp.natural
+    assert comp.expected_breaks is not None and comp.breakage_p is not None and comp.breakage_p_adjusted is not None
     return (
         f"{len(comp.broken)} of {_plural(comp.stable, 'stable case')} broke (each passed all of its last "
-        f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; history: {events} breaks in {_plural(trials, 'replayed run')} "
-        f"of stable-looking cases; p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
+        f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; by chance, history expects {comp.expected_breaks:.2f}; "
+        f"p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
     )
 
 
@@ -815,7 +817,7 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, lis
             text = f"{_plural(len(flipped), 'case')} went from PASSED to FAILED (a deterministic criterion: no noise to allow for): {_names(flipped)}"
             comp.reasons.append(text)
             fail.append(f"{name}: {text}")
-        margin = policy.margin_judge if comp.judge else policy.margin_deterministic
+        margin = policy.margin(comp.judge)
         if comp.delta is not None and comp.p_adjusted is not None:
             what = _drop_words(comp, policy)
             if comp.p_adjusted < policy.alpha:
@@ -885,7 +887,8 @@ def compare(
     else:
         mode = "absolute" if policy.mode == "absolute" else "regression"
     base_suites = {s.name: s for s in baseline.suites} if baseline is not None else {}
-    drafts = [_draft(s, base_suites.get(s.name), policy, ledger) for s in current.suites]
+    histories = _outcome_histories(ledger) if ledger else {}  # read once, for every suite's breakage tests
+    drafts = [_draft(s, base_suites.get(s.name), policy, ledger, histories) for s in current.suites]
 
     tests: dict[tuple, tuple[float, float]] = {}
     for d in drafts:

@@ -26,7 +26,7 @@ import yaml
 
 from evalgate.config import CONFIG_NAMES
 from evalgate.errors import InputError, Problem, display_path
-from evalgate.loaders.evalsets import EVALSET_SUFFIXES
+from evalgate.loaders.evalsets import EVALSET_SUFFIXES, load_evalset, test_config_beside
 
 DEFAULT_ACTION = "OWNER/evalgate@v1"
 SKIPPED_DIRS = ("node_modules", "__pycache__", "site-packages", "build", "dist", "evalgate-results")
@@ -181,24 +181,14 @@ def _agent_in(folder: Path, names: set[str], found: Found) -> None:
 
 
 def _evalset_in(path: Path, found: Found) -> None:
+    """Read the file with the loader `evalgate run` uses: what init accepts, run can load."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        found.skipped.append((path, f"not readable JSON ({str(e).splitlines()[0][:120]})"))
+        loaded = load_evalset(path)
+    except InputError as e:  # the loader's own words, without the file it names (the note names it)
+        found.skipped.append((path, "; ".join(str(Problem(None, p.where, p.what, p.fix)) for p in e.problems)))
         return
-    if isinstance(data, list) and data and all(isinstance(t, dict) and "query" in t for t in data):
-        found.evalsets.append(EvalSetFile(path, 1))  # ADK's legacy list of turns: one case
-        return
-    cases = data.get("eval_cases", data.get("evalCases")) if isinstance(data, dict) else None
-    if not isinstance(cases, list):
-        found.skipped.append((path, "not an ADK eval set (no eval_cases, and not a legacy list of turns)"))
-        return
-    apps = set()
-    for case in cases:
-        session = (case.get("session_input") or case.get("sessionInput") or {}) if isinstance(case, dict) else {}
-        app = session.get("app_name") or session.get("appName") if isinstance(session, dict) else None
-        if isinstance(app, str):
-            apps.add(app)
+    cases = loaded.eval_set.eval_cases
+    apps = {c.session_input.app_name for c in cases if c.session_input is not None and c.session_input.app_name}
     found.evalsets.append(EvalSetFile(path, len(cases), apps))
 
 
@@ -279,7 +269,7 @@ def plan_suites(found: Found, claimed: dict[int, list[EvalSetFile]]) -> list[Sui
         if not files:
             continue
         name = agent.folder.name if names.count(agent.folder.name) == 1 else display_path(agent.folder, base)
-        configs = sorted({display_path(es.path.parent / "test_config.json", base) for es in files if (es.path.parent / "test_config.json").is_file()})
+        configs = sorted({display_path(tc, base) for es in files if (tc := test_config_beside(es.path)) is not None})
         suites.append(Suite(name, agent.folder, display_path(agent.folder, base), _evalset_entries(files, base), files, configs))
     return suites
 

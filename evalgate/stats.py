@@ -57,7 +57,7 @@ The model of an unchanged agent
     Poisson-binomial over those chances, and p = P(X >= broken). Why not replay the
     ledger (how often did a case with 5 clean runs break in the 6th?): that measures
     shorter streaks than the current ones and, in flaky worlds, overstates the rate
-    several-fold; `natural_breaks` still reports it beside the test. Assumed: cases break
+    several-fold. Assumed: cases break
     independently given their rates; a run-wide judge mood that pushes stable cases
     below every sample makes breaks cluster, which this does not model (small where
     stable cases pass almost every sample).
@@ -73,8 +73,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence
 
-Z95 = 1.959963984540054
-ROUND = 12  # differences are rounded to this many decimals, so equal moves group exactly
+ROUND = 12  # differences are rounded to this many decimals: float noise in c - b is no move
 MIN_HISTORY = 3  # runs of history needed to estimate the run-level variance
 MAX_RHO = 0.5  # cap on the fitted heterogeneity of break rates: a few flaky cases in a short history cannot make clean streaks look safer than a+b >= 1 allows
 
@@ -181,7 +180,7 @@ def drop_test(diffs: Sequence[float], margin: float, run_var: float = 0.0, run_d
     n = len(diffs)
     if n < 2:
         raise ValueError("drop_test needs at least 2 differences")
-    shifted = [round(d, ROUND) + margin for d in diffs]
+    shifted = [d + margin for d in diffs]
     stat = sum(shifted) / n
     within = sum(s * s for s in shifted) / (n * n)
     var = within + run_var
@@ -196,18 +195,15 @@ def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: floa
     """The two-sided `level` interval of the mean difference (module docstring); its lower
     end at level 0.90 is the one-sided 95% lower bound. None when n is too small."""
     n = len(diffs)
-    q = t_quantile(0.5 + level / 2, df) if n >= 2 else Z95
+    if n < 2:
+        return None, None
+    q = t_quantile(0.5 + level / 2, df)
     if n <= q * q:
         return None, None
     mean = sum(diffs) / n
     v = sum((d - mean) ** 2 for d in diffs) / n
     half = q * math.sqrt((v + n * run_var) / (n - q * q))
     return max(-1.0, mean - half), min(1.0, mean + half)
-
-
-def smallest_failing_drop(se: float, df: float, margin: float, alpha: float) -> float:
-    """The observed drop at which the drop test, at this standard error, just reaches alpha."""
-    return margin + t_quantile(1.0 - alpha, df) * se
 
 
 # --- pooled breakage of stable cases --------------------------------------------------------
@@ -243,22 +239,6 @@ def break_hazards(histories: Sequence[Sequence[float]], streaks: Sequence[int]) 
     concentration = 1 / rho - 1
     a, b = mean * concentration, (1 - mean) * concentration
     return [a / (a + b + s) for s in streaks], a, b
-
-
-def natural_breaks(histories: Sequence[Sequence[float]], min_runs: int) -> tuple[int, int]:
-    """(events, trials): replaying histories, how often a case that had passed at least
-    `min_runs` runs in a row, all of its recorded runs, broke in the next. An outcome
-    passes when it is above 0.5 and has broken when it is 0. (Reported beside the
-    hazards, as what history shows directly.)"""
-    events = trials = 0
-    for history in histories:
-        for t in range(min_runs, len(history)):
-            if all(o > 0.5 for o in history[:t]):
-                trials += 1
-                events += history[t] == 0.0
-            else:
-                break
-    return events, trials
 
 
 def poisson_binomial_sf(broken: int, hazards: Sequence[float]) -> float:
