@@ -19,8 +19,9 @@ Activities (from the event, or forced by the `mode` input):
 score), but instead of scoring it merges the legs' outputs from the `shards` folder. A
 missing shard makes the verdict ERROR and writes no baseline and no ledger.
 
-Every run writes the results under `out`, the step outputs and the job summary. Exit codes
-are the CLI's: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal error.
+Every run writes the results and report.html under `out`, the step outputs and the job
+summary. Exit codes are the CLI's: 0 passed, 1 failed, 2 unusable input or configuration,
+3 internal error.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ from entrypoint.settings import Settings, read_settings, secrets  # noqa: E402
 
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 PR_EVENTS = ("pull_request", "pull_request_target")
+# Where a shortened comment sends the reader ("The full report is in the ..."): the job summary,
+# and report.html in the output folder, which the documented workflows upload as an artifact.
+FULL_REPORT = "job summary of the run, and every case in report.html among the run's artifacts"
 NIGHTLY_EVENTS = ("schedule", "workflow_dispatch")
 
 
@@ -64,6 +68,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)  # trusted Markdown lines for the summary
     superseded: bool = False  # results of a commit the PR has moved on from: nothing posted, exit 0
     leg: bool = False  # a matrix leg's shard: the merge job decides, the leg exits 0
+    baseline: Any = None  # the baseline's results, for report.html's side-by-side view
 
 
 @dataclass
@@ -464,7 +469,7 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
     if client is None:
         ctx.warn("no GitHub token: no comment and no commit status; the report is in the job summary")
         return ""
-    comment = render_comment(comparison, results, gate_id=gate.id, run_url=s.run_url, full_report_hint="The full report is in the job summary of the run.")
+    comment = render_comment(comparison, results, gate_id=gate.id, run_url=s.run_url, full_report_hint=FULL_REPORT)
     out = publish(
         client,
         comparison,
@@ -493,7 +498,7 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, base_sha)
     comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
-    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha))
+    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha), baseline=baseline)
 
 
 def activity_baseline(ctx: Context, loaded) -> Outcome:
@@ -516,13 +521,13 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
     baseline, info = find(ctx, store, gate, parent, warn_missing=False) if parent else (None, None)
     comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
     if ctx.missing is not None:
-        return Outcome(comparison, run, notes=["No baseline was saved: a baseline must hold every case."])
+        return Outcome(comparison, run, notes=["No baseline was saved: a baseline must hold every case."], baseline=baseline)
     _write_guard("write the baseline", lambda: store.save(make_baseline(run, s.sha, s.ref, datetime.now(timezone.utc))))
     _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
     notes = [f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger (gate `{gate.id}`, {_where(store)})."]
     if baseline is None:
         notes.append("No earlier baseline to compare with: judged on absolute thresholds. Pull requests based on this commit are compared with this baseline.")
-    return Outcome(comparison, run, notes=notes)
+    return Outcome(comparison, run, notes=notes, baseline=baseline)
 
 
 def _where(store) -> str:
@@ -579,7 +584,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
     elif client is None:
         ctx.warn("no GitHub token: no tracking issue")
     else:
-        report = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url, limit=60_000, full_report_hint="The full report is in the job summary of the run.")
+        report = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url, limit=60_000, full_report_hint=FULL_REPORT)
         try:
             tracked = track(client, gate.id, failing, report, s.sha or head or "")
         except GitHubError as e:
@@ -588,7 +593,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
             url = tracked.url or ""
             if tracked.action != "none":
                 notes.append(f"Tracking issue #{tracked.number}: {tracked.action}.")
-    return Outcome(comparison, run, url, notes)
+    return Outcome(comparison, run, url, notes, baseline=baseline)
 
 
 def _default_head(ctx: Context, gate, default: Optional[str]) -> Optional[str]:
@@ -658,8 +663,8 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
             f"pull request #{number}'s head is now {current[:12]}, not {head_sha[:12]}: these results were not posted. "
             "Either the pull request was pushed again (its newer run publishes its own results), or pr.json names the wrong pull request."
         )
-        return Outcome(comparison, run, superseded=True)
-    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha))
+        return Outcome(comparison, run, superseded=True, baseline=baseline)
+    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha), baseline=baseline)
 
 
 def activity_score(ctx: Context, loaded) -> Outcome:
@@ -714,6 +719,7 @@ def _shown(s: Settings, path: Path) -> str:
 
 
 def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
+    from evalgate.reports.html import REPORT_FILE, write_html
     from evalgate.reports.markdown import render_summary
     from evalgate.reports.sanitize import md
 
@@ -727,6 +733,7 @@ def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
     try:
         s.out.mkdir(parents=True, exist_ok=True)
         report_path.write_text(summary, encoding="utf-8")
+        write_html(s.out / REPORT_FILE, comparison, run, outcome.baseline, gate_id=gate.id, run_url=s.run_url)
     except OSError as e:
         raise _unwritable(s, e) from None
     ctx.workflow.summary(summary)

@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--config", "-c", help="config whose 'gate' section sets the policy (default: evalgate.yaml here, if any)")
     compare.add_argument("--output", "-o", help="also write the Markdown report to this file")
     compare.add_argument("--run-url", help="link to the CI run, shown in the report")
+    compare.add_argument("--html", metavar="PATH", help="where to write the HTML report (default: report.html beside --current)")
     compare.set_defaults(func=cmd_compare)
 
     baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")
@@ -215,7 +216,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run.run.agent = agent
     if shard is not None:
         run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit)
-    _write_outputs(run, plans, out, inference=bool(agent))
+    _write_outputs(run, plans, out, inference=bool(agent), gate=loaded.config.gate)
     _print_summary(run, out, args, agent, resumed_from=args.resume)
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
@@ -230,7 +231,7 @@ def _journal(out: Path, digest: str, commit, shard):
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
 
-def _write_outputs(run, plans, out: Path, inference: bool) -> None:
+def _write_outputs(run, plans, out: Path, inference: bool, gate) -> None:
     from evalgate import infer, results
     from evalgate.errors import InputError, Problem
     from evalgate.reports.adk_results import write_adk_results
@@ -242,8 +243,17 @@ def _write_outputs(run, plans, out: Path, inference: bool) -> None:
         results.write(run, out / "results.json")
         (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
         write_adk_results(run, plans, out / "adk")
+        _write_html(run, out, gate)
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
+
+
+def _write_html(run, out: Path, gate) -> None:
+    """report.html of a run on its own: the verdict on absolute thresholds, as `compare` without a baseline gives it."""
+    from evalgate.compare import compare
+    from evalgate.reports.html import REPORT_FILE, write_html
+
+    write_html(out / REPORT_FILE, compare(None, run, gate), run, gate_id=gate.id)
 
 
 def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None) -> None:
@@ -263,15 +273,19 @@ def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resume
         print(f"agent: {name}: {u['case_runs']} case runs{failed}{reused} in {agent['seconds']:.1f} s{tokens}")
     inference = (out / "inference.jsonl").is_file() and agent
     print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if inference else ""))
+    if (out / "report.html").is_file():
+        print(f"report: {out / 'report.html'}")
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from evalgate.config import GateConfig
     from evalgate.errors import InputError, Problem
     from evalgate.merge import merge_folders
 
     out = Path(args.out)
     try:
         run, shards = merge_folders([Path(p) for p in args.shards], out)
+        _write_html(run, out, GateConfig())
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the merged results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
     if not args.quiet:
@@ -350,6 +364,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from evalgate import results
     from evalgate.baselines import find_baseline, git_first_parent
     from evalgate.compare import compare
+    from evalgate.errors import InputError, Problem
+    from evalgate.reports.html import REPORT_FILE, write_html
     from evalgate.reports.markdown import render_summary
 
     gate, base = _gate_config(args.config, required=bool(args.base_sha))
@@ -368,7 +384,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url)
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
+    html_path = Path(args.html) if args.html else Path(args.current).parent / REPORT_FILE
+    try:
+        write_html(html_path, comparison, current, baseline, gate_id=gate.id, run_url=args.run_url)
+    except OSError as e:
+        raise InputError(Problem(str(html_path), None, f"cannot write the HTML report there ({e.strerror or e})", "Pass --html a path you can write to.")) from None
     print(report)
+    print(f"report: {html_path}", file=sys.stderr)
     return _exit_for(comparison.verdict, gate)
 
 

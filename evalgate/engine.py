@@ -7,6 +7,7 @@ suite's NOT_EVALUATED policy. Criteria only score.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -228,8 +229,31 @@ def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:
     )
 
 
-def score_case(case: CaseInput) -> CaseResult:
-    results = {name: score_runs(crit, case) for name, crit in sorted(case.criteria.items())}
+class Timing:
+    """Where a suite's scoring time went: its wall time, and per criterion the seconds spent
+    scoring it, added up over cases (on several threads, they can exceed the wall time).
+    Thread-safe; it goes into `run.scoring`, outside the comparable payload."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.criteria: dict[str, float] = {}
+        self.seconds = 0.0
+
+    def add(self, name: str, seconds: float) -> None:
+        with self._lock:
+            self.criteria[name] = self.criteria.get(name, 0.0) + seconds
+
+    def record(self) -> dict[str, Any]:
+        return {"seconds": round(self.seconds, 3), "criteria": {k: round(v, 3) for k, v in sorted(self.criteria.items())}}
+
+
+def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
+    results = {}
+    for name, crit in sorted(case.criteria.items()):
+        t0 = time.perf_counter()
+        results[name] = score_runs(crit, case)
+        if timing is not None:
+            timing.add(name, time.perf_counter() - t0)
     return CaseResult(
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
@@ -265,19 +289,22 @@ def score_suite(
     progress: Callable[[int], None] | None = None,
     runtime: Any = None,
     workers: int = 1,
+    timing: Timing | None = None,
 ) -> SuiteResult:
     """Score a suite's cases, in (eval_set_id, eval_id) order.
 
     With judge criteria, cases are scored on `workers` threads: a judge criterion spends
     its time waiting for the judge, and the runtime bounds the requests in flight. Results
-    are collected in case order, so they never depend on completion order.
+    are collected in case order, so they never depend on completion order. `timing`, when
+    given, receives the suite's wall time and each criterion's scoring time.
     """
+    t0 = time.perf_counter()
     ordered = sorted(plan.cases, key=lambda c: (c.eval_set_id, c.eval_id))
     judged = any(c.judge for case in ordered for c in case.criteria.values())
     before = runtime.stats() if runtime is not None and judged else {}
     if judged and workers > 1:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalgate-case") as pool:
-            futures = [pool.submit(score_case, case) for case in ordered]
+            futures = [pool.submit(score_case, case, timing) for case in ordered]
             if progress:
                 for _ in as_completed(futures):
                     progress(1)
@@ -285,7 +312,7 @@ def score_suite(
     else:
         results = []
         for case in ordered:
-            results.append(score_case(case))
+            results.append(score_case(case, timing))
             if progress:
                 progress(1)
     warnings = list(plan.warnings)
@@ -296,6 +323,8 @@ def score_suite(
             if spec.judge:
                 spec.stats = _stats_delta(before.get(name, {}), after.get(name, {}))
         warnings.extend(credential_warnings(runtime, ordered))
+    if timing is not None:
+        timing.seconds = time.perf_counter() - t0
     return finish_suite(plan.name, plan.not_evaluated, results, specs, warnings, plan.agent_error)
 
 
@@ -384,6 +413,11 @@ def run(
                 for crit in case.criteria.values():
                     if crit.judge:
                         crit.bind(runtime)
-    suites = [score_suite(p, progress, runtime, workers) for p in plans]
-    info = RunInfo(started_at=started.isoformat(timespec="seconds"), duration_seconds=round(time.perf_counter() - t0, 3))
+    timings = {p.name: Timing() for p in plans}
+    suites = [score_suite(p, progress, runtime, workers, timings[p.name]) for p in plans]
+    info = RunInfo(
+        started_at=started.isoformat(timespec="seconds"),
+        duration_seconds=round(time.perf_counter() - t0, 3),
+        scoring={name: t.record() for name, t in timings.items()},
+    )
     return finish_run(suites, config_digest, info)

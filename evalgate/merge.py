@@ -197,6 +197,14 @@ def _agent(shards: list[ShardOutput]) -> dict[str, Any]:
     return out
 
 
+def _scoring(shards: list[ShardOutput]) -> dict[str, Any]:
+    """run.scoring of the whole run: each suite's and criterion's seconds added up over the legs."""
+    out: dict[str, Any] = {}
+    for s in shards:
+        _add(out, s.results.run.scoring)
+    return dict(sorted(out.items()))
+
+
 def _add(into: dict[str, Any], more: dict[str, Any]) -> None:
     for k, v in more.items():
         if isinstance(v, dict):
@@ -231,6 +239,7 @@ def _merged(shards: list[ShardOutput]) -> RunResults:
         started_at=min(started) if started else None,
         duration_seconds=max(durations) if durations else None,
         agent=_agent(shards),
+        scoring=_scoring(shards),
         shards=[
             {
                 "index": s.index,

@@ -151,6 +151,12 @@ class RunInfo(_Model):
         description="Running the agent: seconds (wall time of the whole step) and, per suite, case_runs, failed, "
         "duration_s (sum of case-run wall times), tokens (the agent's model tokens), tools (replayed / live calls under tools: replay).",
     )
+    scoring: dict[str, Any] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="Scoring time per suite: seconds (the suite's wall time) and criteria (per criterion, the seconds "
+        "spent scoring it, added up over cases; with judge threads they can exceed the wall time). Merged runs add the legs' up.",
+    )
 
 
 class RunResults(_Model):

@@ -153,7 +153,7 @@ class Act:
         self.n += 1
         event = self.tmp / f"event{self.n}.json"
         event.write_text(json.dumps(payload), encoding="utf-8")
-        for name in ("e2e-outputs.json", "e2e-outcome.txt", "evalgate-results/report.md"):
+        for name in ("e2e-outputs.json", "e2e-outcome.txt", "evalgate-results/report.md", "evalgate-results/report.html"):
             (self.repo.root / name).unlink(missing_ok=True)
         cmd = [
             shutil.which("act"), event_name, "-C", str(self.repo.root), "-b",
@@ -182,6 +182,8 @@ class Act:
         self.outcome = (self.repo.root / "e2e-outcome.txt").read_text(encoding="utf-8").strip()
         report = self.repo.root / "evalgate-results" / "report.md"
         self.report = report.read_text(encoding="utf-8") if report.is_file() else ""
+        html = self.repo.root / "evalgate-results" / "report.html"
+        self.html = html.read_text(encoding="utf-8") if html.is_file() else ""
         return done.returncode
 
 
@@ -275,6 +277,8 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
     assert merge not in fake.statuses
     assert "난방-ko" in act.report
+    # report.html in the output folder, built in the image: the regressed case among its data.
+    assert '"ch":"regressed"' in act.html and "난방-ko" in act.html and "Content-Security-Policy" in act.html
     # The runner read the job summary and saw the step fail with the gate's own line.
     assert "Summary - **evalgate FAIL** · 1 regressed case" in act.log
     assert "evalgate pr: FAIL (1 passed, 1 failed, 1 regressed); exit 1" in act.log

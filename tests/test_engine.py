@@ -149,3 +149,25 @@ def test_results_are_deterministic_and_sorted():
     data = json.loads(text)
     assert list(data) == sorted(data)
     assert first.status is Status.PASSED
+
+
+def test_scoring_time_is_recorded_per_suite_and_criterion_outside_the_comparable_payload():
+    import time as time_module
+
+    class Slow(Criterion):
+        name: ClassVar[str] = "slow"
+
+        def score_invocation(self, actual, expected):
+            time_module.sleep(0.02)
+            return Outcome(1.0)
+
+    cases = [
+        engine.CaseInput(eval_set_id="s", eval_id=str(i), criteria={"slow": Slow(threshold=0.5), "response_match_score": ResponseMatch(threshold=0.5)},
+                         expected_digest="d", expected=[inv("x")], actual=[inv("x")])
+        for i in range(3)
+    ]
+    run = engine.run([engine.SuitePlan(name="timed", cases=cases)], "cfg")
+    timing = run.run.scoring["timed"]
+    assert set(timing["criteria"]) == {"slow", "response_match_score"}
+    assert timing["criteria"]["slow"] >= 0.06 and timing["seconds"] >= timing["criteria"]["slow"] - 0.001
+    assert "scoring" not in json.dumps(run.comparable())

@@ -151,7 +151,7 @@ def test_push_to_default_branch_saves_baseline_and_ledger(action, history):
     assert action.outputs["verdict"] == "PASS"
     assert action.outputs["results-path"] == "evalgate-results/results.json"
     assert action.outputs["cases"] == "2" and action.outputs["passed"] == "2" and action.outputs["regressions"] == "0"
-    for name in ("results.json", "junit.xml", "report.md", "adk/home/home.evalset_result.json"):
+    for name in ("results.json", "junit.xml", "report.md", "report.html", "adk/home/home.evalset_result.json"):
         assert (action.ws / "evalgate-results" / name).is_file(), name
     assert f"Saved the baseline of `{sha[:12]}`" in action.summary
     assert "::add-mask::" + fake.token in action.stdout
@@ -187,6 +187,8 @@ def test_pull_request_regression_then_fix_edits_the_same_comment(action, baselin
     assert action.outputs["regressions"] == "1" and action.outputs["failed"] == "1"
     assert action.outputs["comment-url"] == comment["html_url"]
     assert "lights-en" in action.summary and action.summary == (action.ws / "evalgate-results" / "report.md").read_text(encoding="utf-8")
+    page = (action.ws / "evalgate-results" / "report.html").read_text(encoding="utf-8")
+    assert ">FAIL<" in page and '"ch":"regressed"' in page and '"id":"lights-en"' in page  # compared with the base's baseline
 
     fake.log.clear()
     head2 = fake.add_commit([head], "fix")

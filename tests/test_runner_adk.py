@@ -306,4 +306,4 @@ def test_reports_say_what_running_the_agent_cost(tmp_path, monkeypatch, cli):
     code, report, _ = cli("compare", "--baseline", results, "--current", results, "--run-url", "https://github.com/o/r/actions/runs/1")
     assert "### Agent runs" in report
     assert "| weather | 6 | 0 |" in report and f"| {14 * 27:,} |" in report
-    assert "`inference.jsonl` in the [run's results](https://github.com/o/r/actions/runs/1)" in report
+    assert "[workflow run](https://github.com/o/r/actions/runs/1) · every case in report.html and the agent's outputs in inference.jsonl among its artifacts" in report

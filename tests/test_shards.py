@@ -139,8 +139,12 @@ def test_sharded_and_merged_equals_unsharded(cli, tmp_path, generated, project, 
         data = json.loads((merged / "results.json").read_text(encoding="utf-8"))
         assert [s["index"] for s in data["run"]["shards"]] == list(range(1, n + 1))
         assert data["run"]["agent"]["suites"]["agent"]["case_runs"] == 40  # 20 cases x 2 runs, over every shard
+        legs = [json.loads((tmp_path / "shards" / f"shard-{k}" / "results.json").read_text(encoding="utf-8"))["run"]["scoring"] for k in range(1, n + 1)]
+        added = sum(leg.get("agent", {}).get("criteria", {}).get("response_match_score", 0.0) for leg in legs)
+        assert data["run"]["scoring"]["agent"]["criteria"]["response_match_score"] == pytest.approx(added, abs=0.01)  # the legs' time, added up
         broken = next(s for s in data["suites"] if s["name"] == "broken")
         assert "The error of 10 of 10 runs" in broken["agent_error"]
+    assert (merged / "report.html").is_file() and f"report: {merged / 'report.html'}" in out
 
 
 def test_merged_files_are_byte_identical_for_the_same_agent_outputs(cli, tmp_path, generated):

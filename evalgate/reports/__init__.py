@@ -1,4 +1,4 @@
-"""Writers that turn a run's results into text and files: JUnit XML, ADK eval history, the terminal summary."""
+"""Writers that turn a run's results into text and files: JUnit XML, ADK eval history, the terminal summary, the HTML report."""
 
 from __future__ import annotations
 

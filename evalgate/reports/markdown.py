@@ -687,8 +687,9 @@ def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url:
             footer.append(Markdown(f"Run time {_duration(current.run.duration_seconds)}"))
     if run_url and re.match(r"(?i)https?://", run_url):
         footer.append(Markdown(f"[workflow run]({url(run_url)})"))
-        if current.run.agent:
-            footer.append(Markdown(f"the agent's outputs: `inference.jsonl` in the [run's results]({url(run_url)})"))
+        # The action uploads nothing itself; the documented workflows upload its output folder.
+        outputs = " and the agent's outputs in inference.jsonl" if current.run.agent else ""
+        footer.append(Markdown(f"every case in report.html{outputs} among its artifacts"))
     footer.append(Markdown(f"evalgate {md(current.evalgate_version, 20)}, {comparison.mode} mode"))
 
     stat_columns, stats = _judge_stats(current, show_suite)

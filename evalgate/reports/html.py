@@ -1,0 +1,767 @@
+"""The run's report as one self-contained HTML file: `report.html`.
+
+`evalgate run`, `evalgate merge` and `evalgate compare` write it beside results.json, and so
+does the GitHub Action into its output folder. Opened from an artifact download or
+`file://`, it asks no host for anything.
+
+What it shows. The verdict and the per-suite, per-criterion table of the PR comment; every
+case, filterable by suite, criterion, status and change (regressed, fixed, flaky, ...) and
+searchable; per case the conversation, the expected and actual tool calls as a diff, the
+responses side by side (the baseline's beside the current when comparing), each judge
+sample with its reason, rubric verdicts, Vertex AI explanations and the errors of criteria
+that were not evaluated; and usage: judge requests, cache hits and tokens, the agent's runs
+and the scoring time per suite and criterion.
+
+Rendering is pure: the same inputs give the same bytes (no clock, no randomness).
+
+Safety. Agent text, eval ids, suite and criterion names, tool names and arguments, judge
+reasons and the comparison's reasons are hostile. Three layers keep them inert:
+
+- The page's own Content-Security-Policy (a `<meta>`): nothing may load from anywhere
+  (`default-src 'none'`), the one script and the one style block run only because their
+  sha256 hashes are listed, `img-src` allows `data:` only, there are no forms, no base URL
+  and no frames, and Trusted Types forbid any HTML sink (`innerHTML` and its kin throw).
+- The overview is rendered by Jinja with autoescape on; untrusted text goes through the
+  `t` filter, which escapes it and shows characters that hide or reorder text (U+202E and
+  the like) as a visible `U+202E` mark, as the Markdown report does.
+- The cases are data: one JSON document in a `<script type="application/json">` block, with
+  `<`, `>`, `&`, U+2028 and U+2029 written as `\\uXXXX` escapes so no text can end the
+  block, and the page's script builds the DOM from it with `textContent` and
+  `createElement` only, never from markup.
+
+Size. Cases are drawn on demand (a virtual list, one case's detail at a time), so 5,000
+cases make a file of a few megabytes that opens and filters at once. Each text is kept up
+to `MAX_TEXT` characters (results.json has all of it), and the baseline's responses are
+kept only where they differ from the current ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Optional
+
+from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
+from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
+
+__all__ = ["REPORT_FILE", "render_html", "write_html", "content_security_policy"]
+
+REPORT_FILE = "report.html"
+MAX_TEXT = 20_000  # characters kept of one message, response, reason or details block
+MAX_REASONS = 200  # verdict and suite reasons listed in the overview
+
+_STATUS = {Status.PASSED: "P", Status.FAILED: "F", Status.NOT_EVALUATED: "N"}
+# Characters shown as a visible "U+XXXX" mark instead of acting: controls (but newline and
+# tab), format characters that hide or reorder text (bidi overrides and isolates, zero-width
+# spaces, tag characters; not the joiners that emoji and Indic scripts need), surrogates.
+_JOINERS = {"\u200c", "\u200d"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# --- text ------------------------------------------------------------------------------
+
+
+def _hidden(ch: str) -> bool:
+    return ch not in _JOINERS and ch not in "\n\t" and unicodedata.category(ch) in ("Cc", "Cf", "Cs")
+
+
+def _cut(text: str, limit: int = MAX_TEXT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… (the first {limit:,} of {len(text):,} characters; results.json has all of them)"
+
+
+def _text(value: Any, limit: int = MAX_TEXT) -> str:
+    return _cut(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str), limit)
+
+
+def _t_filter(value: Any):
+    """Jinja filter for untrusted text: escaped, hidden characters shown as marks."""
+    from markupsafe import Markup, escape
+
+    text = str(value)
+    if not any(_hidden(ch) for ch in text):
+        return escape(text)
+    out = []
+    for ch in text:
+        if _hidden(ch):
+            out.append(Markup(f'<span class="ctl">U+{ord(ch):04X}</span>'))  # only hex digits from the text
+        else:
+            out.append(escape(ch))
+    return Markup("").join(out)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_for_script(data: Any) -> str:
+    """JSON safe inside `<script type="application/json">`: no `<`, `>` or `&` at all (so
+    no `</script>` and no `<!--`), and U+2028 / U+2029 escaped too."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # NaN or infinity somewhere: JSON.parse would refuse the page's data
+        text = json.dumps(_finite(data), ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)  # a lone surrogate cannot be written as UTF-8
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+# --- numbers and words we compose (trusted) ---------------------------------------------
+
+
+def _num(x: Optional[float], digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+def _p(p: float) -> str:
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def _duration(seconds: float) -> str:
+    if 0 < seconds < 0.05:
+        return "<0.1 s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def _int(x: Any) -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return "–"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}"
+
+
+# --- the overview (rendered by the template) --------------------------------------------
+
+
+@dataclass
+class _Row:
+    criterion: str
+    crit_index: int
+    kind: str
+    threshold: str
+    pairs: int
+    baseline: str
+    current: str
+    delta: str
+    status: str
+    status_class: str
+    p: str
+    failing: int  # cases failing this criterion now
+
+
+@dataclass
+class _Suite:
+    name: str
+    index: int
+    verdict: str
+    verdict_class: str
+    counts: str
+    reasons: list[str]
+    warnings: list[str]
+    skipped: list[str]
+    rows: list[_Row]
+
+
+@dataclass
+class _Usage:
+    columns: list[str]
+    rows: list[tuple[str, str, list[str]]]  # (suite, criterion, values)
+
+
+@dataclass
+class _View:
+    verdict: str
+    verdict_class: str
+    headline: list[str]
+    gate: Optional[str]
+    reasons: list[str]
+    hidden_reasons: int
+    config_changed: bool
+    baseline: str
+    mode: str
+    with_baseline: bool
+    suites: list[_Suite]
+    chips: list[tuple[str, str, int]]  # (filter value, label, count)
+    run_facts: list[tuple[str, str]]
+    agent_rows: list[list[str]]
+    judge: _Usage
+    timing_rows: list[tuple[str, str, str, str]]  # (suite, criterion, seconds, share)
+    run_url: Optional[str]
+    footer: str
+    title: str
+    cases: int
+    failed: int
+    not_evaluated: int
+    data: str = ""
+    csp: str = ""
+    style: str = ""
+    script: str = ""
+
+
+def _verdict_class(v: Verdict) -> str:
+    return {Verdict.PASS: "pass", Verdict.FAIL: "fail", Verdict.INCONCLUSIVE: "warn", Verdict.ERROR: "fail"}[v]
+
+
+def _row(c: CriterionComparison, crit_index: int, failing: int, evaluated: int, with_baseline: bool) -> _Row:
+    if c.delta is None:
+        delta = "–"
+    elif c.ci_low is not None and c.ci_high is not None:
+        delta = f"{_signed(c.delta)} [{_signed(c.ci_low)}, {_signed(c.ci_high)}]"
+    else:
+        delta = _signed(c.delta)
+    kind = ("judge, per sample" if c.basis == "samples" else "judge") if c.judge else ""
+    return _Row(
+        criterion=c.criterion,
+        crit_index=crit_index,
+        kind=kind,
+        threshold=f"{c.threshold:.2f}",
+        pairs=c.n_pairs if with_baseline else evaluated,
+        baseline=_num(c.baseline_mean),
+        current=_num(c.current_mean),
+        delta=delta,
+        status=c.status.value,
+        status_class=_verdict_class(c.status),
+        p=_p(c.p_adjusted) if with_baseline and c.p_adjusted is not None else "",
+        failing=failing,
+    )
+
+
+def _baseline_line(comparison: Comparison) -> str:
+    info = comparison.baseline
+    assert info is not None
+    if not info.commit:
+        text = "Baseline: a results file with no recorded commit"
+    elif info.distance and info.commit != info.requested_commit:
+        text = f"Baseline from ancestor {info.commit[:12]}, {_count(info.distance, 'commit')} before the base {info.requested_commit[:12]}"
+    else:
+        text = f"Baseline: {info.commit[:12]}, the base commit"
+    if info.created_at:
+        text += f" (recorded {info.created_at[:19].replace('T', ' ')})"
+    return text + "."
+
+
+def _headline(comparison: Comparison, current: RunResults) -> list[str]:
+    kinds = [ch.kind for s in comparison.suites for ch in s.changes]
+    parts = []
+    if comparison.baseline is not None:
+        regressed = kinds.count("regressed") + kinds.count("broken_stable")
+        parts.append(_count(regressed, "regressed case", "regressed cases") if regressed else "no regressed cases")
+        if kinds.count("fixed"):
+            parts.append(_count(kinds.count("fixed"), "fixed case", "fixed cases"))
+    c = current.counts
+    parts.append(f"{_count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated")
+    if c.incomplete:
+        parts.append(f"{c.incomplete:,} with criteria not evaluated")
+    return parts
+
+
+_STAT_COLUMNS = [
+    ("requests", "requests"),
+    ("cache_hits", "cache hits"),
+    ("retries", "retries"),
+    ("failures", "failures"),
+    ("prompt_tokens", "prompt tokens"),
+    ("output_tokens", "output tokens"),
+    ("total_tokens", "tokens"),
+]
+
+
+def _judge_usage(current: RunResults) -> _Usage:
+    found: list[tuple[str, str, dict[str, Any]]] = []
+    for suite in current.suites:
+        for name, spec in sorted(suite.criteria.items()):
+            stats = spec.stats if isinstance(spec.stats, dict) else {}
+            numbers = {k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if numbers:
+                found.append((suite.name, name, numbers))
+    if not found:
+        return _Usage([], [])
+    known = [k for k, _ in _STAT_COLUMNS if any(k in n for _, _, n in found)]
+    other = sorted({k for _, _, n in found for k in n} - set(known))
+    keys = known + other
+    labels = dict(_STAT_COLUMNS)
+    columns = [labels.get(k, k.replace("_", " ")) for k in keys]
+    return _Usage(columns, [(s, c, [_int(n.get(k)) for k in keys]) for s, c, n in found])
+
+
+def _agent_rows(current: RunResults) -> list[list[str]]:
+    rows = []
+    for name, u in sorted(((current.run.agent or {}).get("suites") or {}).items()):
+        if not isinstance(u, dict):
+            continue
+        tokens = (u.get("tokens") or {}).get("total") if isinstance(u.get("tokens"), dict) else None
+        tools = u.get("tools") if isinstance(u.get("tools"), dict) else {}
+        rows.append(
+            [
+                name,
+                _int(u.get("case_runs", 0)),
+                _int(u.get("failed", 0)),
+                _int(u.get("reused", 0)),
+                _duration(float(u.get("duration_s", 0.0) or 0.0)),
+                _int(tokens),
+                f"{_int(tools.get('replayed', 0))} / {_int(tools.get('live', 0))}" if tools else "–",
+            ]
+        )
+    return rows
+
+
+def _timing_rows(current: RunResults) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for suite in current.suites:
+        t = (current.run.scoring or {}).get(suite.name)
+        if not isinstance(t, dict):
+            continue
+        total = float(t.get("seconds") or 0.0)
+        rows.append((suite.name, "", _duration(total), ""))
+        crits = t.get("criteria") if isinstance(t.get("criteria"), dict) else {}
+        spent = sum(float(v) for v in crits.values() if isinstance(v, (int, float))) or 1.0
+        for name, seconds in sorted(crits.items()):
+            if isinstance(seconds, (int, float)):
+                rows.append((suite.name, name, _duration(float(seconds)), f"{100 * float(seconds) / spent:.0f}%"))
+    return rows
+
+
+def _run_facts(comparison: Comparison, current: RunResults) -> list[tuple[str, str]]:
+    run = current.run
+    facts = []
+    if run.started_at:
+        facts.append(("started", run.started_at))
+    if run.duration_seconds is not None:
+        facts.append(("scoring", _duration(run.duration_seconds)))
+    agent_s = (run.agent or {}).get("seconds")
+    if isinstance(agent_s, (int, float)):
+        facts.append(("running the agent", _duration(float(agent_s))))
+    if run.shards:
+        facts.append(("shards", f"{len(run.shards)} merged"))
+    sim = (run.agent or {}).get("simulator")
+    if isinstance(sim, dict) and sim:
+        facts.append(("simulated user", ", ".join(f"{k.replace('_', ' ')} {_int(v)}" for k, v in sorted(sim.items()) if not isinstance(v, dict))))
+    facts.append(("evalgate", current.evalgate_version))
+    facts.append(("config digest", current.config_digest[:19]))
+    facts.append(("mode", comparison.mode))
+    return facts
+
+
+# --- the cases (embedded as JSON, drawn by the script) ----------------------------------
+
+
+def _call_text(call: dict[str, Any]) -> str:
+    name = str(call.get("name", "?"))
+    args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True, separators=(", ", ": "), default=str)
+    return _cut(f"{name}({args})", 4000)
+
+
+def _tool_diff(expected: Optional[list[dict[str, Any]]], actual: list[dict[str, Any]]) -> list[list[str]]:
+    """Lines of the tool-call diff: [" ", text] equal, ["-", text] expected only, ["+", text]
+    actual only; without expected calls, [".", text] for each actual one."""
+    got = [_call_text(c) for c in actual]
+    if expected is None:
+        return [[".", line] for line in got]
+    want = [_call_text(c) for c in expected]
+    lines: list[list[str]] = []
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(a=want, b=got, autojunk=False).get_opcodes():
+        if op == "equal":
+            lines.extend([" ", x] for x in want[a0:a1])
+        else:
+            lines.extend(["-", x] for x in want[a0:a1])
+            lines.extend(["+", x] for x in got[b0:b1])
+    return lines
+
+
+_KNOWN_DETAILS = {"samples", "reasons", "rubrics", "explanation", "sentences", "metric"}
+
+
+def _rubric(r: Any) -> Optional[dict[str, Any]]:
+    if not isinstance(r, dict):
+        return None
+    verdict = r.get("verdict")
+    if isinstance(verdict, bool):
+        verdict_text = "yes" if verdict else "no"
+    elif isinstance(verdict, (int, float)):
+        verdict_text = f"{verdict:g}"
+    else:
+        verdict_text = _text(verdict if verdict is not None else "?", 200)
+    out: dict[str, Any] = {
+        "id": _text(r.get("rubric_id", r.get("rubricId", "?")), 500),
+        "v": verdict_text,
+        "why": _text(r.get("rationale", r.get("reasoning", "")) or ""),
+    }
+    votes = r.get("votes")
+    if isinstance(votes, dict):
+        out["votes"] = f"{_int(votes.get('yes', 0))} yes, {_int(votes.get('no', 0))} no"
+    if isinstance(r.get("description"), str) and r["description"] != out["id"]:
+        out["text"] = _text(r["description"], 2000)
+    return out
+
+
+def _judgement(index: int, inv: Any, threshold: float) -> dict[str, Any]:
+    """One criterion's verdict on one invocation: score, samples with their reasons, rubric
+    verdicts, explanation, error, and any other details as JSON text."""
+    d = inv.details if isinstance(inv.details, dict) else {}
+    out: dict[str, Any] = {"c": index, "st": _STATUS[inv.status]}
+    if inv.score is not None:
+        out["sc"] = inv.score
+    if inv.error:
+        out["err"] = _text(inv.error)
+    samples = d.get("samples")
+    reasons = d.get("reasons")
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    if isinstance(samples, list) and samples:
+        rows = []
+        for j, s in enumerate(samples):
+            score = s if isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) else None
+            row: dict[str, Any] = {"sc": score, "ok": None if score is None else score >= threshold}
+            if isinstance(reasons, list) and j < len(reasons):
+                row["why"] = _text(reasons[j])
+            rows.append(row)
+        out["samples"] = rows
+        if isinstance(reasons, list) and len(reasons) > len(samples):
+            out["reasons"] = [_text(r) for r in reasons[len(samples):]]
+    elif isinstance(reasons, list) and reasons:
+        out["reasons"] = [_text(r) for r in reasons]
+    if isinstance(d.get("explanation"), str) and d["explanation"]:
+        out["expl"] = _text(d["explanation"])
+    if isinstance(d.get("metric"), str):
+        out["metric"] = _text(d["metric"], 200)
+    rubrics = [x for x in (_rubric(r) for r in d.get("rubrics", []) if isinstance(d.get("rubrics"), list)) if x]
+    if rubrics:
+        out["rubrics"] = rubrics
+    sentences = d.get("sentences")
+    if isinstance(sentences, list) and sentences:
+        out["sentences"] = [
+            {
+                "sample": s.get("sample"),
+                "text": _text(s.get("sentence", ""), 4000),
+                "label": _text(s.get("label", ""), 100),
+                "why": _text(s.get("rationale", s.get("reason", "")) or "", 4000),
+            }
+            for s in sentences[:500]
+            if isinstance(s, dict)
+        ]
+    rest = sorted((k, v) for k, v in d.items() if k not in _KNOWN_DETAILS)
+    if rest:
+        out["other"] = [[_text(k, 200), _detail_value(v)] for k, v in rest]
+    return out
+
+
+def _detail_value(v: Any) -> str:
+    if isinstance(v, str):
+        return _text(v)
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (dict, list)) and v:
+        return _text(json.dumps(v, ensure_ascii=False, sort_keys=True, indent=1, default=str))
+    return _text(json.dumps(v, ensure_ascii=False, default=str))
+
+
+def _flaky(result: CriterionResult) -> bool:
+    """The criterion's samples (judge samples, or the agent's runs) disagree about passing."""
+    samples = case_samples(result)
+    return len(samples) > 1 and len({s >= result.threshold for s in samples}) > 1
+
+
+def _invocations(current: list[InvocationSummary], base: Optional[list[InvocationSummary]]) -> list[dict[str, Any]]:
+    out = []
+    for i, inv in enumerate(current):
+        item: dict[str, Any] = {"u": _text(inv.user), "ar": _text(inv.actual_response), "tools": _tool_diff(inv.expected_tools, inv.actual_tools)}
+        if inv.expected_response is not None:
+            item["er"] = _text(inv.expected_response)
+        b = base[i] if base is not None and i < len(base) else None
+        if b is not None:
+            if b.actual_response != inv.actual_response:
+                item["br"] = _text(b.actual_response)
+            if b.actual_tools != inv.actual_tools:
+                item["btools"] = _tool_diff(b.actual_tools, inv.actual_tools)
+        out.append(item)
+    return out
+
+
+def _criteria_of(case: CaseResult, base: Optional[CaseResult], names: dict[str, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+    crits, judgements, flaky = [], [], False
+    for name, r in sorted(case.criteria.items()):
+        index = names[name]
+        c: dict[str, Any] = {"c": index, "st": _STATUS[r.status], "th": r.threshold}
+        if r.score is not None:
+            c["sc"] = r.score
+        if r.error:
+            c["err"] = _text(r.error)
+        if r.runs:
+            c["runs"] = r.runs
+        if _flaky(r):
+            c["flaky"] = 1
+            flaky = True
+        b = base.criteria.get(name) if base is not None else None
+        if b is not None:
+            c["bst"] = _STATUS[b.status]
+            if b.score is not None:
+                c["bsc"] = b.score
+        crits.append(c)
+        per = [_judgement(index, inv, r.threshold) for inv in r.per_invocation]
+        judgements.append({"c": index, "per": per, "runs": len(r.runs) if r.runs else 1})
+    return crits, judgements, flaky
+
+
+def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunResults], names: dict[str, int], suites: dict[str, int]) -> list[dict[str, Any]]:
+    change: dict[CaseKey, Any] = {}
+    for s in comparison.suites:
+        for ch in s.changes:
+            change[ch.key] = ch
+        for key in s.added if comparison.baseline is not None else ():  # without a baseline every case is "added"
+            change.setdefault(key, "added")
+        for key in s.changed:
+            change.setdefault(key, "changed")
+    base_cases = {CaseKey(s.name, c.eval_set_id, c.eval_id): c for s in baseline.suites for c in s.cases} if baseline is not None else {}
+    out = []
+    for suite in current.suites:
+        for case in suite.cases:
+            key = CaseKey(suite.name, case.eval_set_id, case.eval_id)
+            ch = change.get(key)
+            base = base_cases.get(key)
+            crits, judgements, flaky = _criteria_of(case, base, names)
+            item: dict[str, Any] = {
+                "s": suites[suite.name],
+                "set": _text(case.eval_set_id, 1000),
+                "id": _text(case.eval_id, 1000),
+                "st": _STATUS[case.status],
+                "crit": crits,
+                "inv": _invocations(case.invocations, base.invocations if base is not None else None),
+                "judge": judgements,
+            }
+            if flaky:
+                item["flaky"] = 1
+            if isinstance(ch, str):
+                item["ch"] = ch
+            elif ch is not None:
+                item["ch"] = ch.kind
+                if ch.p_value is not None:
+                    item["p"] = ch.p_value
+                if ch.p_adjusted is not None:
+                    item["padj"] = ch.p_adjusted
+            if base is not None:
+                item["bst"] = _STATUS[base.status]
+            if case.conversation_end:
+                item["end"] = _text(case.conversation_end, 200)
+            if case.source:
+                item["src"] = {_text(k, 200): _text(v, 2000) for k, v in sorted(case.source.items())}
+            out.append(item)
+    for s in comparison.suites:
+        for key in s.removed:
+            if key.suite not in suites:
+                suites[key.suite] = len(suites)
+            item = {"s": suites[key.suite], "set": _text(key.eval_set_id, 1000), "id": _text(key.eval_id, 1000), "st": "R", "ch": "removed", "crit": [], "inv": [], "judge": []}
+            base = base_cases.get(key)
+            if base is not None:
+                item["bst"] = _STATUS[base.status]
+            out.append(item)
+    # What needs attention first: regressed, broken stable, failed, not evaluated; flaky
+    # before steady; then passed and removed. Within each, suite, eval set and id.
+    rank = {"F": 2, "N": 3, "P": 10, "R": 11}
+
+    def order(c: dict[str, Any]) -> tuple:
+        first = {"regressed": 0, "broken_stable": 1}.get(c.get("ch", ""), rank[c["st"]] + (0.5 if c.get("flaky") else 0))
+        return (first, c["s"], c["set"], c["id"])
+
+    out.sort(key=order)
+    return out
+
+
+# --- the page ------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def _asset(name: str) -> str:
+    text = (resources.files("evalgate") / "templates" / name).read_text(encoding="utf-8")
+    # Our own blocks, inlined verbatim: they must not end their element early.
+    assert "</script" not in text.lower() and "</style" not in text.lower(), name
+    return text
+
+
+def _hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def content_security_policy(script: str, style: str) -> str:
+    """The page's policy: nothing from anywhere, our one script and style by hash, no HTML sinks."""
+    return "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src {_hash(script)}",
+            f"style-src {_hash(style)}",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-src 'none'",
+            "object-src 'none'",
+            "require-trusted-types-for 'script'",
+            "trusted-types 'none'",
+        ]
+    )
+
+
+_ENV = None
+
+
+def _environment():
+    global _ENV
+    if _ENV is None:
+        import jinja2
+
+        _ENV = jinja2.Environment(
+            loader=jinja2.PackageLoader("evalgate", "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+        _ENV.filters["t"] = _t_filter
+    return _ENV
+
+
+def render_html(
+    comparison: Comparison,
+    current: RunResults,
+    baseline: Optional[RunResults] = None,
+    *,
+    gate_id: str = "evalgate",
+    run_url: Optional[str] = None,
+) -> str:
+    """The whole report.html. `baseline` (the compared run's results) adds its scores and
+    responses beside the current ones; the comparison alone gives the verdict and changes."""
+    from markupsafe import Markup
+
+    with_baseline = comparison.baseline is not None
+    every = {name for s in current.suites for name in s.criteria}
+    every |= {name for s in current.suites for case in s.cases for name in case.criteria}
+    every |= {c.criterion for sc in comparison.suites for c in sc.criteria}
+    names = {name: i for i, name in enumerate(sorted(every))}  # sorted: results.json keeps no dict order
+    suite_index: dict[str, int] = {s.name: i for i, s in enumerate(current.suites)}
+    for sc in comparison.suites:
+        suite_index.setdefault(sc.name, len(suite_index))
+    cases = _cases(comparison, current, baseline, names, suite_index)
+
+    by_name = {s.name: s for s in current.suites}
+    suites = []
+    for sc in comparison.suites:
+        reasons = list(sc.reasons)
+        for c in sc.criteria:
+            if c.status is not Verdict.PASS:
+                reasons.extend(f"{c.criterion}: {r}" for r in c.reasons if r not in reasons and f"{c.criterion}: {r}" not in reasons)
+        sr = by_name.get(sc.name)
+        failing, evaluated = {}, {}
+        for c in sc.criteria:
+            results = [r for case in (sr.cases if sr else []) if (r := case.criteria.get(c.criterion)) is not None]
+            failing[c.criterion] = sum(r.status is Status.FAILED for r in results)
+            evaluated[c.criterion] = sum(r.status is not Status.NOT_EVALUATED for r in results)
+        counts = (
+            f"{_count(sr.counts.cases, 'case')}: {sr.counts.passed:,} passed, {sr.counts.failed:,} failed, {sr.counts.not_evaluated:,} not evaluated"
+            if sr
+            else "not in this run"
+        )
+        suites.append(
+            _Suite(
+                name=sc.name,
+                index=suite_index[sc.name],
+                verdict=sc.verdict.value,
+                verdict_class=_verdict_class(sc.verdict),
+                counts=counts,
+                reasons=reasons[:MAX_REASONS],
+                warnings=[w for w in (sr.warnings if sr else []) if w not in reasons][:MAX_REASONS],
+                skipped=sc.skipped_criteria[:MAX_REASONS],
+                rows=[_row(c, names[c.criterion], failing[c.criterion], evaluated[c.criterion], with_baseline) for c in sc.criteria],
+            )
+        )
+
+    kinds = [c.get("ch") for c in cases]
+    chips = [
+        ("regressed", "regressed", kinds.count("regressed") + kinds.count("broken_stable")),
+        ("fixed", "fixed", kinds.count("fixed")),
+        ("flaky", "flaky", sum(1 for c in cases if c.get("flaky"))),
+        ("moved", "score changes", kinds.count("score_drop") + kinds.count("score_rise")),
+        ("added", "added", kinds.count("added")),
+        ("changed", "changed", kinds.count("changed")),
+        ("removed", "removed", kinds.count("removed")),
+    ]
+    script, style = _asset("report.js"), _asset("report.css")
+    data = {
+        "v": 1,
+        "suites": list(suite_index),
+        "criteria": list(names),
+        "judge": sorted({name for s in current.suites for name, spec in s.criteria.items() if spec.judge}),
+        "compare": with_baseline,
+        "baseline": baseline is not None,
+        "cases": cases,
+    }
+    safe_url = run_url if run_url and re.match(r"(?i)https?://[^\s\"'<>]+$", run_url) else None
+    gate = gate_id if gate_id != "evalgate" else None
+    view = _View(
+        verdict=comparison.verdict.value,
+        verdict_class=_verdict_class(comparison.verdict),
+        headline=_headline(comparison, current),
+        gate=gate,
+        reasons=comparison.reasons[:MAX_REASONS],
+        hidden_reasons=max(len(comparison.reasons) - MAX_REASONS, 0),
+        config_changed=comparison.config_changed,
+        baseline=_baseline_line(comparison) if with_baseline else "",  # without one, the reasons say so
+        mode=comparison.mode,
+        with_baseline=with_baseline,
+        suites=suites,
+        chips=[c for c in chips if c[2] or c[0] in ("regressed", "fixed") and with_baseline],
+        run_facts=_run_facts(comparison, current),
+        agent_rows=_agent_rows(current),
+        judge=_judge_usage(current),
+        timing_rows=_timing_rows(current),
+        run_url=safe_url,
+        footer=f"evalgate {current.evalgate_version}, {comparison.mode} mode",
+        title=f"evalgate {comparison.verdict.value}" + (f" · {gate}" if gate else ""),
+        cases=len(cases),
+        failed=current.counts.failed,
+        not_evaluated=current.counts.not_evaluated,
+        data=Markup(_json_for_script(data)),
+        csp=content_security_policy(script, style),
+        style=Markup(style),
+        script=Markup(script),
+    )
+    return _environment().get_template("report.html.j2").render(v=view)
+
+
+def write_html(path: Path, comparison: Comparison, current: RunResults, baseline: Optional[RunResults] = None, **kwargs: Any) -> Path:
+    """Render and write report.html (UTF-8); returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(comparison, current, baseline, **kwargs), encoding="utf-8")
+    return path

@@ -1,0 +1,491 @@
+// evalgate report.html: draws the cases from the JSON data block. Every piece of text from
+// the data goes into the page through textContent (via txt()), never as markup: the page's
+// CSP forbids HTML sinks anyway (Trusted Types), so a mistake would throw, not execute.
+"use strict";
+(function () {
+  var D = JSON.parse(document.getElementById("evalgate-data").textContent);
+  var CASES = D.cases;
+  var ROW = 54; // px; .row's height in report.css
+  var STATUS = { P: "passed", F: "failed", N: "not evaluated", R: "removed" };
+  var KIND = {
+    regressed: "regressed",
+    broken_stable: "broken stable",
+    fixed: "fixed",
+    score_drop: "score dropped",
+    score_rise: "score rose",
+    added: "added",
+    changed: "changed",
+    removed: "removed"
+  };
+  // Characters that would hide or reorder text are shown as marks (as the Markdown report
+  // does): controls but newline and tab, format characters but the joiners, surrogates.
+  var HIDDEN = /(?![\n\t\u200c\u200d])[\p{Cc}\p{Cf}\p{Cs}]/gu;
+
+  function $(id) { return document.getElementById(id); }
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) txt(e, text);
+    return e;
+  }
+
+  function txt(parent, value) {
+    var s = String(value);
+    var last = 0, m;
+    HIDDEN.lastIndex = 0;
+    while ((m = HIDDEN.exec(s)) !== null) {
+      if (m.index > last) parent.appendChild(document.createTextNode(s.slice(last, m.index)));
+      var code = m[0].codePointAt(0).toString(16).toUpperCase();
+      var mark = document.createElement("span");
+      mark.className = "ctl";
+      mark.textContent = "U+" + ("0000" + code).slice(-Math.max(4, code.length));
+      mark.title = "a hidden character, shown";
+      parent.appendChild(mark);
+      last = m.index + m[0].length;
+    }
+    if (last < s.length) parent.appendChild(document.createTextNode(last ? s.slice(last) : s));
+    return parent;
+  }
+
+  function add(parent) {
+    for (var i = 1; i < arguments.length; i++) if (arguments[i]) parent.appendChild(arguments[i]);
+    return parent;
+  }
+
+  function num(x, digits) {
+    return x === undefined || x === null ? "–" : Number(x).toFixed(digits === undefined ? 2 : digits);
+  }
+
+  function count(n) { return Number(n).toLocaleString("en-US"); }
+
+  function crit(index) { return D.criteria[index]; }
+
+  function pill(status) { return el("span", "pill st-" + status, STATUS[status] || status); }
+
+  function tag(kind) { return el("span", "tag ch-" + kind, KIND[kind] || kind); }
+
+  // --- filtering ---------------------------------------------------------------------------
+
+  var state = { q: "", suite: "", crit: "", status: "", change: "" };
+  var view = [];
+  var selected = -1;
+  var hay = [];
+
+  function haystack(i) {
+    if (hay[i] !== undefined) return hay[i];
+    var c = CASES[i];
+    var parts = [D.suites[c.s], c.set, c.id, c.end || ""];
+    c.crit.forEach(function (r) { parts.push(crit(r.c)); if (r.err) parts.push(r.err); });
+    c.inv.forEach(function (v) {
+      parts.push(v.u, v.ar, v.er || "", v.br || "");
+      v.tools.forEach(function (l) { parts.push(l[1]); });
+      (v.btools || []).forEach(function (l) { parts.push(l[1]); });
+    });
+    c.judge.forEach(function (j) {
+      j.per.forEach(function (p) {
+        if (p.err) parts.push(p.err);
+        if (p.expl) parts.push(p.expl);
+        (p.samples || []).forEach(function (s) { if (s.why) parts.push(s.why); });
+        (p.reasons || []).forEach(function (r) { parts.push(r); });
+        (p.rubrics || []).forEach(function (r) { parts.push(r.id, r.why); });
+      });
+    });
+    hay[i] = parts.join("\n").toLowerCase();
+    return hay[i];
+  }
+
+  function statusOk(st, want, incomplete) {
+    if (want === "I") return incomplete;
+    return st === want;
+  }
+
+  function matches(i) {
+    var c = CASES[i];
+    if (state.suite !== "" && c.s !== Number(state.suite)) return false;
+    if (state.crit !== "") {
+      var k = Number(state.crit), r = null;
+      for (var n = 0; n < c.crit.length; n++) if (c.crit[n].c === k) r = c.crit[n];
+      if (!r) return false;
+      if (state.status && !statusOk(r.st, state.status, r.st === "N")) return false;
+    } else if (state.status) {
+      var incomplete = c.crit.some(function (x) { return x.st === "N"; });
+      if (!statusOk(c.st, state.status, incomplete)) return false;
+    }
+    var ch = state.change;
+    if (ch) {
+      if (ch === "flaky") { if (!c.flaky) return false; }
+      else if (ch === "regressed") { if (c.ch !== "regressed" && c.ch !== "broken_stable") return false; }
+      else if (ch === "moved") { if (c.ch !== "score_drop" && c.ch !== "score_rise") return false; }
+      else if (c.ch !== ch) return false;
+    }
+    if (state.q && haystack(i).indexOf(state.q) < 0) return false;
+    return true;
+  }
+
+  function applyFilters() {
+    view = [];
+    for (var i = 0; i < CASES.length; i++) if (matches(i)) view.push(i);
+    $("count").textContent = "Showing " + count(view.length) + " of " + count(CASES.length) + " cases";
+    $("empty").hidden = view.length > 0;
+    $("spacer").style.height = view.length * ROW + "px";
+    $("list").scrollTop = 0;
+    drawList();
+    if (view.length && view.indexOf(selected) < 0) select(view[0], false);
+    if (!view.length) { selected = -1; showEmptyDetail(); }
+  }
+
+  function showEmptyDetail() {
+    var d = $("detail");
+    d.replaceChildren(el("p", "muted", "No case matches these filters."));
+  }
+
+  // --- the list (virtual: only the rows in sight exist) ------------------------------------
+
+  function rowFor(i) {
+    var c = CASES[i];
+    var row = el("div", "row" + (i === selected ? " sel" : ""));
+    row.setAttribute("role", "option");
+    row.setAttribute("aria-selected", i === selected ? "true" : "false");
+    row.dataset.i = String(i);
+    var line1 = el("div", "l1");
+    add(line1, pill(c.st), c.ch && c.st !== "R" ? tag(c.ch) : null, c.flaky ? tag("flaky") : null);
+    add(line1, el("span", "id t", c.id));
+    var line2 = el("div", "l2 muted");
+    add(line2, el("span", "t", D.suites[c.s] + " · " + c.set));
+    var bad = c.crit.filter(function (r) { return r.st !== "P"; }).slice(0, 3);
+    bad.forEach(function (r) {
+      var s = el("span", "mini st-" + r.st);
+      txt(s, crit(r.c) + " " + (r.st === "N" ? "not evaluated" : (r.bsc !== undefined ? num(r.bsc) + " → " : "") + num(r.sc)));
+      line2.appendChild(s);
+    });
+    return add(row, line1, line2);
+  }
+
+  function drawList() {
+    var list = $("list"), rows = $("rows");
+    var top = list.scrollTop, height = list.clientHeight || 600;
+    var first = Math.max(0, Math.floor(top / ROW) - 8);
+    var last = Math.min(view.length, Math.ceil((top + height) / ROW) + 8);
+    rows.style.transform = "translateY(" + first * ROW + "px)";
+    var out = [];
+    for (var k = first; k < last; k++) out.push(rowFor(view[k]));
+    rows.replaceChildren.apply(rows, out);
+  }
+
+  function select(i, focusList) {
+    selected = i;
+    drawList();
+    drawDetail(CASES[i]);
+    $("detail").scrollTop = 0;
+    if (focusList) {
+      var list = $("list"), k = view.indexOf(i);
+      if (k * ROW < list.scrollTop) list.scrollTop = k * ROW;
+      else if ((k + 1) * ROW > list.scrollTop + list.clientHeight) list.scrollTop = (k + 1) * ROW - list.clientHeight;
+      drawList();
+    }
+  }
+
+  // --- one case ----------------------------------------------------------------------------
+
+  function section(title, cls) {
+    var s = el("section", "block" + (cls ? " " + cls : ""));
+    if (title) s.appendChild(el("h3", null, title));
+    return s;
+  }
+
+  function textBox(label, text, cls) {
+    var box = el("div", "box" + (cls ? " " + cls : ""));
+    if (label) box.appendChild(el("div", "label", label));
+    box.appendChild(el("pre", "text t", text === "" ? "" : text));
+    if (text === "") box.appendChild(el("div", "muted small", "(empty)"));
+    return box;
+  }
+
+  function diff(lines, legend) {
+    var box = el("div", "box tools");
+    var head = el("div", "label", "Tool calls");
+    head.appendChild(el("span", "legend muted", legend));
+    box.appendChild(head);
+    if (!lines.length) { box.appendChild(el("div", "muted small", "no tool calls")); return box; }
+    var pre = el("pre", "diff t");
+    lines.forEach(function (l) {
+      var cls = l[0] === "-" ? "del" : l[0] === "+" ? "ins" : "eq";
+      var line = el("span", "dl " + cls);
+      line.appendChild(el("span", "sign", l[0] === "." ? " " : l[0]));
+      txt(line, l[1]);
+      pre.appendChild(line);
+    });
+    box.appendChild(pre);
+    return box;
+  }
+
+  function criteriaTable(c) {
+    var table = el("table", "grid");
+    var head = el("tr");
+    ["criterion", "threshold"].concat(D.baseline ? ["baseline"] : [], ["score", "status", ""]).forEach(function (h, n) {
+      head.appendChild(el("th", n && n < (D.baseline ? 4 : 3) ? "num" : null, h));
+    });
+    add(table, add(el("thead"), head));
+    var body = el("tbody");
+    c.crit.forEach(function (r) {
+      var tr = el("tr");
+      var name = el("td");
+      add(name, el("span", "t mono", crit(r.c)), D.judge.indexOf(crit(r.c)) >= 0 ? el("span", "kind", "judge") : null);
+      tr.appendChild(name);
+      tr.appendChild(el("td", "num", num(r.th)));
+      if (D.baseline) {
+        var b = el("td", "num", r.bst ? (r.bst === "N" ? "–" : num(r.bsc)) : "–");
+        if (r.bst && r.bst !== r.st) b.appendChild(el("span", "mini st-" + r.bst, STATUS[r.bst]));
+        tr.appendChild(b);
+      }
+      tr.appendChild(el("td", "num", num(r.sc)));
+      tr.appendChild(add(el("td"), pill(r.st), r.flaky ? tag("flaky") : null));
+      var note = el("td", "small");
+      if (r.runs) note.appendChild(el("span", "muted", "runs: " + r.runs.map(function (x) { return num(x); }).join(", ")));
+      tr.appendChild(note);
+      body.appendChild(tr);
+    });
+    return add(table, body);
+  }
+
+  function sampleTable(p) {
+    var table = el("table", "grid samples");
+    add(table, add(el("thead"), add(el("tr"), el("th", "num", "sample"), el("th", "num", "score"), el("th", null, "verdict"), el("th", null, "reason"))));
+    var body = el("tbody");
+    p.samples.forEach(function (s, n) {
+      var verdict = s.ok === null || s.ok === undefined ? el("span", "mini st-N", "failed") : el("span", "mini st-" + (s.ok ? "P" : "F"), s.ok ? "pass" : "fail");
+      add(body, add(el("tr"), el("td", "num", String(n + 1)), el("td", "num", num(s.sc)), add(el("td"), verdict), el("td", "t why", s.why || "")));
+    });
+    return add(table, body);
+  }
+
+  function rubricTable(rubrics) {
+    var table = el("table", "grid rubrics");
+    add(table, add(el("thead"), add(el("tr"), el("th", null, "rubric"), el("th", null, "verdict"), el("th", null, "rationale"))));
+    var body = el("tbody");
+    rubrics.forEach(function (r) {
+      var id = el("td", "t");
+      id.appendChild(el("span", "mono", r.id));
+      if (r.text) id.appendChild(el("div", "muted small t", r.text));
+      var v = el("td");
+      v.appendChild(el("span", "mini st-" + (r.v === "yes" ? "P" : r.v === "no" ? "F" : "N"), r.v));
+      if (r.votes) v.appendChild(el("div", "muted small", r.votes));
+      add(body, add(el("tr"), id, v, el("td", "t why", r.why)));
+    });
+    return add(table, body);
+  }
+
+  function sentenceTable(sentences) {
+    var table = el("table", "grid");
+    add(table, add(el("thead"), add(el("tr"), el("th", "num", "sample"), el("th", null, "sentence"), el("th", null, "label"), el("th", null, "why"))));
+    var body = el("tbody");
+    sentences.forEach(function (s) {
+      add(body, add(el("tr"), el("td", "num", s.sample === null || s.sample === undefined ? "" : String(s.sample + 1)), el("td", "t", s.text), el("td", "t", s.label), el("td", "t why", s.why)));
+    });
+    return add(table, body);
+  }
+
+  function judgement(p, where) {
+    var box = el("details", "judge st-" + p.st);
+    if (p.st !== "P") box.open = true;
+    var sum = el("summary");
+    add(sum, el("span", "t mono", crit(p.c)), el("span", "num", num(p.sc)), pill(p.st));
+    if (where) sum.appendChild(el("span", "muted small", where));
+    box.appendChild(sum);
+    if (p.err) box.appendChild(textBox("Not evaluated", p.err, "error"));
+    if (p.expl) box.appendChild(textBox("Explanation" + (p.metric ? " (" + p.metric + ")" : ""), p.expl));
+    if (p.samples) box.appendChild(sampleTable(p));
+    if (p.reasons) {
+      var ul = el("ul", "reasons");
+      p.reasons.forEach(function (r) { ul.appendChild(el("li", "t", r)); });
+      box.appendChild(ul);
+    }
+    if (p.rubrics) box.appendChild(rubricTable(p.rubrics));
+    if (p.sentences) {
+      var more = el("details", "sub");
+      more.appendChild(el("summary", null, p.sentences.length + " labelled sentences"));
+      more.appendChild(sentenceTable(p.sentences));
+      box.appendChild(more);
+    }
+    if (p.other) {
+      var other = el("div", "box");
+      other.appendChild(el("div", "label", "Details"));
+      var dl = el("dl", "kv");
+      p.other.forEach(function (kv) { add(dl, el("dt", "t", kv[0]), el("dd", "t", kv[1])); });
+      box.appendChild(add(other, dl));
+    }
+    if (!p.err && !p.expl && !p.samples && !p.reasons && !p.rubrics && !p.sentences && !p.other) {
+      box.appendChild(el("div", "muted small", "No details recorded."));
+    }
+    return box;
+  }
+
+  // Which turn (and run) each criterion's per-invocation verdict belongs to.
+  function placeVerdicts(c) {
+    var n = c.inv.length, byTurn = [], rest = [];
+    for (var t = 0; t < n; t++) byTurn.push([]);
+    c.judge.forEach(function (j) {
+      var runs = j.runs || 1;
+      j.per.forEach(function (p, k) {
+        if (n && j.per.length === n * runs) byTurn[k % n].push([p, runs > 1 ? "run " + (Math.floor(k / n) + 1) : ""]);
+        else rest.push([p, "invocation " + (k + 1)]);
+      });
+    });
+    return { byTurn: byTurn, rest: rest };
+  }
+
+  function responses(c, v) {
+    var grid = el("div", "responses");
+    if (v.er !== undefined) grid.appendChild(textBox("Expected", v.er, "expected"));
+    if (v.br !== undefined) grid.appendChild(textBox("Baseline", v.br, "baseline"));
+    grid.appendChild(textBox(v.br !== undefined ? "Current" : "Response", v.ar, "actual"));
+    grid.classList.add("cols-" + grid.childElementCount);
+    return grid;
+  }
+
+  function drawDetail(c) {
+    var d = el("div");
+    var head = el("header", "case-head");
+    var title = el("h2", "t");
+    txt(title, c.set + " / " + c.id);
+    head.appendChild(title);
+    var meta = el("div", "meta");
+    add(meta, pill(c.st), c.ch && c.st !== "R" ? tag(c.ch) : null, c.flaky ? tag("flaky") : null);
+    add(meta, add(el("span"), el("span", "muted", "suite "), el("span", "t", D.suites[c.s])));
+    if (c.bst) meta.appendChild(el("span", "muted", "baseline: " + STATUS[c.bst]));
+    if (c.p !== undefined) meta.appendChild(el("span", "muted", "p = " + num(c.p, 4) + (c.padj !== undefined ? ", " + num(c.padj, 4) + " after Holm" : "")));
+    if (c.end) meta.appendChild(el("span", "muted t", "conversation ended: " + c.end));
+    head.appendChild(meta);
+    if (c.src) {
+      var src = el("div", "muted small src");
+      Object.keys(c.src).forEach(function (k) { src.appendChild(el("span", "t", k + ": " + c.src[k])); });
+      head.appendChild(src);
+    }
+    d.appendChild(head);
+
+    if (c.st === "R") {
+      d.appendChild(el("p", "muted", "In the baseline, not in this run."));
+      $("detail").replaceChildren(d);
+      return;
+    }
+    var ne = c.crit.filter(function (r) { return r.st === "N"; });
+    if (ne.length) {
+      var box = section("Not evaluated", "ne");
+      ne.forEach(function (r) {
+        var p = el("p", "t");
+        add(p, el("span", "mono", crit(r.c) + ": "));
+        txt(p, r.err || "not evaluated");
+        box.appendChild(p);
+      });
+      d.appendChild(box);
+    }
+    var crits = section("Criteria");
+    crits.appendChild(add(el("div", "scroll"), criteriaTable(c)));
+    d.appendChild(crits);
+
+    var placed = placeVerdicts(c);
+    if (c.inv.length) {
+      var conv = section("Conversation");
+      c.inv.forEach(function (v, t) {
+        var turn = el("div", "turn");
+        turn.appendChild(el("div", "turn-n muted small", "turn " + (t + 1) + " of " + c.inv.length));
+        turn.appendChild(textBox("User", v.u, "user"));
+        turn.appendChild(diff(v.tools, v.tools.some(function (l) { return l[0] === "."; }) ? "actual (no expected calls given)" : "− expected   + actual"));
+        if (v.btools) turn.appendChild(diff(v.btools, "− baseline   + current"));
+        turn.appendChild(responses(c, v));
+        if (D.baseline && c.bst && v.br === undefined) turn.appendChild(el("div", "muted small", "The baseline's response was the same."));
+        var verdicts = placed.byTurn[t];
+        if (verdicts.length) {
+          var j = el("div", "verdicts");
+          verdicts.forEach(function (x) { j.appendChild(judgement(x[0], x[1])); });
+          turn.appendChild(j);
+        }
+        conv.appendChild(turn);
+      });
+      d.appendChild(conv);
+    }
+    if (placed.rest.length) {
+      var rest = section(c.inv.length ? "Other verdicts" : "Verdicts");
+      placed.rest.forEach(function (x) { rest.appendChild(judgement(x[0], x[1])); });
+      d.appendChild(rest);
+    }
+    if (!c.inv.length && !placed.rest.length) d.appendChild(el("p", "muted", "No invocations recorded for this case."));
+    $("detail").replaceChildren(d);
+  }
+
+  // --- controls ------------------------------------------------------------------------------
+
+  function fillSelect(id, names) {
+    var s = $(id);
+    names.forEach(function (name, i) {
+      var o = document.createElement("option");
+      o.value = String(i);
+      txt(o, name);
+      s.appendChild(o);
+    });
+  }
+
+  var shown = false;
+
+  function showTab(name) {
+    ["overview", "cases", "usage"].forEach(function (t) { $(t).hidden = t !== name; });
+    document.querySelectorAll("[data-tab]").forEach(function (b) {
+      b.setAttribute("aria-selected", b.dataset.tab === name ? "true" : "false");
+    });
+    if (name === "cases") {
+      if (!shown) { shown = true; applyFilters(); }
+      else drawList();
+    }
+  }
+
+  function setFilters(f) {
+    state.suite = f.suite || "";
+    state.crit = f.crit || "";
+    state.status = f.status || "";
+    state.change = f.change || "";
+    state.q = "";
+    $("q").value = "";
+    $("f-suite").value = state.suite;
+    $("f-crit").value = state.crit;
+    $("f-status").value = state.status;
+    $("f-change").value = state.change;
+    shown = true;
+    showTab("cases");
+    applyFilters();
+  }
+
+  function init() {
+    fillSelect("f-suite", D.suites);
+    fillSelect("f-crit", D.criteria);
+    [["f-suite", "suite"], ["f-crit", "crit"], ["f-status", "status"], ["f-change", "change"]].forEach(function (x) {
+      $(x[0]).addEventListener("change", function () { state[x[1]] = $(x[0]).value; applyFilters(); });
+    });
+    $("q").addEventListener("input", function () { state.q = $("q").value.trim().toLowerCase(); applyFilters(); });
+    $("f-clear").addEventListener("click", function () { setFilters({}); });
+    $("list").addEventListener("scroll", drawList, { passive: true });
+    window.addEventListener("resize", drawList);
+    $("rows").addEventListener("click", function (e) {
+      var row = e.target.closest(".row");
+      if (row) select(Number(row.dataset.i), false);
+    });
+    $("list").addEventListener("keydown", function (e) {
+      var k = view.indexOf(selected), page = Math.max(1, Math.floor($("list").clientHeight / ROW) - 1);
+      var to = { ArrowDown: k + 1, ArrowUp: k - 1, PageDown: k + page, PageUp: k - page, Home: 0, End: view.length - 1 }[e.key];
+      if (to === undefined || !view.length) return;
+      e.preventDefault();
+      select(view[Math.max(0, Math.min(view.length - 1, to))], true);
+    });
+    document.querySelectorAll("[data-tab]").forEach(function (b) {
+      b.addEventListener("click", function () { showTab(b.dataset.tab); });
+    });
+    document.querySelectorAll("[data-go]").forEach(function (b) {
+      b.addEventListener("click", function () {
+        setFilters({ suite: b.dataset.suite, crit: b.dataset.crit, status: b.dataset.status, change: b.dataset.change });
+      });
+    });
+    document.body.classList.add("ready");
+  }
+
+  init();
+})();
