@@ -69,6 +69,7 @@ class Outcome:
     superseded: bool = False  # results of a commit the PR has moved on from: nothing posted, exit 0
     leg: bool = False  # a matrix leg's shard: the merge job decides, the leg exits 0
     baseline: Any = None  # the baseline's results, for report.html's side-by-side view
+    trend: Any = None  # the default branch's runs before this one (evalgate.trends), for the charts
 
 
 @dataclass
@@ -436,6 +437,29 @@ def ledger(ctx: Context, store, gate):
         return None
 
 
+def trend(ctx: Context, store, gate):
+    """The default branch's trend, as stored before this run; None without one."""
+    from evalgate.github import GitHubError
+
+    if store is None:
+        return None
+    try:
+        return store.load_trend(gate.id)
+    except GitHubError as e:
+        ctx.warn(f"could not read the trend: {e}")
+        return None
+
+
+def _record(ctx: Context, store, gate, run) -> None:
+    """Add this default-branch run to the trend."""
+    from evalgate.trends import add_point
+
+    s = ctx.settings
+    if not s.sha:
+        return
+    _write_guard("write the trend", lambda: store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, s.sha, s.ref, datetime.now(timezone.utc))))
+
+
 def _write_guard(what: str, fn: Callable[[], Any]) -> Any:
     from evalgate.github import GitHubForbidden
 
@@ -460,7 +484,7 @@ def _pr_from_event(s: Settings) -> tuple[int, str, str]:
         ) from None
 
 
-def _publish(ctx: Context, gate, comparison, results, number: Optional[int], head_sha: str) -> str:
+def _publish(ctx: Context, gate, comparison, results, number: Optional[int], head_sha: str, history=None) -> str:
     from evalgate.publish import publish
     from evalgate.reports.markdown import render_comment
 
@@ -469,7 +493,7 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
     if client is None:
         ctx.warn("no GitHub token: no comment and no commit status; the report is in the job summary")
         return ""
-    comment = render_comment(comparison, results, gate_id=gate.id, run_url=s.run_url, full_report_hint=FULL_REPORT)
+    comment = render_comment(comparison, results, gate_id=gate.id, run_url=s.run_url, full_report_hint=FULL_REPORT, trend=history)
     out = publish(
         client,
         comparison,
@@ -498,7 +522,8 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, base_sha)
     comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
-    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha), baseline=baseline)
+    history = trend(ctx, store, gate)
+    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha, history), baseline=baseline, trend=history)
 
 
 def activity_baseline(ctx: Context, loaded) -> Outcome:
@@ -520,11 +545,13 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
     # No earlier baseline is expected on the first push after adopting evalgate: a note, not a warning.
     baseline, info = find(ctx, store, gate, parent, warn_missing=False) if parent else (None, None)
     comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
+    history = trend(ctx, store, gate)
     if ctx.missing is not None:
-        return Outcome(comparison, run, notes=["No baseline was saved: a baseline must hold every case."], baseline=baseline)
+        return Outcome(comparison, run, notes=["No baseline was saved: a baseline must hold every case."], baseline=baseline, trend=history)
     _write_guard("write the baseline", lambda: store.save(make_baseline(run, s.sha, s.ref, datetime.now(timezone.utc))))
     _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
-    notes = [f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger (gate `{gate.id}`, {_where(store)})."]
+    _record(ctx, store, gate, run)
+    notes = [f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger and the trend (gate `{gate.id}`, {_where(store)})."]
     if baseline is None:
         notes.append("No earlier baseline to compare with: judged on absolute thresholds. Pull requests based on this commit are compared with this baseline.")
     return Outcome(comparison, run, notes=notes, baseline=baseline)
@@ -565,6 +592,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
     head = s.sha if on_default else _default_head(ctx, gate, default)
     baseline, info = find(ctx, store, gate, head)
     comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
+    history = trend(ctx, store, gate)
     notes = []
     # Only runs of the default branch speak for it: a manual run on a feature branch must
     # neither record its outcomes nor open or close the default branch's tracking issue.
@@ -575,7 +603,8 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
         ctx.warn(f"not a run on the default branch ({default}): the flake ledger and the tracking issue were left alone")
     elif store is not None and ctx.missing is None:
         _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
-        notes.append(f"Recorded this run in the flake ledger (gate `{gate.id}`).")
+        _record(ctx, store, gate, run)
+        notes.append(f"Recorded this run in the flake ledger and the trend (gate `{gate.id}`).")
     failing = comparison.verdict in (Verdict.FAIL, Verdict.ERROR) or (comparison.verdict is Verdict.INCONCLUSIVE and gate.inconclusive == "fail")
     client = ctx.client()
     url = ""
@@ -584,7 +613,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
     elif client is None:
         ctx.warn("no GitHub token: no tracking issue")
     else:
-        report = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url, limit=60_000, full_report_hint=FULL_REPORT)
+        report = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url, limit=60_000, full_report_hint=FULL_REPORT, trend=history)
         try:
             tracked = track(client, gate.id, failing, report, s.sha or head or "")
         except GitHubError as e:
@@ -593,7 +622,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
             url = tracked.url or ""
             if tracked.action != "none":
                 notes.append(f"Tracking issue #{tracked.number}: {tracked.action}.")
-    return Outcome(comparison, run, url, notes, baseline=baseline)
+    return Outcome(comparison, run, url, notes, baseline=baseline, trend=history)
 
 
 def _default_head(ctx: Context, gate, default: Optional[str]) -> Optional[str]:
@@ -653,6 +682,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, pull.get("base", {}).get("sha"))
     comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
+    history = trend(ctx, store, gate)
     current = str((pull.get("head") or {}).get("sha") or "").lower()
     if not current:
         raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))
@@ -663,8 +693,8 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
             f"pull request #{number}'s head is now {current[:12]}, not {head_sha[:12]}: these results were not posted. "
             "Either the pull request was pushed again (its newer run publishes its own results), or pr.json names the wrong pull request."
         )
-        return Outcome(comparison, run, superseded=True, baseline=baseline)
-    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha), baseline=baseline)
+        return Outcome(comparison, run, superseded=True, baseline=baseline, trend=history)
+    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha, history), baseline=baseline, trend=history)
 
 
 def activity_score(ctx: Context, loaded) -> Outcome:
@@ -725,7 +755,7 @@ def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
 
     s = ctx.settings
     comparison, run = outcome.comparison, outcome.results
-    summary = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url)
+    summary = render_summary(comparison, run, gate_id=gate.id, run_url=s.run_url, trend=outcome.trend)
     extra = list(outcome.notes) + [f"- :warning: {md(w, 2000)}" for w in ctx.warnings]
     if extra:
         summary = summary.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"
@@ -733,7 +763,7 @@ def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
     try:
         s.out.mkdir(parents=True, exist_ok=True)
         report_path.write_text(summary, encoding="utf-8")
-        write_html(s.out / REPORT_FILE, comparison, run, outcome.baseline, gate_id=gate.id, run_url=s.run_url)
+        write_html(s.out / REPORT_FILE, comparison, run, outcome.baseline, gate_id=gate.id, run_url=s.run_url, trend=outcome.trend)
     except OSError as e:
         raise _unwritable(s, e) from None
     ctx.workflow.summary(summary)

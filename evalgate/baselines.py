@@ -5,6 +5,7 @@ under one layout:
 
     baselines/<gate_id>/<commit sha>.json.gz
     ledger/<gate_id>.json.gz
+    trends/<gate_id>.json.gz      (each criterion's mean per default-branch run: evalgate.trends)
 
 `DirStore` writes it to a directory, `GitHubStore` to a data branch through the REST API.
 Files are gzip with a zero timestamp, so the same baseline is always the same bytes.
@@ -30,6 +31,7 @@ from evalgate.compare import BaselineInfo, Ledger
 from evalgate.errors import InputError, Problem
 from evalgate.github import GitHubClient, GitHubConflict, GitHubError
 from evalgate.results import RunResults
+from evalgate.trends import TREND_SCHEMA_VERSION, Trend
 
 BASELINE_SCHEMA_VERSION = 1
 LEDGER_SCHEMA_VERSION = 1
@@ -160,6 +162,20 @@ def decode_ledger(data: bytes, where: str) -> Ledger:
         raise _corrupt(where, f"is not an evalgate flake ledger ({str(e).splitlines()[0]})") from None
 
 
+def encode_trend(trend: Trend) -> bytes:
+    return _gzip_json(trend.model_dump(mode="json"))
+
+
+def decode_trend(data: bytes, where: str) -> Trend:
+    value = _gunzip_json(data, where)
+    try:
+        if not isinstance(value, dict) or value.get("schema_version") != TREND_SCHEMA_VERSION:
+            raise ValueError(f"unknown trend schema_version {value.get('schema_version') if isinstance(value, dict) else None!r}")
+        return Trend.model_validate(value)
+    except (ValidationError, ValueError) as e:
+        raise _corrupt(where, f"is not an evalgate trend file ({str(e).splitlines()[0]})") from None
+
+
 # --- stores ----------------------------------------------------------------------------
 
 
@@ -176,6 +192,10 @@ class BaselineStore(Protocol):
 
     def save_ledger(self, gate_id: str, update_fn: Callable[[Ledger], Ledger]) -> Ledger: ...
 
+    def load_trend(self, gate_id: str) -> Optional[Trend]: ...
+
+    def save_trend(self, gate_id: str, update_fn: Callable[[Optional[Trend]], Trend]) -> Trend: ...
+
 
 def baseline_path(gate_id: str, commit: str) -> str:
     return f"baselines/{_check_gate_id(gate_id)}/{_check_sha(commit)}.json.gz"
@@ -183,6 +203,10 @@ def baseline_path(gate_id: str, commit: str) -> str:
 
 def ledger_path(gate_id: str) -> str:
     return f"ledger/{_check_gate_id(gate_id)}.json.gz"
+
+
+def trend_path(gate_id: str) -> str:
+    return f"trends/{_check_gate_id(gate_id)}.json.gz"
 
 
 class DirStore:
@@ -222,6 +246,23 @@ class DirStore:
         with _locked(file.with_suffix(".lock")):
             new = update_fn(self.load_ledger(gate_id))
             _replace_atomically(file, encode_ledger(gate_id, new))
+        return new
+
+    def load_trend(self, gate_id: str) -> Optional[Trend]:
+        file = self.path / trend_path(gate_id)
+        try:
+            data = file.read_bytes()
+        except FileNotFoundError:
+            return None
+        return decode_trend(data, str(file))
+
+    def save_trend(self, gate_id: str, update_fn: Callable[[Optional[Trend]], Trend]) -> Trend:
+        """Apply update_fn to the stored trend (None: none yet) under a file lock."""
+        file = self.path / trend_path(gate_id)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(file.with_suffix(".lock")):
+            new = update_fn(self.load_trend(gate_id))
+            _replace_atomically(file, encode_trend(new))
         return new
 
 
@@ -265,8 +306,9 @@ _DATA_BRANCH_README = """\
 # evalgate data
 
 This branch is written by evalgate from default-branch runs: the baseline
-results of each commit (`baselines/<gate>/<sha>.json.gz`) and the per-case flake
-ledger (`ledger/<gate>.json.gz`). Files are gzip-compressed JSON. It shares no history with
+results of each commit (`baselines/<gate>/<sha>.json.gz`), the per-case flake
+ledger (`ledger/<gate>.json.gz`) and each criterion's mean per run
+(`trends/<gate>.json.gz`). Files are gzip-compressed JSON. It shares no history with
 the code; deleting it makes the next default-branch run start afresh.
 """
 
@@ -328,6 +370,23 @@ class GitHubStore:
             return encode_ledger(gate_id, result["new"])
 
         self._update(path, make, f"evalgate: flake ledger (gate {gate_id})")
+        return result["new"]
+
+    def load_trend(self, gate_id: str) -> Optional[Trend]:
+        path = trend_path(gate_id)
+        file = self.client.get_file(path, ref=self.branch)
+        return None if file is None else decode_trend(file.content, self._where(path))
+
+    def save_trend(self, gate_id: str, update_fn: Callable[[Optional[Trend]], Trend]) -> Trend:
+        """Apply update_fn to the stored trend (None: none yet); on a conflicting write, re-read and re-apply."""
+        path = trend_path(gate_id)
+        result: dict[str, Trend] = {}
+
+        def make(old: Optional[bytes]) -> bytes:
+            result["new"] = update_fn(None if old is None else decode_trend(old, self._where(path)))
+            return encode_trend(result["new"])
+
+        self._update(path, make, f"evalgate: trend (gate {gate_id})")
         return result["new"]
 
     def _ensure_branch(self) -> None:

@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
 
     baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")
     bsub = baseline.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
-    save = bsub.add_parser("save", help="save a run's results as the baseline of a commit, and record it in the flake ledger")
+    save = bsub.add_parser("save", help="save a run's results as the baseline of a commit, and record it in the flake ledger and the trend")
     save.add_argument("--results", required=True, help="the run's results.json")
     save.add_argument("--commit", required=True, help="the full commit SHA the results belong to")
     save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
@@ -371,7 +371,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     gate, base = _gate_config(args.config, required=bool(args.base_sha))
     current = results.read(Path(args.current))
     _whole_run(current, args.current)
-    baseline, info, ledger = None, None, None
+    baseline, info, ledger, trend = None, None, None, None
     if args.baseline:
         baseline, info = _read_baseline_or_results(Path(args.baseline))
     elif args.base_sha:
@@ -380,13 +380,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if found is not None:
             baseline, info = found[0].results, found[1]
         ledger = store.load_ledger(gate.id)
+        trend = store.load_trend(gate.id)
     comparison = compare(baseline, current, gate, ledger, info)
-    report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url)
+    report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url, trend=trend)
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
     html_path = Path(args.html) if args.html else Path(args.current).parent / REPORT_FILE
     try:
-        write_html(html_path, comparison, current, baseline, gate_id=gate.id, run_url=args.run_url)
+        write_html(html_path, comparison, current, baseline, gate_id=gate.id, run_url=args.run_url, trend=trend)
     except OSError as e:
         raise InputError(Problem(str(html_path), None, f"cannot write the HTML report there ({e.strerror or e})", "Pass --html a path you can write to.")) from None
     print(report)
@@ -400,13 +401,16 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     from evalgate import results
     from evalgate.baselines import make_baseline
     from evalgate.compare import update_ledger
+    from evalgate.trends import add_point
 
     gate, base = _gate_config(args.config)
     run = results.read(Path(args.results))
     _whole_run(run, args.results)
     store = _store(gate, base)
-    store.save(make_baseline(run, args.commit, args.ref, datetime.now(timezone.utc)))
+    now = datetime.now(timezone.utc)
+    store.save(make_baseline(run, args.commit, args.ref, now))
     store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))
+    store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, args.commit, args.ref, now))
     print(f"saved the baseline of {args.commit} for gate '{gate.id}' in {store}")
     return EXIT_PASSED
 

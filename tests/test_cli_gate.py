@@ -88,6 +88,20 @@ def test_baseline_save_show_and_lookup_through_first_parents(cli, quickstart_res
     code, out, _ = cli("compare", "--current", str(current), "--base-sha", head, "--config", config, cwd=project)
     assert code == 0 and "INCONCLUSIVE" in out.splitlines()[0]
     assert base[:12] in out
+    # One saved run is a trend of one point: drawn, too short to place this run in.
+    assert "this run against the last default-branch run |" in out and "(1 run: too few to place this one)" in out
+    assert out.count("```mermaid") == 4  # one chart per criterion of the quickstart
+    assert f'x-axis ["{base[:7]}", "this run"]' in out
+
+    # Two more saved runs: now the regressed run is placed below the range it had.
+    for _ in range(2):
+        code, _, err = cli("baseline", "save", "--results", str(results), "--commit", base, "--ref", "refs/heads/main", "--config", config, cwd=project)
+        assert code == 0, err
+    code, out, _ = cli("compare", "--current", str(current), "--base-sha", head, "--config", config, cwd=project)
+    rows = [line for line in out.splitlines() if line.startswith("| tool\\_trajectory\\_avg\\_score")]
+    assert any("**▼ " in row and ", below " in row for row in rows), rows
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert html.count('<svg class="trend"') == 4 and "this run against the last 3 default-branch runs" in html
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

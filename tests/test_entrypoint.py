@@ -23,7 +23,7 @@ from entrypoint.main import main  # noqa: E402
 from entrypoint.settings import read_settings  # noqa: E402
 from evalgate.errors import InputError  # noqa: E402
 from entrypoint.tracking import tracking_marker, tracking_title  # noqa: E402
-from evalgate.baselines import decode_ledger  # noqa: E402
+from evalgate.baselines import decode_ledger, decode_trend  # noqa: E402
 from evalgate.reports.markdown import marker  # noqa: E402
 from fake_github import fake_github  # noqa: F401,E402  (fixture)
 from test_inputs import CASES, make_project
@@ -137,17 +137,25 @@ def test_push_to_default_branch_saves_baseline_and_ledger(action, history):
     sha = history[1]
     assert action("push", _push(sha), sha=sha) == 0, action.stdout
     fake = action.fake
-    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{sha}.json.gz", "ledger/evalgate.json.gz"]
+    assert fake.branch_files("evalgate-data") == [
+        "README.md", f"baselines/evalgate/{sha}.json.gz", "ledger/evalgate.json.gz", "trends/evalgate.json.gz"
+    ]
     assert _writes(fake) == [
         "POST /repos/octo/hello/git/trees",
         "POST /repos/octo/hello/git/commits",
         "POST /repos/octo/hello/git/refs",
         f"PUT /repos/octo/hello/contents/baselines/evalgate/{sha}.json.gz",
         "PUT /repos/octo/hello/contents/ledger/evalgate.json.gz",
+        "PUT /repos/octo/hello/contents/trends/evalgate.json.gz",
     ]
     assert not fake.statuses and not fake.comments
     ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
     assert ledger and all(v == [1.0] for v in ledger.values())
+    trend = decode_trend(fake.read_file("evalgate-data", "trends/evalgate.json.gz"), "trend")
+    [point] = trend.points
+    assert point.commit == sha and point.ref == "refs/heads/main"
+    assert point.means["home"]["tool_trajectory_avg_score"].mean == 1.0
+    assert point.means["home"]["tool_trajectory_avg_score"].cases == 2
     assert action.outputs["verdict"] == "PASS"
     assert action.outputs["results-path"] == "evalgate-results/results.json"
     assert action.outputs["cases"] == "2" and action.outputs["passed"] == "2" and action.outputs["regressions"] == "0"
@@ -261,6 +269,41 @@ def test_schedule_updates_ledger_and_tracks_one_issue(action, baseline):
     assert action("schedule", schedule, sha=baseline) == 0
     assert fake.issues[issue["number"]]["state"] == "closed"
     assert "passes again" in fake.issue_comments(issue["number"])[0]["body"]
+
+
+def test_default_branch_runs_build_a_trend_that_pr_and_nightly_reports_draw(action, fake_github):  # noqa: F811
+    fake = action.fake
+    shas = fake.linear_history(3)
+    for sha in shas:
+        assert action("push", _push(sha), sha=sha) == 0, action.stdout
+    trend = decode_trend(fake.read_file("evalgate-data", "trends/evalgate.json.gz"), "trend")
+    assert [p.commit for p in trend.points] == shas
+    assert "and the trend" in action.summary
+
+    # A pull request whose agent calls the wrong room: its trajectory mean (0.5) sits below
+    # every earlier run's (1.0), and the comment says so on the criterion's row.
+    head = fake.add_commit([shas[-1]], "PR head")
+    merge = fake.add_commit([shas[-1], head], "merge")
+    _set_outputs(action.ws, regressed=True)
+    assert action("pull_request", _pull_request(head, shas[-1]), sha=merge, ref=f"refs/pull/{PR}/merge") == 1, action.stdout
+    [comment] = fake.comments.values()
+    assert "this run against the last 3 default-branch runs |" in comment["body"]
+    [row] = [line for line in comment["body"].splitlines() if line.startswith("| tool\\_trajectory\\_avg\\_score")]
+    assert row.endswith("| ▁▁▁ **▼ 0.500**, below 1.000–1.000 |"), row
+    # The job summary draws each criterion: the three runs, then this one.
+    charts = re.findall(r"```mermaid\n(.*?)\n```", action.summary, re.S)
+    assert len(charts) == 2, action.summary
+    assert f'x-axis ["{shas[0][:7]}", "{shas[1][:7]}", "{shas[2][:7]}", "this run"]' in charts[1]
+    assert "line [1.0000, 1.0000, 1.0000, 0.5000]" in charts[1]
+    html = (action.ws / "evalgate-results" / "report.html").read_text(encoding="utf-8")
+    assert html.count('<svg class="trend"') == 2 and "▼ 0.500, below 1.000–1.000" in html
+
+    # The nightly run on main: the tracking issue carries the charts; the run joins the trend.
+    assert action("schedule", {"schedule": "0 3 * * *"}, sha=shas[-1]) == 1
+    [issue] = fake.issues.values()
+    assert issue["body"].count("```mermaid") == 2 and "xychart-beta" in issue["body"]
+    trend = decode_trend(fake.read_file("evalgate-data", "trends/evalgate.json.gz"), "trend")
+    assert len(trend.points) == 4 and trend.points[-1].means["home"]["tool_trajectory_avg_score"].mean == 0.5
 
 
 # --- (6) the trusted half of the fork-safe flow ------------------------------------------
@@ -648,7 +691,11 @@ def test_merge_on_the_default_branch_saves_a_baseline_only_when_every_shard_is_t
     assert action("push", _push(sha), sha=sha, shard="2/2", out="legs/leg-2") == 0
     assert action("push", _push(sha), sha=sha, mode="merge", shards="legs") == 0, action.stdout
     assert action.outputs["activity"] == "baseline" and action.outputs["verdict"] == "PASS"
-    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{sha}.json.gz", "ledger/evalgate.json.gz"]
+    assert fake.branch_files("evalgate-data") == [
+        "README.md", f"baselines/evalgate/{sha}.json.gz", "ledger/evalgate.json.gz", "trends/evalgate.json.gz"
+    ]
+    # The incomplete merge added no point: the trend holds the whole run only.
+    assert [p.commit for p in decode_trend(fake.read_file("evalgate-data", "trends/evalgate.json.gz"), "t").points] == [sha]
 
 
 def test_merge_refuses_legs_of_another_commit_and_a_leg_refuses_a_mode(action, history):

@@ -610,6 +610,36 @@ def test_the_report_opens_from_file_with_no_error_and_no_request(browser, tmp_pa
         w.close()
 
 
+def test_trend_charts_draw_under_the_policy(browser, tmp_path, artifacts):
+    from datetime import datetime, timezone
+
+    from evalgate.trends import add_point
+
+    current, baseline = sample_runs()
+    trend = None
+    for i, run in enumerate([baseline, baseline, baseline]):
+        trend = add_point(trend, "evalgate", run, f"{i + 1:07x}" + "0" * 33, "refs/heads/main", datetime(2026, 11, 20 + i, tzinfo=timezone.utc))
+    page_text = render_html(compare(baseline, current, POLICY, None, BASE_INFO), current, baseline, run_url=RUN_URL, trend=trend)
+    w = Watched(browser, _write(tmp_path, REPORT_FILE, page_text))
+    try:
+        page = w.page
+        charts = page.locator("#trends svg.trend")
+        assert charts.count() == 7  # every criterion of every suite with history
+        box = charts.first.bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 100
+        assert page.locator("#trends svg.trend circle.now").count() == 7
+        # The classes' colours apply (the CSP allows our stylesheet, by hash): the dot of this run is blue.
+        assert page.eval_on_selector("#trends circle.now", "e => getComputedStyle(e).fill") == "rgb(9, 105, 218)"
+        assert "support · tool_trajectory_avg_score" in page.text_content("#trends")
+        assert page.locator("td.trend-below").count() >= 1
+        page.locator("#trends").scroll_into_view_if_needed()
+        path = _shoot(page, artifacts / "report-trends.png", "overview")
+        print(f"\nscreenshot of the overview with trends: {path}")
+        assert w.clean() == []
+    finally:
+        w.close()
+
+
 def test_filters_and_search_change_what_is_shown(browser, tmp_path):
     w = Watched(browser, _write(tmp_path, REPORT_FILE, compared_report()))
     try:

@@ -44,14 +44,16 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
+from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
+from evalgate.trends import Series, Trend, header, position, series
 
 __all__ = ["REPORT_FILE", "render_html", "write_html", "content_security_policy"]
 
@@ -181,6 +183,15 @@ class _Row:
     status_class: str
     p: str
     failing: int  # cases failing this criterion now
+    trend: str = ""  # where this run sits in the last default-branch runs
+    trend_class: str = ""
+
+
+@dataclass
+class _Chart:
+    title: str  # untrusted: suite and criterion
+    svg: str  # ours: numbers and hex commit ids only (evalgate.reports.trend_chart)
+    note: str
 
 
 @dataclass
@@ -226,10 +237,38 @@ class _View:
     cases: int
     failed: int
     not_evaluated: int
+    trend_header: str = ""  # the tables' trend column title; empty: no column
+    charts: list[_Chart] = field(default_factory=list)
     data: str = ""
     csp: str = ""
     style: str = ""
     script: str = ""
+
+
+def _trend_text(s: Series) -> tuple[str, str]:
+    """(`▼ 0.712, below 0.780–0.860`, css class): this run against the earlier runs' range."""
+    pos = position(s)
+    if pos is None:
+        return f"{_count(len(s.values), 'earlier run')}: too few to place this one", ""
+    span = f"{pos.low:.3f}–{pos.high:.3f}"
+    if pos.where == "below":
+        return f"▼ {pos.value:.3f}, below {span}", "below"
+    if pos.where == "above":
+        return f"▲ {pos.value:.3f}, above {span}", "above"
+    return f"{pos.value:.3f}, within {span}", "within"
+
+
+def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:
+    charts = []
+    for t in trends:
+        svg = svg_chart(t)
+        if svg is None:
+            continue
+        note = f"{_count(len(t.values), 'run')} from {t.labels[0]} to {t.labels[-1]}, mean {min(t.values):.3f}–{max(t.values):.3f}"
+        if t.current is not None:
+            note += f"; this run {t.current:.3f}"
+        charts.append(_Chart(f"{t.suite} · {t.criterion}" if many_suites else t.criterion, svg, note))
+    return charts
 
 
 def _verdict_class(v: Verdict) -> str:
@@ -258,6 +297,12 @@ def _row(c: CriterionComparison, crit_index: int, failing: int, evaluated: int, 
         p=_p(c.p_adjusted) if with_baseline and c.p_adjusted is not None else "",
         failing=failing,
     )
+
+
+def _trend_row(row: _Row, s: Optional[Series]) -> _Row:
+    if s is not None:
+        row.trend, row.trend_class = _trend_text(s)
+    return row
 
 
 def _baseline_line(comparison: Comparison) -> str:
@@ -660,9 +705,12 @@ def render_html(
     *,
     gate_id: str = "evalgate",
     run_url: Optional[str] = None,
+    trend: Optional[Trend] = None,
 ) -> str:
     """The whole report.html. `baseline` (the compared run's results) adds its scores and
-    responses beside the current ones; the comparison alone gives the verdict and changes."""
+    responses beside the current ones; the comparison alone gives the verdict and changes.
+    `trend` (the default branch's runs before this one) adds a chart per criterion and says
+    where this run sits."""
     from markupsafe import Markup
 
     with_baseline = comparison.baseline is not None
@@ -674,6 +722,8 @@ def render_html(
     for sc in comparison.suites:
         suite_index.setdefault(sc.name, len(suite_index))
     cases = _cases(comparison, current, baseline, names, suite_index)
+    trends = series(trend, current)
+    by_key = {(t.suite, t.criterion): t for t in trends}
 
     by_name = {s.name: s for s in current.suites}
     suites = []
@@ -703,7 +753,7 @@ def render_html(
                 reasons=reasons[:MAX_REASONS],
                 warnings=[w for w in (sr.warnings if sr else []) if w not in reasons][:MAX_REASONS],
                 skipped=sc.skipped_criteria[:MAX_REASONS],
-                rows=[_row(c, names[c.criterion], failing[c.criterion], evaluated[c.criterion], with_baseline) for c in sc.criteria],
+                rows=[_trend_row(_row(c, names[c.criterion], failing[c.criterion], evaluated[c.criterion], with_baseline), by_key.get((sc.name, c.criterion))) for c in sc.criteria],
             )
         )
 
@@ -746,6 +796,8 @@ def render_html(
         agent_rows=_agent_rows(current),
         judge=_judge_usage(current),
         timing_rows=_timing_rows(current),
+        trend_header=header(trends),
+        charts=[_Chart(c.title, Markup(c.svg), c.note) for c in _charts(trends, len(comparison.suites) > 1)],
         run_url=safe_url,
         footer=f"evalgate {current.evalgate_version}, {comparison.mode} mode",
         title=f"evalgate {comparison.verdict.value}" + (f" · {gate}" if gate else ""),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -47,6 +48,7 @@ from evalgate.reports.sanitize import (
     url,
 )
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
+from evalgate.trends import Series, Trend, axis_range, header, position, series
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
 SUMMARY_LIMIT = 1_000_000  # the job summary takes 1 MiB per step; measured in UTF-8 bytes
@@ -126,6 +128,59 @@ def _status_cell(status: Verdict, p_adjusted: Optional[float]) -> Markdown:
     return Markdown(text)
 
 
+_SPARK = "▁▂▃▄▅▆▇█"
+MAX_CHARTS = 24  # Mermaid charts in the job summary and tracking issue; the rest are in report.html
+
+
+def _finite(values: list[float]) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def sparkline(values: list[float]) -> str:
+    """Values as block characters, lowest to highest; a flat series is a flat line."""
+    low, high = min(values), max(values)
+    span = high - low
+    # 1e-9: a value halfway up must not fall a step short through 0.95 - 0.9 = 0.0499999...
+    return "".join(_SPARK[0 if span <= 1e-12 else min(int((v - low) / span * len(_SPARK) + 1e-9), len(_SPARK) - 1)] for v in values)
+
+
+def _trend_cell(s: Series) -> Markdown:
+    """`▅▆▅▇ ▼ 0.712, below 0.780–0.860`: the runs before this one, then where this run sits."""
+    if not _finite(s.values + ([s.current] if s.current is not None else [])):
+        return Markdown("–")
+    spark = sparkline(s.values)
+    pos = position(s)
+    if pos is None:
+        return Markdown(f"{spark} ({_count(len(s.values), 'run')}: too few to place this one)")
+    span = f"{pos.low:.3f}–{pos.high:.3f}"
+    if pos.where == "below":
+        return Markdown(f"{spark} **▼ {pos.value:.3f}**, below {span}")
+    if pos.where == "above":
+        return Markdown(f"{spark} ▲ {pos.value:.3f}, above {span}")
+    return Markdown(f"{spark} {pos.value:.3f}, within {span}")
+
+
+def mermaid_chart(s: Series) -> Optional[str]:
+    """The series as a Mermaid `xychart-beta` (GitHub renders it): the runs' short commit ids on
+    the x axis, then "this run". Composed only of numbers and hex ids; None when not drawable."""
+    labels = [x if x and all(c in "0123456789abcdef" for c in x) else "?" for x in s.labels]
+    values = list(s.values)
+    if s.current is not None:
+        labels.append("this run")
+        values.append(s.current)
+    if len(values) < 2 or not _finite(values):
+        return None
+    low, high = axis_range(values)
+    return "\n".join(
+        [
+            "xychart-beta",
+            "    x-axis [" + ", ".join(f'"{x}"' for x in labels) + "]",
+            f'    y-axis "mean" {low:.2f} --> {high:.2f}',
+            "    line [" + ", ".join(f"{v:.4f}" for v in values) + "]",
+        ]
+    )
+
+
 # --- the view the templates print ---------------------------------------------------------
 
 
@@ -169,6 +224,15 @@ class _Row:
     delta: Markdown
     status: Markdown
     passing: bool
+    trend: Optional[Markdown] = None  # where this run sits in the last default-branch runs
+
+
+@dataclass
+class _Chart:
+    """A criterion's trend as a Mermaid xychart: the title is untrusted, the chart ours."""
+
+    title: str
+    chart: Markdown
 
 
 @dataclass
@@ -271,6 +335,9 @@ class _View:
     minimal: bool
     with_baseline: bool
     text: int  # characters kept of a judge's reason or rationale
+    trend_header: Markdown = Markdown("")  # the tables' trend column title; empty: no column
+    charts: list[_Chart] = field(default_factory=list)
+    hidden_charts: int = 0
 
 
 def _label(key: CaseKey, show_suite: bool) -> str:
@@ -513,7 +580,7 @@ def _judge_stats(current: RunResults, show_suite: bool) -> tuple[list[Markdown],
     return columns, rows
 
 
-def _criterion_row(c: CriterionComparison, with_baseline: bool) -> _Row:
+def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[Series] = None) -> _Row:
     if c.delta is None:
         delta = "–"
     elif c.ci_low is not None and c.ci_high is not None:
@@ -534,10 +601,11 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool) -> _Row:
         delta=Markdown(delta),
         status=_status_cell(c.status, c.p_adjusted if with_baseline else None),
         passing=c.status is Verdict.PASS,
+        trend=None if trend is None else _trend_cell(trend),
     )
 
 
-def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget) -> _Suite:
+def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget, trends: dict[tuple[str, str], Series]) -> _Suite:
     reasons = list(s.reasons)
     for c in s.criteria:
         if c.status is not Verdict.PASS:
@@ -546,7 +614,7 @@ def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget) -> _Su
             reasons.extend(
                 f"{c.criterion}: {r}" for r in c.reasons if r not in reasons and f"{c.criterion}: {r}" not in reasons
             )
-    rows = [_criterion_row(c, with_baseline) for c in s.criteria]
+    rows = [_criterion_row(c, with_baseline, trends.get((s.name, c.criterion))) for c in s.criteria]
     hidden = 0
     if not budget.passing_rows:
         hidden = sum(r.passing for r in rows)
@@ -612,6 +680,8 @@ class _Plan:
     stats: list[_Stat]
     footer: list[Any]
     agent: list[list[Markdown]] = field(default_factory=list)  # rows of the "Agent runs" table
+    trends: list[Series] = field(default_factory=list)  # criteria with default-branch history
+    charts: bool = False  # draw the trends (job summary, tracking issue), not only place this run
 
 
 def _agent_rows(current: RunResults) -> list[list[Markdown]]:
@@ -635,7 +705,9 @@ def _agent_rows(current: RunResults) -> list[list[Markdown]]:
     return rows
 
 
-def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url: Optional[str], with_marker: bool) -> _Plan:
+def _plan(
+    comparison: Comparison, current: RunResults, *, gate_id: str, run_url: Optional[str], with_marker: bool, trend: Optional[Trend] = None
+) -> _Plan:
     show_suite = len(comparison.suites) > 1 or len(current.suites) > 1
     cases = {CaseKey(s.name, c.eval_set_id, c.eval_id): c for s in current.suites for c in s.cases}
     with_baseline = comparison.baseline is not None
@@ -706,6 +778,8 @@ def _plan(comparison: Comparison, current: RunResults, *, gate_id: str, run_url:
         stats=stats,
         footer=footer,
         agent=_agent_rows(current),
+        trends=series(trend, current),
+        charts=not with_marker,
     )
 
 
@@ -737,6 +811,13 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
     title = "Regressed cases" if plan.with_baseline else "Failed cases"
     lists = [_case_list(t, note, items, budget) for t, note, items in plan.lists]
     reasons = plan.comparison.reasons
+    trends = {(t.suite, t.criterion): t for t in plan.trends}
+    charts = []
+    if plan.charts and not budget.minimal and budget.passing_rows:
+        for t in plan.trends:
+            chart = mermaid_chart(t)
+            if chart is not None:
+                charts.append(_Chart(f"{t.suite} · {t.criterion}" if len(plan.comparison.suites) > 1 else t.criterion, Markdown(chart)))
     view = _View(
         marker=Markdown(marker(plan.gate_id)) if plan.with_marker else None,
         headline=_headline(plan.comparison, plan.current),
@@ -745,7 +826,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         hidden_reasons=max(len(reasons) - MAX_REASONS, 0),
         config_changed=plan.comparison.config_changed,
         baseline=_baseline_line(plan.comparison, plan.current),
-        suites=[_suite_view(s, plan.with_baseline, budget) for s in plan.comparison.suites],
+        suites=[_suite_view(s, plan.with_baseline, budget, trends) for s in plan.comparison.suites],
         attention=_List(Markdown(f"{title} ({len(plan.attention):,})"), None, detailed, len(plan.attention), False)
         if plan.attention
         else None,
@@ -762,6 +843,9 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         minimal=budget.minimal,
         with_baseline=plan.with_baseline,
         text=budget.text,
+        trend_header=Markdown(header(plan.trends)),
+        charts=charts[:MAX_CHARTS],
+        hidden_charts=max(len(charts) - MAX_CHARTS, 0),
     )
     sizes = {
         "attention": len(plan.attention),
@@ -828,9 +912,10 @@ def _render(
     with_marker: bool,
     measure: Callable[[str], int],
     limit_text: str,
+    trend: Optional[Trend] = None,
 ) -> str:
     template = _environment().get_template("report.md.j2")
-    plan = _plan(comparison, current, gate_id=gate_id, run_url=run_url, with_marker=with_marker)
+    plan = _plan(comparison, current, gate_id=gate_id, run_url=run_url, with_marker=with_marker, trend=trend)
     for budget in _LADDER:
         if _floor(plan, budget) > limit:
             continue
@@ -855,11 +940,14 @@ def render_comment(
     run_url: Optional[str] = None,
     limit: int = COMMENT_LIMIT,
     full_report_hint: Optional[str] = None,
+    trend: Optional[Trend] = None,
 ) -> str:
-    """The pull-request comment: `marker(gate_id)` on its first line, under `limit` characters."""
+    """The pull-request comment: `marker(gate_id)` on its first line, under `limit` characters.
+    With `trend` (the default branch's runs before this one), each criterion row says where
+    this run sits in their range."""
     return _render(
         comparison, current, gate_id=gate_id, run_url=run_url, limit=limit, full_report_hint=full_report_hint,
-        with_marker=True, measure=len, limit_text=f"the {limit:,}-character comment limit",
+        with_marker=True, measure=len, limit_text=f"the {limit:,}-character comment limit", trend=trend,
     )
 
 
@@ -871,9 +959,12 @@ def render_summary(
     run_url: Optional[str] = None,
     limit: int = SUMMARY_LIMIT,
     full_report_hint: Optional[str] = None,
+    trend: Optional[Trend] = None,
 ) -> str:
-    """The same report for the job summary: no marker, `limit` in UTF-8 bytes."""
+    """The same report for the job summary (and the nightly tracking issue): no marker, `limit`
+    in UTF-8 bytes. With `trend`, also a chart of each criterion over those runs and this one."""
     return _render(
         comparison, current, gate_id=gate_id, run_url=run_url, limit=limit, full_report_hint=full_report_hint,
         with_marker=False, measure=lambda t: len(t.encode("utf-8")), limit_text=f"the {limit:,}-byte job summary limit",
+        trend=trend,
     )
