@@ -150,6 +150,17 @@ def position(s: Series) -> Optional[Position]:
     return Position(where, value, low, high, len(s.values), rank)
 
 
+def placement(s: Series) -> Optional[tuple[str, str]]:
+    """(`▼ 0.712, below 0.780–0.860`, "below"): this run against the earlier runs' range, in
+    words the reports print; None when `position` places nothing."""
+    pos = position(s)
+    if pos is None:
+        return None
+    span = f"{pos.low:.3f}–{pos.high:.3f}"
+    mark = {"below": "▼ ", "above": "▲ ", "within": ""}[pos.where]
+    return f"{mark}{pos.value:.3f}, {pos.where} {span}", pos.where
+
+
 def axis_range(values: list[float]) -> tuple[float, float]:
     """A chart's y axis for `values`: their range padded a little, on whole hundredths, kept
     within [0, 1] when the values are (scores usually are)."""

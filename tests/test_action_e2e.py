@@ -240,10 +240,13 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     assert code == 0, act.log[-6000:]
     assert act.outcome == "success"
     assert act.outputs["verdict"] == "PASS" and act.outputs["cases"] == "2" and act.outputs["regressions"] == "0"
-    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{base}.json.gz", "ledger/evalgate.json.gz"]
+    assert fake.branch_files("evalgate-data") == [
+        "README.md", f"baselines/evalgate/{base}.json.gz", "ledger/evalgate.json.gz", "trends/evalgate.json.gz"
+    ]
     assert _requests(fake) == [
         f"GET {api}/commits/{base} 200",  # the pushed commit's parent, whose baseline it is compared with (none: a root commit)
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 404",  # the flake ledger, for the comparison
+        f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 404",  # the trend, for the charts
         f"GET {api}/git/ref/heads/evalgate-data 404",  # the data branch is missing, so
         f"POST {api}/git/trees 201",  # it is created as an orphan commit
         f"POST {api}/git/commits 201",
@@ -252,6 +255,8 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
         f"PUT {api}/contents/baselines/evalgate/{base}.json.gz 201",
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 404",  # read again just before the write
         f"PUT {api}/contents/ledger/evalgate.json.gz 201",
+        f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 404",  # this run joins the trend
+        f"PUT {api}/contents/trends/evalgate.json.gz 201",
     ]
     _check_headers(fake)
     [tree] = [r.body for r in fake.log if r.path.endswith("/git/commits")]
@@ -285,6 +290,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     assert _requests(fake) == [
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",  # the base commit's baseline
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",  # the flake ledger
+        f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",  # the trend: where this PR sits
         f"GET {api}/issues/{PR}/comments 200",  # an earlier comment of this gate? (none)
         f"POST {api}/issues/{PR}/comments 201",
         f"POST {api}/statuses/{head} 201",
@@ -309,6 +315,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     assert _requests(fake) == [
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
+        f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",
         f"GET {api}/issues/{PR}/comments 200",  # finds the first run's comment by its marker
         f"PATCH {api}/issues/comments/{comment['id']} 200",
         f"POST {api}/statuses/{fixed} 201",
@@ -331,15 +338,19 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
         f"GET {api} 200",  # the default branch, which the schedule payload does not name
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",  # main's baseline
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
+        f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",
         f"GET {api}/git/ref/heads/evalgate-data 200",  # the data branch exists now
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",  # the nightly run joins the history
         f"PUT {api}/contents/ledger/evalgate.json.gz 200",
+        f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",  # and the trend
+        f"PUT {api}/contents/trends/evalgate.json.gz 200",
         f"GET {api}/issues 200",  # an open tracking issue of this gate? (none)
         f"POST {api}/issues 201",
     ]
     _check_headers(fake)
     ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
     assert sorted(len(runs) for runs in ledger.values()) == [2] * 8  # outcomes and values of 4 case-criteria: push, nightly (PRs never write)
+    assert "xychart-beta" in issue["body"]  # the tracking issue charts each criterion: the push, then this run
 
 
 JUDGED = """suites:
@@ -489,6 +500,7 @@ def test_a_pull_request_that_breaks_the_agents_tool_is_caught_and_the_fix_passes
     assert _requests(fake) == [
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
+        f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",
         f"GET {api}/issues/{PR}/comments 200",
         f"POST {api}/issues/{PR}/comments 201",
         f"POST {api}/statuses/{head} 201",
@@ -529,7 +541,9 @@ def test_a_matrix_of_three_legs_and_one_merge(image, fake_github, tmp_path):  # 
     code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY})
     assert code == 0, act.log[-6000:]
     assert act.outputs["verdict"] == "PASS" and act.outputs["activity"] == "baseline" and act.outputs["cases"] == "2"
-    assert fake.branch_files("evalgate-data") == ["README.md", f"baselines/evalgate/{base}.json.gz", "ledger/evalgate.json.gz"]
+    assert fake.branch_files("evalgate-data") == [
+        "README.md", f"baselines/evalgate/{base}.json.gz", "ledger/evalgate.json.gz", "trends/evalgate.json.gz"
+    ]
     assert act.log.count("evalgate shard: ") == 3  # three legs, each its own container
     fake.log.clear()
 

@@ -53,7 +53,7 @@ from typing import Any, Optional
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
-from evalgate.trends import Series, Trend, header, position, series
+from evalgate.trends import Series, Trend, header, placement, series
 
 __all__ = ["REPORT_FILE", "render_html", "write_html", "content_security_policy"]
 
@@ -247,15 +247,8 @@ class _View:
 
 def _trend_text(s: Series) -> tuple[str, str]:
     """(`▼ 0.712, below 0.780–0.860`, css class): this run against the earlier runs' range."""
-    pos = position(s)
-    if pos is None:
-        return f"{_count(len(s.values), 'earlier run')}: too few to place this one", ""
-    span = f"{pos.low:.3f}–{pos.high:.3f}"
-    if pos.where == "below":
-        return f"▼ {pos.value:.3f}, below {span}", "below"
-    if pos.where == "above":
-        return f"▲ {pos.value:.3f}, above {span}", "above"
-    return f"{pos.value:.3f}, within {span}", "within"
+    placed = placement(s)
+    return placed if placed is not None else (f"{_count(len(s.values), 'earlier run')}: too few to place this one", "")
 
 
 def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:

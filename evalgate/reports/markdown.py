@@ -48,7 +48,7 @@ from evalgate.reports.sanitize import (
     url,
 )
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
-from evalgate.trends import Series, Trend, axis_range, header, position, series
+from evalgate.trends import Series, Trend, axis_range, header, placement, series
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
 SUMMARY_LIMIT = 1_000_000  # the job summary takes 1 MiB per step; measured in UTF-8 bytes
@@ -145,19 +145,18 @@ def sparkline(values: list[float]) -> str:
 
 
 def _trend_cell(s: Series) -> Markdown:
-    """`▅▆▅▇ ▼ 0.712, below 0.780–0.860`: the runs before this one, then where this run sits."""
+    """`▅▆▅▇ **▼ 0.712**, below 0.780–0.860`: the runs before this one, then where this run sits."""
     if not _finite(s.values + ([s.current] if s.current is not None else [])):
         return Markdown("–")
     spark = sparkline(s.values)
-    pos = position(s)
-    if pos is None:
+    placed = placement(s)
+    if placed is None:
         return Markdown(f"{spark} ({_count(len(s.values), 'run')}: too few to place this one)")
-    span = f"{pos.low:.3f}–{pos.high:.3f}"
-    if pos.where == "below":
-        return Markdown(f"{spark} **▼ {pos.value:.3f}**, below {span}")
-    if pos.where == "above":
-        return Markdown(f"{spark} ▲ {pos.value:.3f}, above {span}")
-    return Markdown(f"{spark} {pos.value:.3f}, within {span}")
+    text, where = placed
+    if where == "below":  # the one a reviewer must not miss
+        value, rest = text.split(", ", 1)
+        return Markdown(f"{spark} **{value}**, {rest}")
+    return Markdown(f"{spark} {text}")
 
 
 def mermaid_chart(s: Series) -> Optional[str]:
