@@ -49,8 +49,9 @@ Broken stable cases (any criterion, with a ledger)
     recorded outcomes for it (the last `history_runs`), all above 0.5 (a majority of its
     samples, or its one run, passed in every run). It has broken when its outcome now is
     0: every sample (or run) failed. The stable cases of a criterion are tested together:
-    each has a chance of breaking by chance, from the population of break rates fitted to
-    every case's history of that criterion, lower the longer its clean streak; the number
+    each has a chance of breaking by chance, from the population of failure rates fitted
+    to every case's history of that criterion (a nonparametric mixture; lower the longer
+    its clean streak) times the share of failed runs that failed every sample; the number
     breaking by chance is then Poisson-binomial, and p = P(X >= broken). One stable case
     breaking decides nothing (nondeterministic agents do that); several at once, when
     history says breaks are rare, fail the criterion.
@@ -100,10 +101,12 @@ from evalgate.results import (
 from evalgate.stats import (
     MIN_HISTORY,
     ROUND,
+    break_hazards,
+    broke,
     drop_interval,
     drop_test,
+    failed,
     holm,
-    break_hazards,
     poisson_binomial_sf,
     run_variance,
 )
@@ -370,7 +373,7 @@ def _value(result: CriterionResult, basis: str) -> float:
 def stable_history(history: Iterable[Optional[float]], policy: GatePolicy) -> Optional[list[float]]:
     """The recorded outcomes that make a case stable, or None when it is not."""
     recorded = [float(o) for o in history if o is not None][-policy.history_runs :]
-    if len(recorded) < policy.stable_min_runs or any(o <= 0.5 for o in recorded):
+    if len(recorded) < policy.stable_min_runs or any(failed(o) for o in recorded):
         return None
     return recorded
 
@@ -632,11 +635,12 @@ def _test_breakage(
             continue
         comp.stable += 1
         streaks.append(len(recorded))
-        if outcome(c, comp.judge) == 0.0:
+        now = outcome(c, comp.judge)
+        if now is not None and broke(now):  # every sample (or run) failed
             comp.broken.append(k)
     if not comp.stable:
         return
-    hazards, _, _ = break_hazards([h[-policy.history_runs :] for h in histories], streaks)
+    hazards = break_hazards([h[-policy.history_runs :] for h in histories], streaks)
     comp.expected_breaks = sum(hazards)
     comp.breakage_p = poisson_binomial_sf(len(comp.broken), hazards)
 

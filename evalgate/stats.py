@@ -43,24 +43,39 @@ The model of an unchanged agent
 
 `break_hazards` and `poisson_binomial_sf`: stable cases breaking together
     A case is stable when it passed every one of its recorded runs (at least
-    `stable_min_runs`); it has broken when every sample (or its one run) fails now. One
-    stable case breaking is weak evidence: nondeterministic agents break a "stable" case
-    now and then. Several breaking in one PR, when history says they almost never do, is
-    strong, so a criterion's stable cases are tested together, not one by one under Holm.
-    How often a case breaks differs from case to case (most almost never, a few often),
-    so the ledger's histories of the criterion fit a population of break rates: the mean
-    rate (with one pseudo-break in two pseudo-runs, so that a history without breaks does
-    not make one impossible) and the analysis-of-variance estimate of how much rates vary
-    between cases (the intra-case correlation rho, capped at MAX_RHO), i.e. a Beta(a, b).
-    A stable case with s clean runs then breaks with chance a / (a + b + s): the longer
-    its clean streak, the lower. The number of stable cases breaking by chance is
-    Poisson-binomial over those chances, and p = P(X >= broken). Why not replay the
-    ledger (how often did a case with 5 clean runs break in the 6th?): that measures
-    shorter streaks than the current ones and, in flaky worlds, overstates the rate
-    several-fold. Assumed: cases break
-    independently given their rates; a run-wide judge mood that pushes stable cases
-    below every sample makes breaks cluster, which this does not model (small where
-    stable cases pass almost every sample).
+    `stable_min_runs`; passed: a majority of its samples, or its one run); it has broken
+    when every sample (or its one run) fails now. One stable case breaking is weak
+    evidence: nondeterministic agents break a "stable" case now and then. Several breaking
+    in one PR, when history says they almost never do, is strong, so a criterion's stable
+    cases are tested together, not one by one under Holm.
+    The chance that a stable case breaks is built from two things history measures:
+    - how often it fails (no majority). Rates differ from case to case (most almost never,
+      a few often), and a stable case is a mixture: a robust one, or a flaky one that was
+      lucky. So the ledger's histories of the criterion (each case's runs and failures)
+      fit a population of failure rates without assuming its shape: the nonparametric
+      maximum-likelihood mixture (Kiefer-Wolfowitz) on a log-spaced grid of GRID rates, by
+      EM. A stable case with s clean runs then fails with chance E[p (1-p)^s] / E[(1-p)^s]
+      under that mixture: the longer its streak, the more surely robust. Rates start at
+      one pseudo-failure in runs + 2 pseudo-runs, so a history without failures does not
+      make one impossible.
+    - of the runs that failed, the share that failed every sample: 1 with one sample or
+      run; otherwise measured on the cases that failed once in their history (a stable
+      case's failures are of that kind: cases that fail often fail softer, a judge split
+      on a middling answer) and taken at the upper 90% bound of a Beta with a uniform
+      prior, since those failures are few. Failing is the event stability is defined by;
+      failing every sample is the sharper event the test counts.
+    The number of stable cases breaking by chance is Poisson-binomial over those chances,
+    and p = P(X >= broken). Why not a Beta population fitted by moments (as before): real
+    populations are two-humped (robust and flaky), which a Beta fits badly; and rating
+    "every sample failed" on histories selected by "a majority passed" counted flaky cases
+    that were never stable. Together they overstated chance breaks 1.5x (trajectories) to
+    3x (judges) in bench_gate's worlds; this is within 10% for trajectories, and for
+    judges from 0.9x (600 cases) to 3x (a steady agent: few failures measure the share). Why not replay the ledger
+    (how often did a case with 5 clean runs break in the 6th?): that measures shorter
+    streaks than the current ones. Assumed: cases break independently given their rates,
+    and the share of failures that fail every sample is one for the criterion; a run-wide
+    judge mood that pushes stable cases under every sample makes breaks cluster, which
+    this does not model (small where stable cases pass almost every sample).
 
 `holm`: weighted Holm step-down adjustment across all the gate's tests.
 
@@ -71,11 +86,14 @@ fraction), so the gate needs no numerical library.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Optional, Sequence
 
 ROUND = 12  # differences are rounded to this many decimals: float noise in c - b is no move
 MIN_HISTORY = 3  # runs of history needed to estimate the run-level variance
-MAX_RHO = 0.5  # cap on the fitted heterogeneity of break rates: a few flaky cases in a short history cannot make clean streaks look safer than a+b >= 1 allows
+GRID = 40  # break rates the mixture is fitted on, log-spaced from the pseudo-break rate to 0.999
+EM_STEPS = 200  # EM iterations of the mixture fit (it moves little after 100)
+SHARE_LEVEL = 0.9  # the share of failures that break is taken at this upper bound
 
 
 # --- Student's t ------------------------------------------------------------------------
@@ -209,36 +227,81 @@ def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: floa
 # --- pooled breakage of stable cases --------------------------------------------------------
 
 
-def break_hazards(histories: Sequence[Sequence[float]], streaks: Sequence[int]) -> tuple[list[float], float, float]:
-    """(hazards, a, b): each stable case's chance of breaking in the next run, from the
-    population of break rates fitted on every case's history (module docstring).
+def failed(outcome: float) -> bool:
+    """A run's outcome (share of samples or runs that passed) failed: no majority passed."""
+    return outcome <= 0.5
+
+
+def broke(outcome: float) -> bool:
+    """A run's outcome is a break: every sample (or run) failed."""
+    return outcome <= 0.0
+
+
+def break_hazards(histories: Sequence[Sequence[float]], streaks: Sequence[int]) -> list[float]:
+    """Each stable case's chance of breaking in the next run, from the population of break
+    rates fitted to every case's history (module docstring).
 
     `histories` are every case's recorded outcomes; `streaks` the current stable cases'
-    numbers of recorded runs (all passed). An outcome has broken when it is 0.
+    numbers of recorded runs (all passed).
     """
-    cases = [(len(h), sum(o == 0.0 for o in h)) for h in histories if h]
-    runs = sum(k for k, _ in cases)
-    breaks = sum(x for _, x in cases)
-    # Mean break rate with one pseudo-break in two pseudo-runs: history without a single
-    # break does not make a break impossible.
-    mean = (breaks + 1) / (runs + 2)
-    rho = 0.0
-    if len(cases) >= 2 and runs > len(cases):
-        # The analysis-of-variance estimator of the intra-case correlation of binary
-        # outcomes: how much more break counts vary between cases than chance makes them.
-        n = len(cases)
-        rate = breaks / runs
-        between = sum(k * (x / k - rate) ** 2 for k, x in cases) / (n - 1)
-        within = sum(x * (1 - x / k) for k, x in cases) / (runs - n)
-        k0 = (runs - sum(k * k for k, _ in cases) / runs) / (n - 1)
-        denominator = between + (k0 - 1) * within
-        if denominator > 0:
-            rho = min(MAX_RHO, max(0.0, (between - within) / denominator))
-    if rho <= 0:
-        return [mean] * len(streaks), math.inf, math.inf
-    concentration = 1 / rho - 1
-    a, b = mean * concentration, (1 - mean) * concentration
-    return [a / (a + b + s) for s in streaks], a, b
+    # Of the runs that failed, the share that failed every sample, over the cases that
+    # almost never fail (one failure in their history): the failures a stable case has.
+    # Cases that fail often fail differently (a judge split on a middling answer), and
+    # would make a stable case's failure look softer than it is.
+    # Few such failures make the share uncertain: its upper 90% bound (a uniform prior) is
+    # used, erring towards calm. With one sample or run every failure breaks: the share is 1.
+    failures = [o for h in histories for o in h if failed(o)]
+    if all(broke(o) for o in failures):
+        hard = 1.0
+    else:
+        rare = [o for h in histories if sum(failed(x) for x in h) == 1 for o in h if failed(o)]
+        k = sum(broke(o) for o in rare)
+        hard = beta_quantile(k + 1, len(rare) - k + 1, SHARE_LEVEL)
+    return [hard * h for h in fail_hazards(histories, streaks)]
+
+
+def beta_quantile(a: float, b: float, p: float) -> float:
+    """x with I_x(a, b) = p (bisection on the regularized incomplete beta)."""
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if _beta_inc(a, b, mid) < p:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def fail_hazards(histories: Sequence[Sequence[float]], streaks: Sequence[int]) -> list[float]:
+    """Each stable case's chance of failing in the next run, from the mixture of failure
+    rates fitted to every case's history (module docstring)."""
+    cases = Counter((len(h), sum(failed(o) for o in h)) for h in histories if h)
+    runs = sum(k * m for (k, _), m in cases.items())
+    floor = 1 / (runs + 2)  # one pseudo-failure in runs + 2 pseudo-runs
+    if not cases or floor >= 0.999 or not any(x for _, x in cases):
+        # No failure in history: the mixture's maximum likelihood is every case at the lowest rate.
+        return [floor] * len(streaks)
+    grid = [floor * (0.999 / floor) ** (g / (GRID - 1)) for g in range(GRID)]
+    log_p = [math.log(p) for p in grid]
+    log_q = [math.log1p(-p) for p in grid]
+    # Each (runs, failures) pattern's likelihood at every grid rate; cases with the same
+    # pattern share it, so the fit costs patterns x GRID per step, not cases x GRID.
+    likelihood = {kx: [math.exp(kx[1] * lp + (kx[0] - kx[1]) * lq) for lp, lq in zip(log_p, log_q)] for kx in cases}
+    n = sum(cases.values())
+    weights = [1 / GRID] * GRID
+    for _ in range(EM_STEPS):
+        new = [0.0] * GRID
+        for kx, m in cases.items():
+            lik = likelihood[kx]
+            share = m / sum(w * x for w, x in zip(weights, lik))
+            for g in range(GRID):
+                new[g] += weights[g] * lik[g] * share
+        weights = [v / n for v in new]
+    out = []
+    for s in streaks:
+        survive = [w * math.exp(s * lq) for w, lq in zip(weights, log_q)]
+        out.append(max(floor, sum(x * p for x, p in zip(survive, grid)) / sum(survive)))
+    return out
 
 
 def poisson_binomial_sf(broken: int, hazards: Sequence[float]) -> float:

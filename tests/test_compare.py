@@ -31,7 +31,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from evalgate.stats import break_hazards, drop_interval, drop_test, holm, poisson_binomial_sf, run_variance, t_quantile, t_sf
+from evalgate.stats import beta_quantile, break_hazards, drop_interval, drop_test, fail_hazards, holm, poisson_binomial_sf, run_variance, t_quantile, t_sf
 
 # --- building results by hand ---------------------------------------------------------
 #
@@ -203,17 +203,44 @@ def test_poisson_binomial_against_enumeration():
 
 
 def test_break_hazards():
-    # Every case alike, two breaks in 100 case-runs: one hazard for all, (2 + 1) / (100 + 2).
+    # Every case alike, two breaks in 100 case-runs: about the pooled rate for all.
     same = [[1.0] * 9 + [0.0]] * 2 + [[1.0] * 10] * 8
-    hazards, _, _ = break_hazards(same, [10, 10])
-    assert hazards == [pytest.approx(3 / 102)] * 2
+    hazards = break_hazards(same, [10, 10])
+    assert hazards[0] == hazards[1] and 0.005 < hazards[0] < 3 / 102
     # Breaks concentrated in two flaky cases: the rest are safer than the average, and the
     # longer a case's clean streak the lower its hazard.
     flaky = [[1.0, 0.0] * 5] * 2 + [[1.0] * 10] * 38
-    (h5, h10), _, _ = break_hazards(flaky, [5, 10])
+    h5, h10 = break_hazards(flaky, [5, 10])
     assert h10 < h5 < 11 / 402
-    # No history of a break: small, never zero.
-    assert 0 < break_hazards([[1.0] * 10] * 5, [10])[0][0] < 0.05
+    # No history of a break: small, never zero (one pseudo-break in runs + 2).
+    assert break_hazards([[1.0] * 10] * 5, [10]) == [pytest.approx(1 / 52)]
+    # A judge's outcomes are shares of samples: 0.6 passed; 0.4 failed, but not every sample.
+    assert break_hazards([[0.6] * 10] * 5, [10]) == break_hazards([[1.0] * 10] * 5, [10])
+    soft = [[0.4] + [1.0] * 9] * 5
+    assert fail_hazards(soft, [10])[0] > 1 / 52
+    # Five rare failures, none of every sample: breaking is rarer than failing, by the upper
+    # 90% bound of the share that broke (0 of 5, uniform prior: Beta(1, 6)).
+    share = beta_quantile(1, 6, 0.9)
+    assert share == pytest.approx(1 - 0.1 ** (1 / 6))
+    assert break_hazards(soft, [10])[0] == pytest.approx(fail_hazards(soft, [10])[0] * share)
+    # With one sample (outcomes 0 or 1) every failure is a break: the share is 1.
+    assert break_hazards([[0.0] + [1.0] * 9] * 5, [10]) == fail_hazards([[0.0] + [1.0] * 9] * 5, [10])
+
+
+def test_break_hazards_recover_a_two_humped_population():
+    """Robust cases (rate 0.005) and flaky ones (0.3), 10 runs each: the mixture's chance for a
+    case with 10 clean runs is the true one (the flaky share that survives 10 runs is small),
+    where the mean rate (0.05) would overstate it tenfold."""
+    import random
+
+    rng = random.Random(7)
+    rates = [0.3 if i % 10 == 0 else 0.005 for i in range(2000)]
+    histories = [[0.0 if rng.random() < r else 1.0 for _ in range(10)] for r in rates]
+    [h] = break_hazards(histories, [10])
+    robust, flaky = 0.9 * 0.995**10, 0.1 * 0.7**10
+    truth = (robust * 0.005 + flaky * 0.3) / (robust + flaky)
+    assert truth == pytest.approx(0.0060, abs=1e-4)
+    assert h == pytest.approx(truth, rel=0.3)
 
 
 @pytest.mark.parametrize(
