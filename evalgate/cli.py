@@ -1,6 +1,7 @@
 """The `evalgate` command: run, validate, merge, compare, baseline, schema.
 
-Exit codes: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal error.
+Exit codes: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal error;
+141 when stdout's reader went away (as SIGPIPE would end a tool).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Callable
 from evalgate import __version__
 
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE: what a shell reports for a tool that a closed pipe ended
 
 
 def _concurrency(text: str) -> int:
@@ -447,6 +449,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_PASSED
 
 
+def _reader_gone() -> int:
+    """stdout's reader went away (`evalgate ... | head`): end quietly with the status of a
+    process that SIGPIPE ended, as other command-line tools do. Whatever was written to
+    files is complete."""
+    try:  # what is still buffered for stdout must not fail again when Python exits
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     from evalgate.errors import InputError
 
@@ -461,7 +474,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        code = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except InputError as e:
         for problem in e.problems:
             print(f"error: {problem}", file=sys.stderr)

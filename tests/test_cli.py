@@ -66,3 +66,26 @@ def test_run_output_modes(cli, flag, tmp_path):
     else:
         assert "overall: PASSED" in out and "\x1b[" not in out
     assert sorted(p.name for p in (root / "o").iterdir()) == ["adk", "junit.xml", "report.html", "results.json"]
+
+
+@pytest.mark.parametrize("args", [("schema",), ("run", "--out", "out")])
+def test_a_closed_stdout_ends_quietly(args, tmp_path):
+    """`evalgate ... | head`: when stdout's reader is gone, no 'internal error' and no
+    traceback; the status of a process SIGPIPE ended (141), as other tools give; files
+    written before are complete."""
+    import os
+    import shutil
+
+    from conftest import REPO
+
+    project = tmp_path / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", project)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        proc = subprocess.run([sys.executable, "-m", "evalgate", *args], cwd=project, stdout=write_end, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")
+    if args[0] == "run":
+        assert json.loads((project / "out" / "results.json").read_text(encoding="utf-8"))["status"] == "FAILED"
