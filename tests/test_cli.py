@@ -89,3 +89,21 @@ def test_a_closed_stdout_ends_quietly(args, tmp_path):
     assert (proc.returncode, proc.stderr) == (141, "")
     if args[0] == "run":
         assert json.loads((project / "out" / "results.json").read_text(encoding="utf-8"))["status"] == "FAILED"
+
+
+def test_run_turns_the_garbage_collector_back_on(cli, tmp_path):
+    """run pauses the cyclic garbage collector while it loads, scores and writes (issue 12);
+    it is on again afterwards, also when the input was bad."""
+    import gc
+    import shutil
+
+    from conftest import REPO
+
+    project = tmp_path / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", project)
+    assert gc.isenabled()
+    code, _, err = cli("run", "--out", "out", cwd=project)
+    assert code == 1 and gc.isenabled(), err
+    (project / "evalgate.yaml").write_text("version: 1\nsuites: [{name: x, evalsets: nowhere.json, actual: x.jsonl}]\n", encoding="utf-8")
+    code, _, err = cli("run", "--out", "out", cwd=project)
+    assert code == 2 and gc.isenabled(), err
