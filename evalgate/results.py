@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from enum import Enum
 from pathlib import Path
@@ -309,7 +310,13 @@ def write_json(value: Any, path: Path, sort_keys: bool = False) -> None:
     and a newline, UTF-8, as `Path.write_text` would."""
     with open(path, "w", encoding="utf-8") as f:
         for chunk in json_chunks(value, sort_keys):
-            f.write(chunk if isinstance(chunk, str) else chunk.decode("utf-8"))
+            if isinstance(chunk, str):
+                f.write(chunk)
+            elif os.linesep == "\n":  # nothing to translate: the UTF-8 bytes as they are, no decoded copy
+                f.flush()
+                f.buffer.write(chunk)
+            else:
+                f.write(chunk.decode("utf-8"))
 
 
 def dumps(results: RunResults) -> str:

@@ -130,7 +130,7 @@ def _words(lowered: str) -> list[str]:
 
 def _token_counts(text: str) -> Counter:
     lowered = unicodedata.normalize("NFKC", text).lower()
-    singles = _PER_CHARACTER_RE.findall(lowered)
+    singles = [] if lowered.isascii() else _PER_CHARACTER_RE.findall(lowered)  # those scripts are not ASCII
     if singles:
         lowered = _PER_CHARACTER_RE.sub(" ", lowered)
     counts = Counter(singles)
