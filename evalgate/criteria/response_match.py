@@ -144,7 +144,7 @@ def tokenize(text: str) -> list[str]:
     return list(chain.from_iterable(map(_WORDS.__getitem__, words)))
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=2048)  # repeated texts (a reference against each run, a stock answer) come close together
 def _counts(text: str) -> tuple[Counter, int]:
     counts = _token_counts(text)
     return counts, sum(counts.values())
