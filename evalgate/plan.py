@@ -132,12 +132,11 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 continue
             seen[key] = f"{es.shown} {place}".strip()
             expected = case.conversation
-            case_data = case.model_dump(mode="json", exclude_none=True)
             item = CaseInput(
                 eval_set_id=key[0],
                 eval_id=case.eval_id,
                 criteria=criteria,
-                expected_digest=expected_digest(case_data),
+                expected_digest=expected_digest(case),
                 expected=expected,
                 # Paths relative to the config, so results do not depend on the working folder.
                 source={"evalset": shown_from_config(es.path)},

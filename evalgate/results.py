@@ -181,10 +181,14 @@ class RunResults(_Model):
         return self.model_dump(mode="json", exclude={"run"})
 
 
+def canonical_json(value: Any) -> str:
+    """A value's canonical JSON: sorted keys, no spaces, not ASCII-escaped."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def digest(value: Any) -> str:
     """sha256 of a value's canonical JSON (sorted keys, no spaces, UTF-8)."""
-    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def _not_serializable(o: Any) -> Any:
