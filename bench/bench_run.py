@@ -21,15 +21,15 @@ Sides, each a new process started the way a user starts it:
             loading and scoring only, no files written.
 
 Each pair runs `--repeat` times, alternating which side goes first; printed: the median wall
-time of each side, the ratio (ADK / evalgate) of every pair and of the medians, and each
-side's peak memory (ru_maxrss of the child). The scores evalgate wrote to results.json must
+time of each side, the ratio (ADK / evalgate) of every pair and of the medians, the same
+for CPU time (user + system of the child: steadier than wall time on a shared machine),
+and each side's peak memory (ru_maxrss of the child). The scores evalgate wrote to results.json must
 equal ADK's on every case and criterion (exit 1 otherwise; 2 without google-adk).
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile  # noqa: F401  (the profile runs in the child: python -m cProfile)
 import json
 import os
 import statistics
@@ -165,8 +165,8 @@ def write_dataset(folder: Path, seed: int, cases: int, invocations: int, texts: 
 # --- running the sides ----------------------------------------------------------------
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float]:
-    """(exit code, wall seconds, peak RSS MiB) of one child process."""
+def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float, float]:
+    """(exit code, wall seconds, peak RSS MiB, CPU seconds: user + system) of one child process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -176,7 +176,7 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, fl
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1):  # 1: the gate failed, as it does on this data
         print(f"{' '.join(cmd)} exited {proc.returncode}:\n{err}", file=sys.stderr)
-    return proc.returncode, seconds, usage.ru_maxrss / 1024
+    return proc.returncode, seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def _env() -> dict[str, str]:
@@ -185,13 +185,13 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_evalgate(folder: Path, out: str, profile: str | None = None) -> tuple[int, float, float]:
+def run_evalgate(folder: Path, out: str, profile: str | None = None) -> tuple[int, float, float, float]:
     prefix = [sys.executable, "-m", "cProfile", "-o", profile] if profile else [sys.executable]
     cmd = [*prefix, "-m", "evalgate", "run", "--config", "evalgate.yaml", "--out", out, "--no-color"]
     return _run(cmd, folder, _env())
 
 
-def run_adk(folder: Path) -> tuple[int, float, float]:
+def run_adk(folder: Path) -> tuple[int, float, float, float]:
     return _run([sys.executable, "-c", ADK_SCRIPT, str(folder), str(folder / "adk_scores.json")], folder, _env())
 
 
@@ -213,26 +213,29 @@ def check_scores(folder: Path, out: str) -> list[str]:
 
 def side_by_side(args: argparse.Namespace, folder: Path, n_inv: int) -> int:
     times: dict[str, list[float]] = {"ADK": [], "evalgate": []}
+    cpu: dict[str, list[float]] = {"ADK": [], "evalgate": []}
     rss: dict[str, list[float]] = {"ADK": [], "evalgate": []}
     for r in range(args.repeat):
         for side in ("ADK", "evalgate") if r % 2 == 0 else ("evalgate", "ADK"):
-            code, seconds, mib = run_adk(folder) if side == "ADK" else run_evalgate(folder, "out")
+            code, seconds, mib, cpu_s = run_adk(folder) if side == "ADK" else run_evalgate(folder, "out")
             if code not in (0, 1) or (side == "ADK" and code != 0):
                 return 1
             times[side].append(seconds)
+            cpu[side].append(cpu_s)
             rss[side].append(mib)
-            print(f"  run {r + 1} {side:<8} {seconds:7.2f} s  peak RSS {mib:6.0f} MiB", flush=True)
+            print(f"  run {r + 1} {side:<8} {seconds:7.2f} s wall {cpu_s:7.2f} s CPU  peak RSS {mib:6.0f} MiB", flush=True)
     problems = check_scores(folder, "out")
 
     a, e = statistics.median(times["ADK"]), statistics.median(times["evalgate"])
+    ca, ce = statistics.median(cpu["ADK"]), statistics.median(cpu["evalgate"])
     print(f"\n{n_inv} invocations, {args.cases} cases (seed {args.seed}, texts: {args.texts}); whole processes, "
-          f"medians of {args.repeat}, alternating which side goes first\n")
-    print(f"{'':<12} {'ADK s':>8} {'evalgate s':>11} {'ADK/evalgate':>13}")
-    for i, (ta, te) in enumerate(zip(times["ADK"], times["evalgate"]), 1):
-        print(f"{'pair ' + str(i):<12} {ta:>8.2f} {te:>11.2f} {ta / te:>12.1f}x")
-    print(f"{'median':<12} {a:>8.2f} {e:>11.2f} {a / e:>12.1f}x")
+          f"medians of {args.repeat}, alternating which side goes first; CPU = user + system time of the process\n")
+    print(f"{'':<12} {'ADK s':>8} {'evalgate s':>11} {'ADK/evalgate':>13}   {'ADK CPU s':>10} {'evalgate CPU s':>15} {'ratio':>7}")
+    for i, (ta, te, pa, pe) in enumerate(zip(times["ADK"], times["evalgate"], cpu["ADK"], cpu["evalgate"]), 1):
+        print(f"{'pair ' + str(i):<12} {ta:>8.2f} {te:>11.2f} {ta / te:>12.1f}x   {pa:>10.2f} {pe:>15.2f} {pa / pe:>6.1f}x")
+    print(f"{'median':<12} {a:>8.2f} {e:>11.2f} {a / e:>12.1f}x   {ca:>10.2f} {ce:>15.2f} {ca / ce:>6.1f}x")
     print(f"{'peak RSS MiB':<12} {max(rss['ADK']):>8.0f} {max(rss['evalgate']):>11.0f}")
-    print(f"goal: evalgate at least {GOAL:.0f}x faster than ADK: {'met' if a / e >= GOAL else 'NOT met'}")
+    print(f"goal: evalgate at least {GOAL:.0f}x faster than ADK (wall, medians): {'met' if a / e >= GOAL else 'NOT met'}")
     if problems:
         print(f"\n{len(problems)} scores differ from ADK's:", file=sys.stderr)
         for p in problems[:20]:
@@ -245,17 +248,18 @@ def side_by_side(args: argparse.Namespace, folder: Path, n_inv: int) -> int:
 def scale(args: argparse.Namespace, base: Path) -> int:
     print("evalgate run, whole process, at growing size (cases: 60% of invocations; median of "
           f"{args.repeat}; texts: {args.texts})\n")
-    print(f"{'invocations':>11} {'cases':>7} {'seconds':>8} {'s / 1k inv':>11} {'peak RSS MiB':>13}")
+    print(f"{'invocations':>11} {'cases':>7} {'seconds':>8} {'CPU s':>7} {'CPU s / 1k inv':>15} {'peak RSS MiB':>13} {'MiB / 1k inv':>13}")
     for n_inv in (1_000, 10_000, 100_000):
         folder = base / f"scale-{n_inv}"
         n_cases = n_inv * 3 // 5
         write_dataset(folder, args.seed, n_cases, n_inv, args.texts)
         runs = [run_evalgate(folder, "out") for _ in range(args.repeat)]
-        if any(code not in (0, 1) for code, _, _ in runs):
+        if any(code not in (0, 1) for code, _, _, _ in runs):
             return 1
-        seconds = statistics.median(s for _, s, _ in runs)
-        mib = max(m for _, _, m in runs)
-        print(f"{n_inv:>11,} {n_cases:>7,} {seconds:>8.2f} {seconds / n_inv * 1000:>11.3f} {mib:>13.0f}", flush=True)
+        seconds = statistics.median(s for _, s, _, _ in runs)
+        cpu_s = statistics.median(c for _, _, _, c in runs)
+        mib = max(m for _, _, m, _ in runs)
+        print(f"{n_inv:>11,} {n_cases:>7,} {seconds:>8.2f} {cpu_s:>7.2f} {cpu_s / n_inv * 1000:>15.3f} {mib:>13.0f} {mib / n_inv * 1000:>13.1f}", flush=True)
     return 0
 
 
