@@ -250,20 +250,26 @@ class _IndentedJson:
             for k, v in sorted(value.items()):
                 if type(k) is not str:
                     raise _NotPlain
-                out.append(separator + _encode_str(k) + ": ")
-                separator = between
-                if isinstance(v, _CONTAINERS):
+                if type(v) is str:  # the commonest value: one C call, no list
+                    out.append(separator + _encode_str(k) + ": " + _encode_str(v))
+                elif isinstance(v, _CONTAINERS):
+                    out.append(separator + _encode_str(k) + ": ")
                     self.chunks(v, depth + 1, out)
                 else:
+                    out.append(separator + _encode_str(k) + ": ")
                     out.extend(encoder(v, 0))
+                separator = between
         else:
             for v in value:
-                out.append(separator)
-                separator = between
-                if isinstance(v, _CONTAINERS):
+                if type(v) is str:
+                    out.append(separator + _encode_str(v))
+                elif isinstance(v, _CONTAINERS):
+                    out.append(separator)
                     self.chunks(v, depth + 1, out)
                 else:
+                    out.append(separator)
                     out.extend(encoder(v, 0))
+                separator = between
         out.append(closing)
 
 
@@ -286,25 +292,43 @@ def _floats_unlike_repr(data: bytes) -> bool:
     return False
 
 
-def json_chunks(value: Any, sort_keys: bool) -> list[Any]:
-    """`json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys) + "\\n"`, in
-    pieces (str, or UTF-8 bytes), the same text written faster.
+def _sorted_copy(value: Any) -> Any:
+    """The value with every dict's keys in sorted order (tuples as lists), for a writer that
+    keeps insertion order; _NotPlain for what json.dumps would write otherwise (keys that
+    are not strings, subclasses of dict or list)."""
+    kind = type(value)
+    if kind is dict:
+        items = sorted(value.items())
+        for k, _ in items:
+            if type(k) is not str:
+                raise _NotPlain
+        return {k: _sorted_copy(v) if isinstance(v, _CONTAINERS) else v for k, v in items}
+    if kind is list or kind is tuple:
+        return [_sorted_copy(v) if isinstance(v, _CONTAINERS) else v for v in value]
+    raise _NotPlain
 
-    Unsorted: pydantic's JSON writer (Rust) writes the same text as json.dumps but for how
-    it spells some floats, so it is used when its output holds none of those. Sorted:
-    `_IndentedJson`. Both fall back to json.dumps for what they do not take on.
+
+def json_chunks(value: Any, sort_keys: bool) -> list[Any]:
+    """`json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys) + "\\n"` of JSON
+    data (what model_dump(mode="json") gives), in pieces (str, or UTF-8 bytes): the same
+    text, written several times faster.
+
+    pydantic's JSON writer (Rust) writes the same text as json.dumps but for how it spells
+    some floats; so it writes (for sorted keys, a sorted copy of) the value, and its output
+    is kept unless it holds such a float. Then, for sorted keys, `_IndentedJson` writes it
+    (2x json.dumps' speed, exact); else, and for anything unusual, json.dumps itself.
     """
     try:
-        if not sort_keys:
-            data = pydantic_core.to_json(value, indent=2, inf_nan_mode="constants")
-            if not _floats_unlike_repr(data):
-                return [data, b"\n"]
-        elif getattr(json.encoder, "c_make_encoder", None) is not None:
+        plain = _sorted_copy(value) if sort_keys and isinstance(value, _CONTAINERS) else value
+        data = pydantic_core.to_json(plain, indent=2, inf_nan_mode="constants")
+        if not _floats_unlike_repr(data):
+            return [data, b"\n"]
+        if sort_keys and getattr(json.encoder, "c_make_encoder", None) is not None:
             out: list[Any] = []
             _IndentedJson().chunks(value, 0, out)
             out.append("\n")
-            return out
-    except (_NotPlain, pydantic_core.PydanticSerializationError):
+            return ["".join(out)]  # one write, not a million small ones
+    except (_NotPlain, pydantic_core.PydanticSerializationError, RecursionError):
         pass
     return [json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys), "\n"]
 
@@ -312,8 +336,9 @@ def json_chunks(value: Any, sort_keys: bool) -> list[Any]:
 def write_json(value: Any, path: Path, sort_keys: bool = False) -> None:
     """Write `value` as `json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys)`
     and a newline, UTF-8, as `Path.write_text` would."""
+    chunks = json_chunks(value, sort_keys)
     with open(path, "w", encoding="utf-8") as f:
-        for chunk in json_chunks(value, sort_keys):
+        for chunk in chunks:
             if isinstance(chunk, str):
                 f.write(chunk)
             elif os.linesep == "\n":  # nothing to translate: the UTF-8 bytes as they are, no decoded copy

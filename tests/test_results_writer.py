@@ -41,14 +41,19 @@ def test_equals_json_dumps(sort_keys):
         assert _text(json_chunks(value, sort_keys)) == expected, value
 
 
-def test_both_unsorted_paths_are_taken():
-    # pydantic's writer where its floats read as Python's; json.dumps where they would not.
-    plain = {"score": 0.25, "text": "한국어 1e-05 日本語", "list": [1, 2.5, {"e-": "0.00001"}]}
-    assert isinstance(json_chunks(plain, False)[0], bytes)
+@pytest.mark.parametrize("sort_keys", [True, False])
+def test_each_writer_takes_its_turn(sort_keys):
+    # pydantic's writer where its floats read as Python's; else, sorted, the exact
+    # walker (one piece), unsorted, json.dumps (two pieces).
+    plain = {"text": "한국어 1e-05 日本語", "score": 0.25, "list": [1, 2.5, {"e-": "0.00001", "b": None}]}
+    chunks = json_chunks(plain, sort_keys)
+    assert isinstance(chunks[0], bytes)
+    assert _text(chunks) == json.dumps(plain, indent=2, ensure_ascii=False, sort_keys=sort_keys) + "\n"
     for tiny in (1e-05, 2.5e-07, 1e16, [1e300]):
-        chunks = json_chunks({"a": tiny}, False)
-        assert isinstance(chunks[0], str)
-        assert _text(chunks) == json.dumps({"a": tiny}, indent=2, ensure_ascii=False) + "\n"
+        value = {"b": {"z": tiny, "a": "東京"}, "a": 1}
+        chunks = json_chunks(value, sort_keys)
+        assert isinstance(chunks[0], str) and len(chunks) == (1 if sort_keys else 2)
+        assert _text(chunks) == json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys) + "\n"
 
 
 def test_non_string_keys_fall_back():
