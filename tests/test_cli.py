@@ -107,3 +107,24 @@ def test_run_turns_the_garbage_collector_back_on(cli, tmp_path):
     (project / "evalgate.yaml").write_text("version: 1\nsuites: [{name: x, evalsets: nowhere.json, actual: x.jsonl}]\n", encoding="utf-8")
     code, _, err = cli("run", "--out", "out", cwd=project)
     assert code == 2 and gc.isenabled(), err
+
+
+def test_a_deterministic_run_imports_no_heavy_sdk(tmp_path):
+    """Scoring tool trajectories and ROUGE imports neither a judge's or Vertex's SDK nor
+    numpy, scipy or nltk's package (whose init alone took 2 s); issue 12."""
+    import shutil
+
+    from conftest import REPO
+
+    project = tmp_path / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", project)
+    code = (
+        "import sys, contextlib, io\n"
+        "from evalgate.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['run', '--out', 'out']) == 1\n"
+        "heavy = [m for m in ('google.genai', 'google.cloud.aiplatform', 'vertexai', 'sentence_transformers', 'torch', 'numpy', 'scipy', 'nltk', 'pandas') if m in sys.modules]\n"
+        "print(heavy, 'rouge_score.tokenize' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] True"  # ROUGE did run
