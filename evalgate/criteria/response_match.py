@@ -20,6 +20,7 @@ import importlib.util
 import os
 import re
 import sys
+import threading
 import types
 import unicodedata
 from collections import Counter
@@ -87,12 +88,16 @@ def _porter_stemmer() -> Any:
     return PorterStemmer()
 
 
+_LOADING = threading.Lock()  # judge criteria score cases on several threads
+
+
 @lru_cache(maxsize=1)
 def _ascii_tokenizer() -> Callable[[str], list[str]]:
     """rouge-score's DefaultTokenizer(use_stemmer=True).tokenize, the same two calls."""
     from rouge_score import tokenize  # its own imports are the standard library and six
 
-    stemmer = _porter_stemmer()
+    with _LOADING:  # one thread at a time puts its stand-ins into sys.modules
+        stemmer = _porter_stemmer()
     return lambda text: tokenize.tokenize(text, stemmer)
 
 
