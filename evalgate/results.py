@@ -11,9 +11,10 @@ import hashlib
 import json
 import os
 import re
+import secrets
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
@@ -348,13 +349,43 @@ def write_json(value: Any, path: Path, sort_keys: bool = False) -> None:
                 f.write(chunk.decode("utf-8"))
 
 
+def _json_text(value: Any) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)`, by `json_chunks`."""
+    return "".join(c if isinstance(c, str) else c.decode("utf-8") for c in json_chunks(value, sort_keys=True))[:-1]
+
+
+def _results_text(results: RunResults) -> Iterator[str]:
+    """results.json's text (`json.dumps(dump, indent=2, ensure_ascii=False, sort_keys=True)`
+    and a newline), one case at a time: the whole run is never dumped at once."""
+    marker = f"evalgate-cases-{secrets.token_hex(16)}-"  # stands for a suite's cases in the rest's text
+    head = results.model_dump(mode="json", exclude={"suites": {"__all__": {"cases"}}})
+    for i, suite in enumerate(head["suites"]):
+        suite["cases"] = f"{marker}{i}"
+    rest = _json_text(head) + "\n"
+    item = "\n" + "  " * 4  # a case's depth: {"suites": [{"cases": [case
+    for i, suite in enumerate(results.suites):
+        before, rest = rest.split(f'"{marker}{i}"', 1)
+        yield before
+        if not suite.cases:
+            yield "[]"
+            continue
+        yield "["
+        for j, case in enumerate(suite.cases):
+            # Newlines in JSON text are all between values (a string's are escaped), so
+            # indenting every line puts the case's text at its depth.
+            yield ("," if j else "") + item + _json_text(case.model_dump(mode="json")).replace("\n", item)
+        yield "\n" + "  " * 3 + "]"
+    yield rest
+
+
 def dumps(results: RunResults) -> str:
-    return "".join(c if isinstance(c, str) else c.decode("utf-8") for c in json_chunks(results.model_dump(mode="json"), sort_keys=True))
+    return "".join(_results_text(results))
 
 
 def write(results: RunResults, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(results.model_dump(mode="json"), path, sort_keys=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(_results_text(results))
 
 
 def read(path: Path) -> RunResults:
