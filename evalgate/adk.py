@@ -244,7 +244,8 @@ class EvalSet(AdkModel):
 
 class EvalMetricResultPerInvocation(AdkModel):
     actual_invocation: Invocation
-    expected_invocation: Optional[Invocation] = None
+    # expected_invocation is not read: the expected turns come from the eval set, and
+    # validating a copy of them would double the cost of loading eval history.
 
 
 class EvalCaseResult(AdkModel):

@@ -14,7 +14,6 @@ commits, a shard given twice, a case in the wrong shard, and a missing shard
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -300,7 +299,7 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
     for rel, data in adk_files(shards).items():
         path = out / ADK_DIR / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        results_io.write_json(data, path)
         written.append(path)
     return written
 

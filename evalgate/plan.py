@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_simulator_config, read_test_config, suite_agent
 from evalgate.criteria import Criterion
@@ -102,6 +102,13 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     simulators: dict[Path, Optional[UserSimulatorConfig]] = {}
     cases: list[CaseInput] = []
     seen: dict[tuple[str, str], str] = {}
+    relative: dict[Any, str] = {}  # each file's path relative to the config, worked out once, not once a case
+
+    def shown_from_config(path: Any) -> str:
+        if path not in relative:
+            relative[path] = display_path(path, base)
+        return relative[path]
+
     for es in evalsets:
         criteria = explicit
         tc = _criteria_file(loaded, suite) or test_config_beside(es.path)
@@ -125,15 +132,14 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 continue
             seen[key] = f"{es.shown} {place}".strip()
             expected = case.conversation
-            case_data = case.model_dump(mode="json", exclude_none=True)
             item = CaseInput(
                 eval_set_id=key[0],
                 eval_id=case.eval_id,
                 criteria=criteria,
-                expected_digest=expected_digest(case_data),
+                expected_digest=expected_digest(case),
                 expected=expected,
                 # Paths relative to the config, so results do not depend on the working folder.
-                source={"evalset": display_path(es.path, base)},
+                source={"evalset": shown_from_config(es.path)},
                 session=case.session_input.model_dump(mode="json") if case.session_input else {},
                 scenario=case.conversation_scenario,
                 simulator=simulator if case.conversation_scenario is not None else None,
@@ -186,7 +192,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 for r in ([None] if expected else runs):
                     problems.run(_attach_case_rubrics, case.rubrics, expected or r.invocations, es.shown, place)
             item.actual = first.invocations
-            item.source["actual"] = f"{display_path(record.path or record.shown, base)} {record.place}"
+            item.source["actual"] = f"{shown_from_config(record.path or record.shown)} {record.place}"
             if len(runs) > 1 or record.run is not None or record.error is not None:
                 item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1, ended=r.ended) for r in runs]
             cases.append(item)

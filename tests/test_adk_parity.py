@@ -393,3 +393,27 @@ def test_tokens_equal_adks_tokenizer_and_fast_counts():
     for text in texts:
         assert tokenize(text) == adk.tokenize(text), text
         assert _token_counts(text) == Counter(tokenize(text)), text
+
+
+def test_stemmer_loaded_without_nltks_init_stems_as_rouge_score():
+    """The ASCII tokenizer loads nltk's Porter stemmer without nltk's package init (seconds
+    of scipy), leaves no half-initialised nltk behind, and stems as rouge-score does."""
+    import subprocess
+
+    code = (
+        "import json, random, sys\n"
+        "from evalgate.criteria.response_match import _ascii_tokenizer\n"
+        "tokenize = _ascii_tokenizer()\n"
+        "left = sorted(m for m in sys.modules if m.split('.')[0] in ('nltk', 'scipy'))\n"
+        "rng = random.Random(5)\n"
+        "words = ['running', 'runs', 'generously', 'relational', 'conditional', 'hopefully', 'caresses', 'ponies',\n"
+        "         'sensibility', 'agreed', 'feed', 'plastered', 'motoring', 'happy', 'electrical', 'a1b2c3', 'ies', 'x']\n"
+        "words += [''.join(rng.choice('bcdfghklmnprstvwaeiouy') for _ in range(rng.randint(1, 12)))\n"
+        "          + rng.choice(['', 's', 'ing', 'ed', 'ly', 'ational', 'ization', 'ness', 'ful', 'ement']) for _ in range(20000)]\n"
+        "ours = [tokenize(w) for w in words]\n"
+        "from rouge_score import tokenizers\n"  # the ordinary way: all of nltk
+        "theirs = [tokenizers.DefaultTokenizer(use_stemmer=True).tokenize(w) for w in words]\n"
+        "print(json.dumps({'left': left, 'differ': [w for w, a, b in zip(words, ours, theirs) if a != b]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {"left": [], "differ": []}

@@ -234,3 +234,53 @@ def test_results_do_not_depend_on_the_working_folder(cli, tmp_path):
         data.pop("run")
         payloads.append(data)
     assert payloads[0] == payloads[1]
+
+
+def _digest_as_before(case) -> str:
+    """expected_digest as it was computed before issue 12: the whole dump walked."""
+    from evalgate.results import digest
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("creation_timestamp", "invocation_id")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return digest(strip(case.model_dump(mode="json", exclude_none=True)))
+
+
+def test_expected_digest_is_unchanged_and_ignores_ids_and_timestamps_anywhere():
+    import copy
+
+    import adk_cases as gen
+    from evalgate.adk import EvalCase
+    from evalgate.loaders.evalsets import expected_digest
+
+    cases = [EvalCase(eval_id=c.eval_id, conversation=c.expected) for c in gen.generate_cases(4, 300)]
+    assert len({expected_digest(c) for c in cases}) == len(cases)
+    for case in cases:
+        assert expected_digest(case) == _digest_as_before(case)
+
+    # The keys in user data (tool args, session state) are left out as well, and so is
+    # what re-saving a file changes.
+    data = {
+        "eval_id": "예약-確認",
+        "creation_timestamp": 1.5,
+        "session_input": {"app_name": "a", "user_id": "u", "state": {"invocation_id": "s-1", "order": "注文"}},
+        "conversation": [{
+            "invocation_id": "e-1",
+            "creation_timestamp": 2.0,
+            "user_content": {"parts": [{"text": "예약을 확인해 주세요"}]},
+            "intermediate_data": {"tool_uses": [{"name": "find", "args": {"creation_timestamp": 3, "q": "東京"}}]},
+        }],
+    }
+    resaved = copy.deepcopy(data)
+    resaved["creation_timestamp"] = 9.0
+    resaved["conversation"][0]["invocation_id"] = "e-2"
+    resaved["conversation"][0]["intermediate_data"]["tool_uses"][0]["args"]["creation_timestamp"] = 4
+    resaved["session_input"]["state"]["invocation_id"] = "s-2"
+    a, b = EvalCase.model_validate(data), EvalCase.model_validate(resaved)
+    assert expected_digest(a) == expected_digest(b) == _digest_as_before(a)
+    resaved["conversation"][0]["intermediate_data"]["tool_uses"][0]["args"]["q"] = "大阪"
+    assert expected_digest(EvalCase.model_validate(resaved)) != expected_digest(a)

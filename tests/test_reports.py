@@ -27,7 +27,7 @@ from evalgate.engine import CaseInput, SuitePlan, aggregate, case_status, suite_
 from evalgate.reports import format_scores
 from evalgate.reports.adk_results import adk_eval_set_results, safe_name, write_adk_results
 from evalgate.reports.junit import junit_xml
-from evalgate.reports.terminal import MAX_ID, Progress, display_width, summary_table, truncate
+from evalgate.reports.terminal import MAX_FAILED, MAX_ID, Progress, display_width, summary_table, truncate
 from evalgate.results import (
     CaseResult,
     Counts,
@@ -672,3 +672,24 @@ def test_progress_draws_at_most_ten_times_a_second_and_clears():
     progress.advance()
     progress.close()
     assert out.getvalue().count("\r") == 3
+
+
+def test_summary_lists_the_worst_failures_and_counts_the_rest():
+    """A suite with many failures: the table holds MAX_FAILED rows, furthest below the
+    threshold first (ties in case order), and counts the rest, which are in results.json."""
+    inv = _invocation("こんにちは", "안녕하세요")
+    criteria = {RM: ResponseMatch(threshold=0.8)}
+    scores = [0.79 - 0.01 * (i % 7) for i in range(MAX_FAILED + 5)] + [0.1, 0.9]
+    pairs = [
+        _pair("세트", f"ケース-{i:02d}", criteria, {RM: _scored(0.8, s)}, [inv], [inv]) for i, s in enumerate(scores)
+    ]
+    run, _ = _run(_suite("big", "warn", pairs))
+    table = _tables(summary_table(run, color=False))[1]
+    assert table[-1] == f"  and {len(scores) - 1 - MAX_FAILED:,} more: see results.json"
+    rows = [r.split() for r in table[1:-1]]
+    assert len(rows) == MAX_FAILED
+    assert rows[0][1:] == [f"ケース-{len(scores) - 2:02d}", RM, "0.10", "0.80"]
+    gaps = [float(r[3]) for r in rows]
+    assert gaps == sorted(gaps)
+    worst = [f"ケース-{i:02d}" for i in range(len(scores) - 2) if i % 7 == 6]
+    assert [r[1] for r in rows[1 : 1 + len(worst)]] == worst  # equal scores keep the cases' order

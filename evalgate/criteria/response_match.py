@@ -16,12 +16,17 @@ Two empty texts score 0.0, as in rouge-score.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
+import sys
+import threading
+import types
 import unicodedata
 from collections import Counter
 from functools import lru_cache
 from itertools import chain
-from typing import ClassVar
+from typing import Any, Callable, ClassVar
 
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Criterion, Outcome, criterion
@@ -56,11 +61,44 @@ class _SpacingTable(dict):
 _SPACING = _SpacingTable()
 
 
-@lru_cache(maxsize=1)
-def _ascii_tokenizer():
-    from rouge_score import tokenizers  # rouge-score pulls in nltk: load it on first use
+def _porter_stemmer() -> Any:
+    """nltk's PorterStemmer, the one rouge-score stems with, loaded without running nltk's
+    package `__init__`: that imports most of nltk and scipy (about 2 s of a run's start)
+    for one 700-line module. The stemmer's own code is nltk's, unchanged; if this nltk's
+    porter module needs more of nltk than it did, the ordinary import does it."""
+    before = set(sys.modules)
+    if "nltk" not in before:
+        spec = importlib.util.find_spec("nltk")
+        if spec is not None and spec.submodule_search_locations:
+            root = list(spec.submodule_search_locations)[0]
+            try:
+                for name, folder in (("nltk", root), ("nltk.stem", os.path.join(root, "stem"))):
+                    package = types.ModuleType(name)
+                    package.__path__ = [folder]
+                    sys.modules[name] = package
+                return importlib.import_module("nltk.stem.porter").PorterStemmer()
+            except Exception:  # noqa: BLE001 - whatever went wrong, the ordinary import below decides
+                pass
+            finally:  # nothing of nltk stays half-initialised for whoever imports it next
+                for name in set(sys.modules) - before:
+                    if name == "nltk" or name.startswith("nltk."):
+                        del sys.modules[name]
+    from nltk.stem.porter import PorterStemmer
 
-    return tokenizers.DefaultTokenizer(use_stemmer=True)
+    return PorterStemmer()
+
+
+_LOADING = threading.Lock()  # judge criteria score cases on several threads
+
+
+@lru_cache(maxsize=1)
+def _ascii_tokenizer() -> Callable[[str], list[str]]:
+    """rouge-score's DefaultTokenizer(use_stemmer=True).tokenize, the same two calls."""
+    from rouge_score import tokenize  # its own imports are the standard library and six
+
+    with _LOADING:  # one thread at a time puts its stand-ins into sys.modules
+        stemmer = _porter_stemmer()
+    return lambda text: tokenize.tokenize(text, stemmer)
 
 
 class _WordTable(dict):
@@ -73,7 +111,7 @@ class _WordTable(dict):
     def __missing__(self, word: str) -> tuple[str, ...]:
         if len(self) >= self.LIMIT:
             self.clear()
-        tokens = tuple(_ascii_tokenizer().tokenize(word)) if word.isascii() else (word,)
+        tokens = tuple(_ascii_tokenizer()(word)) if word.isascii() else (word,)
         self[word] = tokens
         return tokens
 
@@ -97,7 +135,7 @@ def _words(lowered: str) -> list[str]:
 
 def _token_counts(text: str) -> Counter:
     lowered = unicodedata.normalize("NFKC", text).lower()
-    singles = _PER_CHARACTER_RE.findall(lowered)
+    singles = [] if lowered.isascii() else _PER_CHARACTER_RE.findall(lowered)  # those scripts are not ASCII
     if singles:
         lowered = _PER_CHARACTER_RE.sub(" ", lowered)
     counts = Counter(singles)
@@ -111,7 +149,7 @@ def tokenize(text: str) -> list[str]:
     return list(chain.from_iterable(map(_WORDS.__getitem__, words)))
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=2048)  # repeated texts (a reference against each run, a stock answer) come close together
 def _counts(text: str) -> tuple[Counter, int]:
     counts = _token_counts(text)
     return counts, sum(counts.values())

@@ -9,13 +9,14 @@ real validation error is reported.
 from __future__ import annotations
 
 import glob
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from evalgate.adk import Content, EvalSet, FunctionCall, IntermediateData, Invocation, Part, field_names
+from evalgate.adk import Content, EvalCase, EvalSet, FunctionCall, IntermediateData, Invocation, Part, field_names
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path, load_json_file, problems_from_validation
 
 EVALSET_SUFFIXES = (".evalset.json", ".test.json")
@@ -144,7 +145,6 @@ def _from_legacy(turns: list[Any], shown: str, legacy_id: str) -> EvalSet:
     if not turns:
         problems.add(shown, None, "the legacy eval file has no turns", "Add at least one {query, reference} turn.")
     problems.raise_if_any()
-    from evalgate.adk import EvalCase
 
     return EvalSet(eval_set_id=legacy_id, eval_cases=[EvalCase(eval_id=legacy_id, conversation=conversation)])
 
@@ -154,16 +154,28 @@ def test_config_beside(path: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def expected_digest(case_data: dict[str, Any]) -> str:
-    from evalgate.results import digest
+# Ids and timestamps change when a file is re-saved without changing what is expected: the
+# digest leaves these keys out, wherever they are.
+_VOLATILE = ("creation_timestamp", "invocation_id")
+# Where the models hold them, pydantic leaves them out of the dump; anywhere else (a tool
+# call's args, session state) the dump is walked to strip them.
+_VOLATILE_FIELDS: Any = {"creation_timestamp": True, "conversation": {"__all__": {k: True for k in _VOLATILE}}}
 
-    return digest(_strip_volatile(case_data))
+
+def expected_digest(case: EvalCase) -> str:
+    """sha256 of the case's expected data (its dump without nulls), leaving out `_VOLATILE`
+    keys at any depth."""
+    from evalgate.results import canonical_json, digest
+
+    text = canonical_json(case.model_dump(mode="json", exclude_none=True, exclude=_VOLATILE_FIELDS))
+    if any(f'"{key}"' in text for key in _VOLATILE):  # elsewhere too (or a string that says it)
+        return digest(_strip_volatile(case.model_dump(mode="json", exclude_none=True)))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _strip_volatile(value: Any) -> Any:
-    # Ids and timestamps change when a file is re-saved without changing what is expected.
     if isinstance(value, dict):
-        return {k: _strip_volatile(v) for k, v in value.items() if k not in ("creation_timestamp", "invocation_id")}
+        return {k: _strip_volatile(v) for k, v in value.items() if k not in _VOLATILE}
     if isinstance(value, list):
         return [_strip_volatile(v) for v in value]
     return value

@@ -12,7 +12,6 @@ forbid unknown keys, so a NOT_EVALUATED reason and our per-criterion details sta
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -20,7 +19,7 @@ from typing import Any, Optional
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Criterion
 from evalgate.engine import CaseInput, SuitePlan
-from evalgate.results import CaseResult, CriterionResult, RunResults, Status
+from evalgate.results import CaseResult, CriterionResult, RunResults, Status, write_json
 
 # google.adk.evaluation.eval_metrics.EvalStatus
 ADK_STATUS = {Status.PASSED: 1, Status.FAILED: 2, Status.NOT_EVALUATED: 3}
@@ -145,6 +144,6 @@ def write_adk_results(results: RunResults, plans: list[SuitePlan], out_dir: Path
     for (suite, eval_set_id), data in adk_eval_set_results(results, plans).items():
         path = out_dir / safe_name(suite) / (safe_name(eval_set_id) + SUFFIX)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(data, path)
         paths.append(path)
     return paths

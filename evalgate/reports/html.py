@@ -417,9 +417,12 @@ def _run_facts(comparison: Comparison, current: RunResults) -> list[tuple[str, s
 # --- the cases (embedded as JSON, drawn by the script) ----------------------------------
 
 
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(", ", ": "), default=str)  # built once, not once a call
+
+
 def _call_text(call: dict[str, Any]) -> str:
     name = str(call.get("name", "?"))
-    args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True, separators=(", ", ": "), default=str)
+    args = _ARGS_JSON.encode(call.get("args", {}))
     return _cut(f"{name}({args})", 4000)
 
 

@@ -53,8 +53,11 @@ def _criterion_lines(name: str, crit: CriterionResult) -> list[str]:
     return lines
 
 
+_TOOLS_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)  # built once, not once a call
+
+
 def _tools(tools: list[dict[str, Any]]) -> str:
-    return json.dumps(tools, ensure_ascii=False, sort_keys=True) if tools else "(none)"
+    return _TOOLS_JSON.encode(tools) if tools else "(none)"
 
 
 def _invocation_lines(i: int, inv: InvocationSummary) -> list[str]:

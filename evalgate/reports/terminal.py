@@ -14,6 +14,7 @@ from evalgate.results import Counts, RunResults, Status, SuiteResult
 
 MAX_ID = 40  # display columns an id or name may take in a table before it is cut
 MAX_REASON = 160
+MAX_FAILED = 20  # rows of the failed-cases table; the rest are counted, and are in results.json
 ELLIPSIS = "…"
 
 _STATUS_STYLE = {Status.PASSED: "32", Status.FAILED: "31", Status.NOT_EVALUATED: "33"}
@@ -113,25 +114,34 @@ def _criteria_table(style: _Style, suite: SuiteResult) -> list[str]:
 
 
 def _failed_table(style: _Style, suite: SuiteResult) -> list[str]:
-    rows = []
-    for case in suite.cases:
-        if case.status is not Status.FAILED:
-            continue
-        for name, crit in case.criteria.items():
-            if crit.status is Status.FAILED and crit.score is not None:
-                score, threshold = format_scores(crit.score, crit.threshold)
-                rows.append([
-                    (truncate(case.eval_set_id, MAX_ID), ""),
-                    (truncate(case.eval_id, MAX_ID), ""),
-                    (truncate(name, MAX_ID), ""),
-                    (score, _STATUS_STYLE[Status.FAILED]),
-                    (threshold, ""),
-                ])
-    if not rows:
+    """The failed criteria of failed cases, worst first (furthest below the threshold; ties
+    in case order), at most MAX_FAILED rows: every one of them is in results.json."""
+    failed = [
+        (crit.score - crit.threshold, case, name, crit)
+        for case in suite.cases
+        if case.status is Status.FAILED
+        for name, crit in case.criteria.items()
+        if crit.status is Status.FAILED and crit.score is not None
+    ]
+    if not failed:
         return []
-    return ["", "  " + style("failed cases", _BOLD)] + _table(
+    failed.sort(key=lambda row: row[0])  # stable: equal gaps keep the cases' order
+    rows = []
+    for _, case, name, crit in failed[:MAX_FAILED]:
+        score, threshold = format_scores(crit.score, crit.threshold)
+        rows.append([
+            (truncate(case.eval_set_id, MAX_ID), ""),
+            (truncate(case.eval_id, MAX_ID), ""),
+            (truncate(name, MAX_ID), ""),
+            (score, _STATUS_STYLE[Status.FAILED]),
+            (threshold, ""),
+        ])
+    lines = ["", "  " + style("failed cases", _BOLD)] + _table(
         style, ("eval set", "eval_id", "criterion", "score", "threshold"), "<<<>>", rows
     )
+    if len(failed) > MAX_FAILED:
+        lines.append(f"  and {len(failed) - MAX_FAILED:,} more: see results.json")
+    return lines
 
 
 def _not_evaluated(style: _Style, suite: SuiteResult) -> list[str]:
