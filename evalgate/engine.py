@@ -280,7 +280,8 @@ def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
     specs: dict[str, CriterionSpec] = {}
     for case in cases:
         for name, crit in case.criteria.items():
-            specs.setdefault(name, CriterionSpec(threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options()))
+            specs.setdefault(name, CriterionSpec(threshold=crit.threshold, version=crit.version, judge=crit.judge,
+                                                 options=crit.options(), sampling=crit.sampling()))
     return dict(sorted(specs.items()))
 
 
