@@ -11,8 +11,8 @@ Every case carries three criteria at once, as real suites do:
 - `final_response_match_v2` (a judge, 5 samples per case, majority vote; the per-sample
   scores go in `details["samples"]` as `evalgate run` writes them). With `--early-stop`,
   samples are drawn one at a time until the majority is decided (`judge.early_stop`, with
-  evalgate's own rule), so `details["samples"]` holds 3 to 5 of them, and both the history
-  and the PR's run say `sampling: early_stop`.
+  evalgate's own rule: samples that all failed are drawn to the end), so `details["samples"]`
+  holds 3 to 5 of them, and both the history and the PR's run say `sampling: early_stop`.
 
 What makes a world harsh (each world's parameters are in WORLDS):
 
@@ -109,7 +109,7 @@ class World:
                 p = 0.0
             if self.early_stop:
                 samples = []
-                while not decided(SAMPLES, [[s == 1.0] for s in samples]):
+                while not decided(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE]):
                     samples.append(1.0 if rng.random() < p else 0.0)
             else:
                 samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]

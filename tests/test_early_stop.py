@@ -1,5 +1,7 @@
 """Sequential sampling (`judge.early_stop`): for every sequence of sample answers, the early-stopped
-outcome is the full vote's, and it stops exactly where drawing one sample at a time would."""
+outcome is the full vote's, what the gate's ledger reads of it (every sample failed; a majority
+of samples passed) is what it reads of full sampling, and it stops where drawing one sample at a
+time would (or draws them all, once every sample so far failed)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ N_MAX = 5  # num_samples up to ADK's default
 
 def frm_outcome(labels: tuple, early_stop: bool):
     judge = ScriptedJudge(by_sample([frm_reply(x) for x in labels]), early_stop=early_stop)
-    crit = FinalResponseMatchV2(threshold=0.5, judge_model_options={"num_samples": len(labels)}).bind(judge)
+    crit = FinalResponseMatchV2(threshold=THRESHOLD, judge_model_options={"num_samples": len(labels)}).bind(judge)
     outcome = crit.score_invocation(inv(user=KOREAN, final=JAPANESE), inv(user=KOREAN, final=JAPANESE))
     return outcome, sorted(r.sample for r in judge.requests)
 
@@ -35,9 +37,22 @@ def reference_vote(votes: list) -> float | None:
     return 1.0 if sum(usable) * 2 > len(usable) else 0.0
 
 
+THRESHOLD = 0.5
+
+
 def stopping_point(n: int, ballots: list) -> int:
     """Where drawing one sample at a time stops: the first prefix that decides the vote."""
-    return next(m for m in range(n + 1) if decided(n, ballots[:m]))
+    return next(m for m in range(n + 1) if decided(n, ballots[:m], THRESHOLD))
+
+
+def ledger_reads(samples: list) -> tuple[bool, bool] | None:
+    """What the gate's ledger reads of a case's samples (evalgate.compare.outcome): whether
+    every sample failed (a stable case broke), whether more than half passed (stays stable)."""
+    usable = [s for s in samples if s is not None]
+    if not usable:
+        return None
+    passed = sum(s >= THRESHOLD for s in usable)
+    return passed == 0, passed * 2 > len(usable)
 
 
 @pytest.mark.parametrize("n", range(1, N_MAX + 1))
@@ -53,8 +68,11 @@ def test_final_response_match_early_stop_equals_the_full_vote_for_every_sequence
         assert (early.error is None) == (full.error is None), labels
         m = len(asked)
         assert asked == list(range(m)), labels  # a prefix of the sample indices: the cache serves a rerun
-        assert m == stopping_point(n, [None if v is None else [v] for v in votes]), labels  # rounds stop where one at a time would
+        # Rounds stop where one at a time would, or draw all the rest once every sample failed.
+        assert m in (stopping_point(n, [None if v is None else [v] for v in votes]), n), labels
         assert early.details["samples"] == full.details["samples"][:m]
+        if full.score is not None:  # the ledger reads the same: broken, and stable, exactly as with every sample
+            assert ledger_reads(early.details["samples"]) == ledger_reads(full.details["samples"]), labels
         assert early.details["reasons"] == full.details["reasons"][:m]
         stopped_early += m < n
     assert stopped_early > 0 or n == 1  # with one sample nothing can be saved
@@ -75,7 +93,7 @@ def rubric_reply(sample) -> JudgeReply:
 def rubric_outcome(samples: tuple, early_stop: bool):
     judge = ScriptedJudge(by_sample([rubric_reply(s) for s in samples]), early_stop=early_stop)
     crit = RubricFinalResponseQuality(
-        threshold=0.5, judge_model_options={"num_samples": len(samples)},
+        threshold=THRESHOLD, judge_model_options={"num_samples": len(samples)},
         rubrics=[rubric("a", "답이 정확하다."), rubric("b", "質問の言語で答える。")],
     ).bind(judge)
     outcome = crit.score_invocation(inv(user=KOREAN, final=KOREAN), None)
@@ -100,8 +118,10 @@ def test_rubric_early_stop_decides_every_rubric_as_the_full_vote_for_every_seque
         m = len(asked)
         assert asked == list(range(m))
         ballots = [None if s is None else [bool(s["a"]), bool(s["b"])] for s in samples]
-        assert m == stopping_point(n, ballots), samples
+        assert m in (stopping_point(n, ballots), n), samples
         assert early.details["samples"] == full.details["samples"][:m]
+        if full.score is not None:  # a rubric case breaks (every sample below the threshold) exactly as with every sample
+            assert ledger_reads(early.details["samples"])[0] == ledger_reads(full.details["samples"])[0], samples
         stopped_early += m < n
     assert stopped_early > 0 or n == 1
 
@@ -168,6 +188,22 @@ def test_decided_and_next_round(n, ballots, decided_, next_):
     assert decided(n, ballots) is decided_
     if not decided_:
         assert next_round(n, ballots) == next_
+
+
+@pytest.mark.parametrize(
+    "n, ballots, decided_, next_",
+    [
+        (5, [[False]] * 3, False, 2),  # 3 of 5 invalid decide the verdict, not whether all 5 fail: draw the rest
+        (5, [[False], [True], [False]], False, 1),  # one passed: the case did not break; the vote decides
+        (5, [[False], [False], [False], [True]], True, 0),
+        (5, [[True, False], [False, False], [True, False]], False, 2),  # rubric samples scoring 0.5 < 0.8
+        (5, [None, None, None], True, 0),  # no quorum: nothing to read
+    ],
+)
+def test_samples_that_all_failed_are_drawn_to_the_end(n, ballots, decided_, next_):
+    assert decided(n, ballots, 0.8) is decided_
+    if not decided_:
+        assert next_round(n, ballots, 0.8) == next_
 
 
 def test_per_turn_user_simulator_stops_early_too():

@@ -42,13 +42,14 @@ def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypat
     by_id = {c["eval_id"]: c["criteria"]["final_response_match_v2"] for c in suite["cases"]}
     assert by_id["lights-en"]["score"] == 1.0 and by_id["난방-ko"]["score"] == 0.0
     spec = suite["criteria"]["final_response_match_v2"]
-    # 3 samples: with early stopping (the default) 2 agreeing samples decide, the third is not asked.
+    # 3 samples: with early stopping (the default) 2 valid samples decide, the third is not
+    # asked; samples that all fail are drawn to the end (the gate reads "every sample failed").
     drawn = 2 if early_stop else 3
     assert by_id["lights-en"]["per_invocation"][0]["details"]["samples"] == [1.0] * drawn
-    assert by_id["난방-ko"]["per_invocation"][0]["details"]["samples"] == [0.0] * drawn
+    assert by_id["난방-ko"]["per_invocation"][0]["details"]["samples"] == [0.0] * 3
     assert spec.get("sampling") == ("early_stop" if early_stop else None)  # absent with full sampling
-    assert spec["stats"]["requests"] == 2 * drawn
-    assert len(fake_gemini.requests) == 2 * drawn and fake_gemini.max_in_flight <= 2
+    assert spec["stats"]["requests"] == drawn + 3
+    assert len(fake_gemini.requests) == drawn + 3 and fake_gemini.max_in_flight <= 2
 
     # An unchanged rerun: zero requests, every verdict from the cache, the same results.
     fake_gemini.reset()
@@ -56,11 +57,11 @@ def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypat
     assert code == 1 and fake_gemini.requests == []
     again = json.loads((root / "out2" / "results.json").read_text(encoding="utf-8"))
     assert again["suites"][0]["cases"] == suite["cases"]
-    assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == 2 * drawn
+    assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == drawn + 3
 
     # --no-cache asks again.
     code, _, _ = cli("run", "--out", "out3", "--quiet", "--no-cache", cwd=root)
-    assert len(fake_gemini.requests) == 2 * drawn
+    assert len(fake_gemini.requests) == drawn + 3
 
 
 def test_no_credentials_is_not_evaluated_with_one_warning(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811

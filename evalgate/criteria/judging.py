@@ -16,6 +16,12 @@ no answer the remaining samples could give would change the outcome of the vote 
 then the vote over the samples drawn, which equals the full vote's for every sequence of
 answers (tests/test_early_stop.py checks every sequence). Samples drawn are a prefix of the
 sample indices, so the cache serves a rerun and the results do not depend on timing.
+
+It never stops on samples that all failed (scored below the criterion's threshold): then it
+draws them all. The gate reads "every sample failed" as a stable case breaking
+(`evalgate.compare`), and only all of them can say so; with this rule a case breaks, and
+a case passes by a majority of its samples, exactly when full sampling would say so, so
+the ledger's histories mean the same under both rules (bench/bench_gate.py).
 """
 
 from __future__ import annotations
@@ -186,8 +192,8 @@ class JudgeCriterion(Criterion):
             return runtime.map([ask(j) for j in range(n)])
         replies: list[JudgeReply] = []
         ballots: list[Optional[Sequence[bool]]] = []
-        while not decided(n, ballots):
-            more = runtime.map([ask(j) for j in range(len(replies), len(replies) + next_round(n, ballots))])
+        while not decided(n, ballots, self.threshold):
+            more = runtime.map([ask(j) for j in range(len(replies), len(replies) + next_round(n, ballots, self.threshold))])
             for reply in more:
                 try:
                     ballots.append(list(ballot(parse_reply(reply, read))))
@@ -486,22 +492,35 @@ def _fixed(n: int, usable: int, left: int, yes: Sequence[int]) -> bool:
     return all(y > (usable - y) + left or y + left <= usable - y for y in yes)
 
 
-def decided(n: int, ballots: Sequence[Optional[Sequence[bool]]]) -> bool:
+def _all_failing(ballots: Sequence[Optional[Sequence[bool]]], threshold: Optional[float]) -> bool:
+    """Whether samples answered and every one of them scored (its share of "yes") below `threshold`."""
+    usable = [b for b in ballots if b is not None]
+    return threshold is not None and bool(usable) and all(sum(b) / len(b) < threshold for b in usable)
+
+
+def decided(n: int, ballots: Sequence[Optional[Sequence[bool]]], threshold: Optional[float] = None) -> bool:
     """Whether the samples drawn (their ballots, in order) fix the outcome of the vote over
     all `n`, whatever the samples not drawn yet would say: NOT_EVALUATED because even all of
     them answering leaves no quorum, or a quorum whatever they do and every question's
-    majority out of their reach."""
+    majority out of their reach. With `threshold`, samples that all scored below it decide
+    nothing before the last (whether every sample fails is part of the outcome the gate reads)."""
     usable, left, yes = _tally(n, ballots)
     if left <= 0 or 2 * (usable + left) <= n:
         return True
+    if _all_failing(ballots, threshold):
+        return False
     return _fixed(n, usable, left, yes)
 
 
-def next_round(n: int, ballots: Sequence[Optional[Sequence[bool]]]) -> int:
+def next_round(n: int, ballots: Sequence[Optional[Sequence[bool]]], threshold: Optional[float] = None) -> int:
     """How many samples to draw next: the fewest after which the vote could be decided (all
     of them answering, each question's votes going to its nearer verdict, or all of them
-    failing). Fewer could not decide it, so rounds stop where drawing one at a time would."""
+    failing), so rounds stop where drawing one at a time would; but all the rest when every
+    sample so far failed (`decided`): a judge failing every one so far most likely fails the
+    rest, which then must all be drawn."""
     usable, left, yes = _tally(n, ballots)
+    if _all_failing(ballots, threshold):
+        return max(left, 1)
     for t in range(1, left):
         if 2 * (usable + left - t) <= n:  # all t failing: no quorum left
             return t
