@@ -10,7 +10,7 @@ Every case carries three criteria at once, as real suites do:
 - `response_match_score` (continuous ROUGE-like score, threshold 0.5);
 - `final_response_match_v2` (a judge, 5 samples per case, majority vote; the per-sample
   scores go in `details["samples"]` as `evalgate run` writes them). With `--early-stop`,
-  samples are drawn one at a time until the majority is decided (`judge.early_stop`, with
+  samples are drawn in rounds until the majority is decided (`judge.early_stop`, with
   evalgate's own rule: samples that all failed are drawn to the end), so `details["samples"]`
   holds 3 to 5 of them, and both the history and the PR's run say `sampling: early_stop`.
 
@@ -49,7 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalgate.compare import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
-from evalgate.criteria.judging import decided  # noqa: E402
+from evalgate.criteria.judging import decided, next_round  # noqa: E402
 from evalgate.results import RunResults  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
@@ -110,7 +110,8 @@ class World:
             if self.early_stop:
                 samples = []
                 while not decided(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE]):
-                    samples.append(1.0 if rng.random() < p else 0.0)
+                    for _ in range(next_round(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE])):
+                        samples.append(1.0 if rng.random() < p else 0.0)
             else:
                 samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
             vote = 1.0 if sum(samples) * 2 > len(samples) else 0.0  # the full vote's, either way
