@@ -2,14 +2,17 @@
 often it catches a broken one, in worlds that behave like real projects. Standard library
 only (plus evalgate).
 
-    python bench/bench_gate.py                  # --prs 500 --workers 2 --seed 1 [--world NAME]
+    python bench/bench_gate.py                  # --prs 500 --workers 2 --seed 1 [--world NAME] [--early-stop]
 
 Every case carries three criteria at once, as real suites do:
 
 - `tool_trajectory_avg_score` (deterministic, threshold 1.0, one agent run per case);
 - `response_match_score` (continuous ROUGE-like score, threshold 0.5);
 - `final_response_match_v2` (a judge, 5 samples per case, majority vote; the per-sample
-  scores go in `details["samples"]` as `evalgate run` writes them).
+  scores go in `details["samples"]` as `evalgate run` writes them). With `--early-stop`,
+  samples are drawn in rounds until the majority is decided (`judge.early_stop`, with
+  evalgate's own rule: samples that all failed are drawn to the end), so `details["samples"]`
+  holds 3 to 5 of them, and both the history and the PR's run say `sampling: early_stop`.
 
 What makes a world harsh (each world's parameters are in WORLDS):
 
@@ -46,6 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalgate.compare import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
+from evalgate.criteria.judging import decided, next_round  # noqa: E402
 from evalgate.results import RunResults  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
@@ -76,8 +80,9 @@ def _sigmoid(x: float) -> float:
 class World:
     """One project: its cases' true behaviour, drawn once per simulated PR."""
 
-    def __init__(self, rng: random.Random, params: dict):
+    def __init__(self, rng: random.Random, params: dict, early_stop: bool = False):
         self.p = params
+        self.early_stop = early_stop
         n = params["cases"]
         self.flip = [rng.uniform(*params["often_flip"]) if rng.random() < params["flaky_share"] else rng.uniform(0, 2 * params["rare_flip"]) for _ in range(n)]
         self.rouge = [rng.uniform(0.55, 0.95) for _ in range(n)]
@@ -102,8 +107,14 @@ class World:
             p = _sigmoid(self.judge_logit[i] + mood) * (0.15 if off else 1.0)
             if i in broken.get(JUDGE, ()):
                 p = 0.0
-            samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
-            vote = 1.0 if sum(samples) * 2 > SAMPLES else 0.0
+            if self.early_stop:
+                samples = []
+                while not decided(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE]):
+                    for _ in range(next_round(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE])):
+                        samples.append(1.0 if rng.random() < p else 0.0)
+            else:
+                samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
+            vote = 1.0 if sum(samples) * 2 > len(samples) else 0.0  # the full vote's, either way
             criteria = {
                 TRAJ: _criterion(traj, TRAJ),
                 ROUGE: _criterion(rouge, ROUGE),
@@ -124,6 +135,8 @@ class World:
         counts = {"cases": n, "passed": passed, "failed": n - passed, "not_evaluated": 0}
         status = "PASSED" if passed == n else "FAILED"
         specs = {name: {"threshold": t, "version": "1", "judge": name == JUDGE} for name, t in THRESHOLDS.items()}
+        if self.early_stop:
+            specs[JUDGE]["sampling"] = "early_stop"
         suite = {"name": SUITE, "status": status, "not_evaluated_policy": "warn", "counts": counts, "criteria": specs, "cases": cases}
         return RunResults.model_validate({"config_digest": "bench", "status": status, "counts": counts, "suites": [suite]})
 
@@ -140,12 +153,12 @@ def _stable(ledger: dict, name: str, n: int, policy: GatePolicy) -> list[int]:
     return [i for i in range(n) if stable_history(ledger.get(ledger_key(CaseKey(SUITE, "set", f"case{i:04d}"), name), []), policy) is not None]
 
 
-def simulate(job: tuple[int, str, int]) -> list[tuple[str, str]]:
+def simulate(job: tuple[int, str, int, bool]) -> list[tuple[str, str]]:
     """One simulated PR in one world: per scenario, (with history, without) overall verdicts."""
-    seed, world_name, index = job
+    seed, world_name, index, early_stop = job
     rng = random.Random(f"{seed}/{world_name}/{index}")
     params = WORLDS[world_name]
-    world = World(rng, params)
+    world = World(rng, params, early_stop)
     policy = GatePolicy()
     ledger: dict = {}
     baseline = None
@@ -175,11 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--world", action="append", choices=sorted(WORLDS), help="only this world (repeatable; default: all)")
+    parser.add_argument("--early-stop", action="store_true", help="judge samples stop once the majority is decided")
     args = parser.parse_args(argv)
     worlds = args.world or list(WORLDS)
 
     t0 = time.perf_counter()
-    jobs = [(args.seed, w, i) for w in worlds for i in range(args.prs)]
+    jobs = [(args.seed, w, i, args.early_stop) for w in worlds for i in range(args.prs)]
     if args.workers > 1:
         with multiprocessing.Pool(args.workers) as pool:
             results = pool.map(simulate, jobs, chunksize=5)
@@ -190,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     policy = GatePolicy()
     print(
         f"{args.prs} simulated PRs per world; default policy (alpha {policy.alpha:g}, margins {policy.margin_deterministic:g} / "
-        f"{policy.margin_judge:g}, resolution {policy.resolution:g}); {elapsed:.0f} s with {args.workers} worker(s)"
+        f"{policy.margin_judge:g}, resolution {policy.resolution:g}); judge samples: "
+        f"{'early stop' if args.early_stop else 'all 5'}; {elapsed:.0f} s with {args.workers} worker(s)"
     )
     goals: list[tuple[str, bool]] = []
     for w in worlds:

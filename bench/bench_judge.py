@@ -17,16 +17,23 @@ JSON (it reads the request's responseJsonSchema), ADK's own formats (the
 `is_the_agent_response_valid` JSON of its final_response_match_v2 prompt, the
 ID/Property/Rationale/Verdict text of its rubric prompt). Its verdicts depend only on the
 text it is shown (is the expected key fact in the agent's answer; is the answer in the
-user's language), so both sides must reach the same scores.
+user's language), so both sides must reach the same scores. It is consistent on most cases:
+on those of WOBBLE it dissents from its own verdict on some answers to the same prompt (by
+arrival), never on a majority, so early stopping, full sampling and ADK must agree. Its
+usageMetadata counts UTF-8 bytes / 4 of the prompt and of the answer, for both sides alike.
 
 Phases (the fake's quota window is cleared before each):
-  (a) evalgate: `engine.run` with `JudgeRuntime(concurrency=8)` (the config defaults) and a
-      fresh cache in a temp dir, on `concurrency * 4` case threads, as `evalgate run` sets them;
+  (a) evalgate: `engine.run` with `JudgeRuntime(concurrency=8)` (the config defaults: early
+      stopping on) and a fresh cache in a temp dir, on `concurrency * 4` case threads, as
+      `evalgate run` sets them;
   (b) the quota bound: requests / (quota / 60 s);
   (c) ADK: `LocalEvalService.evaluate` with the two metrics, ADK's defaults otherwise
       (EvaluateConfig.parallelism 4, judge_model_options.parallelism_limit 1, its default
       retry options), on hand-built InferenceResults;
-  (d) an unchanged rerun of evalgate: a new runtime on the same cache.
+  (d) an unchanged rerun of evalgate: a new runtime on the same cache;
+  (e) evalgate drawing every sample (`judge.early_stop: false`), a fresh cache.
+
+Requests, tokens and wall time are printed side by side, as ratios to (a).
 
 Prints the table, whether each goal is met, and exits 1 if any evalgate judge request
 failed, a case was not evaluated or a score differs from the expected one (a missed goal
@@ -39,6 +46,7 @@ import argparse
 import asyncio
 import html
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -56,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_gemini import FAKE_API_KEY, JUDGE_ENV_VARS, FakeGemini, error, prompt_text  # noqa: E402
+from fake_gemini import FAKE_API_KEY, JUDGE_ENV_VARS, FakeGemini, Reply, error, prompt_text, system_text  # noqa: E402
 
 FRM = "final_response_match_v2"
 RUBRIC = "rubric_based_final_response_quality_v1"
@@ -68,6 +76,11 @@ RUBRICS = [
 GOAL_BOUND = 1.15  # evalgate wall time / quota bound, at most
 GOAL_ADK = 5.0  # ADK wall time / evalgate wall time, at least
 GOAL_RERUN_S = 2.0
+GOAL_EARLY = 1.5  # ADK requests / evalgate requests and ADK wall time / evalgate wall time, at least (early stopping)
+# The judge is consistent on most cases. On the others it dissents from its own verdict on
+# some answers to the same prompt (by arrival: the k-th answer to a prompt, k from 0), never
+# on a majority, so every sampling rule reaches the same verdicts.
+WOBBLE = {5: (1, 3), 15: (1,)}  # case index % 20 -> answers that dissent: 3-2 and 4-1 of 5
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -167,34 +180,68 @@ def _between(text: str, start: str, end: str, last: bool = False) -> Optional[st
     return None if j < 0 else text[i + len(start): j].strip()
 
 
+def approx_tokens(text: str) -> int:
+    """A token count for the fake's usageMetadata, the same rule for both sides: UTF-8 bytes / 4
+    (no tokenizer offline; it overcounts Korean and Japanese a little, on both sides alike)."""
+    return (len(text.encode("utf-8")) + 3) // 4
+
+
 class Judge:
-    """Answers each judge prompt in its reader's format, with verdicts from the text shown."""
+    """Answers each judge prompt in its reader's format, with verdicts from the text shown (but
+    for the dissenting answers of WOBBLE's cases), and usage from the text's size."""
 
     def __init__(self, cases: list[Case]):
         self.cases = {c.index: c for c in cases}
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.seen: dict[str, int] = {}  # prompt -> answers given so far
+            self.tokens = {"prompt_tokens": 0, "output_tokens": 0}
 
     def __call__(self, body: Any) -> Any:
+        out = self.answer(body)
+        if isinstance(out, Reply):
+            return out
+        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+        prompt, output = approx_tokens(system_text(body) + prompt_text(body)), approx_tokens(text)
+        with self._lock:
+            self.tokens["prompt_tokens"] += prompt
+            self.tokens["output_tokens"] += output
+        usage = {"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output}
+        return Reply(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
+                                           "index": 0}], "usageMetadata": usage})
+
+    def dissents(self, case: Case, prompt: str) -> bool:
+        with self._lock:
+            k = self.seen.get(prompt, 0)
+            self.seen[prompt] = k + 1
+        return k in WOBBLE.get(case.index % 20, ())
+
+    def answer(self, body: Any) -> Any:
         prompt = prompt_text(body)
         match = _TICKET.search(prompt)
         case = self.cases.get(int(match.group(1))) if match else None
         if case is None:
             return error(400, "bench judge: no ticket number in the prompt")
+        flip = self.dissents(case, prompt)
         config = (body or {}).get("generationConfig") or {}
         schema = config.get("responseJsonSchema") or config.get("response_json_schema")
         props = (schema or {}).get("properties") or {}
         if "verdict" in props:  # evalgate final_response_match_v2
             answer = html.unescape(_between(prompt, "<agent_response>", "</agent_response>") or "")
-            valid = case.key in answer
+            valid = (case.key in answer) != flip
             return {"reasoning": f"the answer {'gives' if valid else 'does not give'} {case.key}",
                     "verdict": "valid" if valid else "invalid"}
         if "verdicts" in props:  # evalgate rubric criterion
             answer = html.unescape(_between(prompt, "<final_answer>", "</final_answer>") or "")
             ids = props["verdicts"]["items"]["properties"]["rubric_id"]["enum"]
             return {"verdicts": [{"rubric_id": rid, "rationale": "checked against the question",
-                                  "verdict": "yes" if self.rubric(rid, case, answer) else "no"} for rid in ids]}
+                                  "verdict": "yes" if self.rubric(rid, case, answer, flip) else "no"} for rid in ids]}
         if '"is_the_agent_response_valid"' in prompt:  # ADK final_response_match_v2 prompt
             m = re.search(r'"Agent response": (.*?),\n\s*"Reference response"', prompt, re.DOTALL)
-            valid = bool(m) and case.key in m.group(1)
+            valid = (bool(m) and case.key in m.group(1)) != flip
             return ('{\n  "reasoning": "the answer %s %s",\n  "is_the_agent_response_valid": "%s"\n}'
                     % ("gives" if valid else "does not give", case.key, "valid" if valid else "invalid"))
         if "# Your Turn" in prompt:  # ADK rubric prompt: its example has the same tags, so take the last ones
@@ -202,16 +249,16 @@ class Judge:
             properties = _between(prompt, "<properties>", "</properties>", last=True) or ""
             out = []
             for rid, text in re.findall(r"\[id: ([^\]]+)\] (.*)", properties):
-                verdict = "yes" if self.rubric(rid.strip(), case, answer) else "no"
+                verdict = "yes" if self.rubric(rid.strip(), case, answer, flip) else "no"
                 out.append(f"ID: {rid.strip()}\nProperty: {text.strip()}\nEvidence: the user prompt.\n"
                            f"Rationale: checked against the question.\nVerdict: {verdict}\n")
             return "\n".join(out)
         return error(400, "bench judge: unknown prompt")
 
     @staticmethod
-    def rubric(rid: str, case: Case, answer: str) -> bool:
-        if rid == "correct_result":
-            return case.key in answer
+    def rubric(rid: str, case: Case, answer: str, flip: bool = False) -> bool:
+        if rid == "correct_result":  # the rubric a dissenting answer gets wrong
+            return (case.key in answer) != flip
         if rid == "same_language":
             return language(answer) == case.lang
         raise ValueError(f"unknown rubric {rid!r}")
@@ -284,15 +331,17 @@ def evalgate_plans(cases: list[Case], samples: int):
     return [SuitePlan(name="bench", cases=inputs)]
 
 
-def run_evalgate(cases: list[Case], samples: int, concurrency: int, cache_dir: Path) -> dict[str, Any]:
+def run_evalgate(cases: list[Case], samples: int, concurrency: int, cache_dir: Path, early_stop: bool,
+                 rpm: Optional[int] = None) -> dict[str, Any]:
     from evalgate import engine
     from evalgate.config import JudgeConfig
     from evalgate.judge.runtime import JudgeRuntime
 
     plans = evalgate_plans(cases, samples)
     judge = JudgeConfig()  # the config's defaults, as `evalgate run` builds its runtime (cli._judge_runtime)
-    runtime = JudgeRuntime(concurrency=concurrency, rpm=judge.rpm, timeout_s=judge.timeout_s,
-                           deadline_s=judge.deadline_s, max_attempts=judge.max_attempts, cache_dir=cache_dir)
+    runtime = JudgeRuntime(concurrency=concurrency, rpm=rpm or judge.rpm, timeout_s=judge.timeout_s,
+                           deadline_s=judge.deadline_s, max_attempts=judge.max_attempts, cache_dir=cache_dir,
+                           early_stop=early_stop)
     workers = concurrency * 4
     # Attempts per ask, observed from outside: the runtime passes the attempt number (its last
     # argument) to each HTTP attempt. A private method: if it changes, the figure is left out.
@@ -315,7 +364,8 @@ def run_evalgate(cases: list[Case], samples: int, concurrency: int, cache_dir: P
         runtime.close()
     seconds = time.perf_counter() - t0
     stats = runtime.stats()
-    total = {k: sum(s.get(k, 0) for s in stats.values()) for k in ("requests", "cache_hits", "retries", "failures")}
+    total = {k: sum(s.get(k, 0) for s in stats.values())
+             for k in ("requests", "cache_hits", "retries", "failures", "prompt_tokens", "output_tokens")}
     scores = {}
     for case in results.suites[0].cases:
         for name, crit in case.criteria.items():
@@ -439,6 +489,8 @@ def main() -> int:
     parser.add_argument("--adk-invocations", type=int, default=None,
                         help="invocations for ADK (default: all); fewer gives a linear projection, labelled as such")
     parser.add_argument("--skip-adk", action="store_true")
+    parser.add_argument("--skip-full", action="store_true", help="skip evalgate with judge.early_stop: false")
+    parser.add_argument("--rpm", type=int, default=None, help="evalgate's judge.rpm (default: none, the config's)")
     args = parser.parse_args()
 
     try:
@@ -459,7 +511,8 @@ def main() -> int:
         logger.propagate = False
 
     cases = make_cases(args.invocations)
-    fake = FakeGemini(Judge(cases)).start()
+    judge = Judge(cases)
+    fake = FakeGemini(judge).start()
     fake.latency = args.latency
     fake.quota_per_minute = args.quota
     quota = QuotaLog(fake)
@@ -472,57 +525,75 @@ def main() -> int:
     rate = args.quota / 60.0
     bound = requests / rate
     lang = {k: sum(1 for c in cases if c.lang == k) for k in ("en", "ko", "ja")}
+    wobbly = sum(1 for c in cases if c.index % 20 in WOBBLE)
     print(f"bench_judge: {args.invocations} invocations ({lang['en']} en, {lang['ko']} ko, {lang['ja']} ja) x "
-          f"{args.samples} samples x 2 criteria = {requests} judge requests per side")
+          f"{args.samples} samples x 2 criteria = {requests} judge requests per side with every sample drawn")
+    print(f"fake judge: consistent on {args.invocations - wobbly} cases; on {wobbly} it dissents from its own verdict on "
+          f"some answers (never a majority): answers {', '.join(f'{sorted(k)}' for k in WOBBLE.values())} of a prompt")
     print(f"fake Gemini: latency {args.latency:g} s per answer (429s too), quota {args.quota} requests per rolling "
           f"minute (429 + Retry-After above it); quota bound {requests} / ({args.quota}/60 s) = {bound:.1f} s")
-    print(f"evalgate: JudgeRuntime(concurrency={args.concurrency}), config defaults otherwise (rpm none, "
+    print(f"evalgate: JudgeRuntime(concurrency={args.concurrency}), config defaults otherwise (early_stop on, "
+          f"rpm {args.rpm or 'none'}, "
           f"max_attempts 5, timeout 60 s), {args.concurrency * 4} case threads, fresh cache in a temp dir",
           flush=True)
     if stubbed:
         print(f"ADK: not installed (from the google-adk[eval] extra), stubbed: {', '.join(stubbed)}; ADK imports "
               "them for its Vertex AI facade only, and any use would raise")
 
-    problems: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="evalgate-bench-judge-") as tmp:
-        cache = Path(tmp) / "cache"
-
-        # (a) evalgate, cold cache
+    def phase() -> float:
         fake.reset()
         quota.clear()
-        t0 = time.monotonic()
-        first = run_evalgate(cases, args.samples, args.concurrency, cache)
+        judge.reset()
+        return time.monotonic()
+
+    problems: list[str] = []
+    expected = {}
+    for c in cases:
+        expected[(c.eval_id, FRM)] = c.expected_frm
+        expected[(c.eval_id, RUBRIC)] = c.expected_rubric
+
+    def check(label: str, result: dict[str, Any]) -> None:
+        if result["total"]["failures"] or any(r.status not in (200, 429) for r in fake.requests):
+            problems.append(f"{label}: {result['total']['failures']} judge requests failed")
+        wrong = [(k, v, expected[k]) for k, v in result["scores"].items() if v[0] != expected[k]]
+        if wrong:
+            problems.append(f"{label}: {len(wrong)} scores differ from the expected ones, e.g. {wrong[:3]}")
+
+    with tempfile.TemporaryDirectory(prefix="evalgate-bench-judge-") as tmp:
+        # (a) evalgate, cold cache, early stopping (the default)
+        t0 = phase()
+        first = run_evalgate(cases, args.samples, args.concurrency, Path(tmp) / "cache", early_stop=True, rpm=args.rpm)
         first_wire = quota.summary(t0)
         first_429 = sum(1 for r in fake.requests if r.status == 429)
-        first_other = sum(1 for r in fake.requests if r.status not in (200, 429))
         max_in_flight = fake.max_in_flight
+        check("evalgate", first)
         print(f"(a) evalgate: {_fmt(first['seconds'])}, {first['total']['requests']} HTTP requests "
               f"({first_429} answered 429), {first['total']['retries']} retries, {first['total']['failures']} failures",
               flush=True)
 
         # (d) unchanged rerun: a new runtime on the same cache
-        fake.reset()
-        quota.clear()
-        second = run_evalgate(cases, args.samples, args.concurrency, cache)
+        phase()
+        second = run_evalgate(cases, args.samples, args.concurrency, Path(tmp) / "cache", early_stop=True, rpm=args.rpm)
         rerun_requests = len(fake.requests)
         print(f"(d) evalgate rerun: {_fmt(second['seconds'])}, {rerun_requests} requests, "
               f"{second['total']['cache_hits']} cache hits", flush=True)
+        if second["scores"] != first["scores"]:
+            problems.append("evalgate: the rerun's scores differ from the first run's")
+        if second["total"]["failures"]:
+            problems.append(f"evalgate rerun: {second['total']['failures']} judge requests failed")
 
-    # evalgate's correctness: every request answered, every score the expected one, the rerun identical
-    if first["total"]["failures"] or first_other:
-        problems.append(f"evalgate: {first['total']['failures']} judge requests failed "
-                        f"({first_other} HTTP answers other than 200/429)")
-    expected = {}
-    for c in cases:
-        expected[(c.eval_id, FRM)] = c.expected_frm
-        expected[(c.eval_id, RUBRIC)] = c.expected_rubric
-    wrong = [(k, v, expected[k]) for k, v in first["scores"].items() if v[0] != expected[k]]
-    if wrong:
-        problems.append(f"evalgate: {len(wrong)} scores differ from the expected ones, e.g. {wrong[:3]}")
-    if second["scores"] != first["scores"]:
-        problems.append("evalgate: the rerun's scores differ from the first run's")
-    if second["total"]["failures"]:
-        problems.append(f"evalgate rerun: {second['total']['failures']} judge requests failed")
+        # (e) evalgate drawing every sample (judge.early_stop: false), a fresh cache
+        full = None
+        if not args.skip_full:
+            t0 = phase()
+            full = run_evalgate(cases, args.samples, args.concurrency, Path(tmp) / "cache-full", early_stop=False,
+                                rpm=args.rpm)
+            full_429 = sum(1 for r in fake.requests if r.status == 429)
+            check("evalgate, every sample", full)
+            if full["scores"] != first["scores"]:
+                problems.append("evalgate: early stopping and full sampling reached different scores")
+            print(f"(e) evalgate, every sample: {_fmt(full['seconds'])}, {full['total']['requests']} HTTP requests "
+                  f"({full_429} answered 429)", flush=True)
 
     # (c) ADK
     adk = None
@@ -530,12 +601,12 @@ def main() -> int:
     adk_requests = len(adk_cases) * args.samples * 2
     if not args.skip_adk:
         print(f"(c) ADK LocalEvalService on {len(adk_cases)} invocations ({adk_requests} judge requests) ...", flush=True)
-        fake.reset()
-        quota.clear()
-        t0 = time.monotonic()
+        t0 = phase()
         adk = run_adk(adk_cases, args.samples)
         adk_wire = quota.summary(t0)
         adk_429 = sum(1 for r in fake.requests if r.status == 429)
+        adk_accepted = sum(1 for r in fake.requests if r.status == 200)
+        adk_tokens = dict(judge.tokens)
         adk_max_in_flight = fake.max_in_flight
         adk_not_evaluated = sum(1 for v in adk["scores"].values() if v[0] is None)
         agree = sum(1 for k, v in adk["scores"].items() if v[0] == first["scores"].get(k, (None,))[0])
@@ -544,37 +615,61 @@ def main() -> int:
     fake.stop()
 
     # --- the table ---------------------------------------------------------------------------
+    def tokens(total: dict[str, int]) -> str:
+        return f"{total['prompt_tokens']:,} / {total['output_tokens']:,}"
+
     ratio_bound = first["seconds"] / bound
+    header = ("", "wall time", "HTTP requests", "accepted", "tokens in / out", "")
     rows = [
-        ("(a) evalgate, cold cache", _fmt(first["seconds"]), f"{first['total']['requests']}",
-         f"{ratio_bound:.2f}x the quota bound"),
-        ("(b) quota bound", _fmt(bound), f"{requests}", f"{requests} / ({args.quota}/60 s)"),
+        ("(a) evalgate, early stop (default)", _fmt(first["seconds"]), f"{first['total']['requests']}",
+         f"{first_wire['accepted']}", tokens(first["total"]), f"{ratio_bound:.2f}x the quota bound"),
     ]
+    if full is not None:
+        rows.append(("(e) evalgate, every sample", _fmt(full["seconds"]), f"{full['total']['requests']}",
+                     f"{full['total']['requests'] - full_429}", tokens(full["total"]), f"{full['seconds'] / bound:.2f}x the quota bound"))
+    rows.append(("(b) quota bound, every sample", _fmt(bound), f"{requests}", "", "", f"{requests} / ({args.quota}/60 s)"))
     adk_total = None
     if adk is not None:
         projected = len(adk_cases) < len(cases)
         adk_total = adk["seconds"] * (len(cases) / len(adk_cases))
         label = "(c) ADK LocalEvalService" + (f", {len(adk_cases)} invocations" if projected else "")
-        rows.append((label, _fmt(adk["seconds"]), f"{adk_wire['attempts']}",
+        rows.append((label, _fmt(adk["seconds"]), f"{adk_wire['attempts']}", f"{adk_accepted}", tokens(adk_tokens),
                      f"{adk['seconds'] / bound:.2f}x the quota bound" if not projected else "measured on a subset"))
         if projected:
-            rows.append((f"(c') ADK, PROJECTED to {len(cases)} invocations", _fmt(adk_total), f"~{requests}",
+            rows.append((f"(c') ADK, PROJECTED to {len(cases)} invocations", _fmt(adk_total), f"~{requests}", "", "",
                          "linear projection of the subset (blind to the quota if the subset never reached it)"))
-        rows.append(("ADK / evalgate", f"{adk_total / first['seconds']:.2f}x", "", "projected" if projected else ""))
-    rows.append(("(d) evalgate, unchanged rerun", _fmt(second["seconds"]), f"{rerun_requests}",
+    rows.append(("(d) evalgate, unchanged rerun", _fmt(second["seconds"]), f"{rerun_requests}", "", "",
                  f"{second['total']['cache_hits']} cache hits"))
-    width = [max(len(r[i]) for r in rows + [("", "wall time", "HTTP requests", "")]) for i in range(4)]
+    width = [max(len(r[i]) for r in rows + [header]) for i in range(6)]
     print()
-    print(f"{'':<{width[0]}}  {'wall time':>{width[1]}}  {'HTTP requests':>{width[2]}}  ")
+    print("  ".join(f"{h:<{width[i]}}" if i in (0, 5) else f"{h:>{width[i]}}" for i, h in enumerate(header)))
     for r in rows:
-        print(f"{r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}  {r[3]}")
+        print("  ".join(f"{v:<{width[i]}}" if i in (0, 5) else f"{v:>{width[i]}}" for i, v in enumerate(r)))
+
+    def ratios(label: str, other: dict[str, Any], other_tokens: dict[str, int], other_accepted: int) -> tuple[float, float]:
+        req = other_accepted / first_wire["accepted"]
+        wall = other["seconds"] / first["seconds"]
+        tok = (other_tokens["prompt_tokens"] + other_tokens["output_tokens"]) / max(
+            1, first["total"]["prompt_tokens"] + first["total"]["output_tokens"])
+        print(f"{label} / evalgate (early stop): requests answered {req:.2f}x, tokens {tok:.2f}x, wall time {wall:.2f}x")
+        return req, wall
 
     print()
     goals = [(f"evalgate within {GOAL_BOUND}x of the quota bound", ratio_bound <= GOAL_BOUND, f"{ratio_bound:.2f}x")]
-    if adk_total is not None:
+    if full is not None:
+        ratios("evalgate, every sample", full, full["total"], full["total"]["requests"] - full_429)
+    if adk is not None and adk_total is not None:
+        req, wall = ratios("ADK" + (" (subset, not comparable)" if len(adk_cases) < len(cases) else ""), adk, adk_tokens,
+                           adk_accepted)
+        print(f"verdicts: evalgate (early stop) and ADK agree on {agree} of {len(adk['scores'])} (case, metric) scores"
+              + ("; evalgate with every sample agrees with early stop on all" if full is not None and full["scores"] == first["scores"] else ""))
         speedup = adk_total / first["seconds"]
         goals.append((f"evalgate at least {GOAL_ADK:g}x faster than ADK's defaults", speedup >= GOAL_ADK,
                       f"{speedup:.2f}x" + (" (projected)" if len(adk_cases) < len(cases) else "")))
+        if len(adk_cases) == len(cases):
+            goals.append((f"at least {GOAL_EARLY:g}x fewer requests than ADK, identical verdicts",
+                           req >= GOAL_EARLY and agree == len(adk["scores"]), f"{req:.2f}x, {agree} of {len(adk['scores'])} agree"))
+            goals.append((f"at least {GOAL_EARLY:g}x less wall time than ADK under the same quota", wall >= GOAL_EARLY, f"{wall:.2f}x"))
     goals.append((f"unchanged rerun under {GOAL_RERUN_S:g} s with zero requests",
                   second["seconds"] < GOAL_RERUN_S and rerun_requests == 0 and second["total"]["requests"] == 0,
                   f"{second['seconds']:.2f} s, {rerun_requests} requests"))
@@ -582,15 +677,6 @@ def main() -> int:
         print(f"goal: {name}: {'met' if ok else 'NOT met'} ({figure})")
 
     print()
-    minutes = -(-requests // args.quota)
-    caps = ""
-    if args.latency > 0:
-        caps = (f"; without a quota, concurrency over latency caps evalgate at {args.concurrency}/{args.latency:g} s = "
-                f"{args.concurrency / args.latency:.1f} req/s ({requests * args.latency / args.concurrency:.0f} s) and "
-                f"ADK's defaults at 4/{args.latency:g} s = {4 / args.latency:.1f} req/s "
-                f"({requests * args.latency / 4:.0f} s); the quota allows {rate:.1f} req/s")
-    print(f"context: on a fresh rolling window the last {requests - (minutes - 1) * args.quota} of {requests} "
-          f"requests cannot start before {(minutes - 1) * 60} s ({minutes - 1} full windows of {args.quota}){caps}")
     print(f"evalgate attempts per judge request: {first['attempts_per_ask']} (max_attempts 5)")
     print(f"evalgate on the wire: {first_wire['attempts']} attempts, {first_wire['accepted']} accepted, "
           f"{first_wire['rejected_429']} answered 429; accepted per minute {first_wire['per_minute']}; "
@@ -604,14 +690,14 @@ def main() -> int:
               f"metrics one after another; google-genai retries {counter.counts.get('genai retry', 0)}, "
               f"failed samples {counter.counts.get('sample failed', 0)}, "
               f"NOT_EVALUATED metric results {adk_not_evaluated}")
-        print(f"scores: evalgate and ADK agree on {agree} of {len(adk['scores'])} (case, metric) scores")
+    print(f"tokens: the fake reports UTF-8 bytes / 4 of each prompt (system instruction included) and answer, for "
+          f"both sides alike; ADK's prompts are its own (longer) ones")
     if problems:
         print()
         for p in problems:
             print(f"error: {p}", file=sys.stderr)
         return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -143,6 +143,7 @@ def _judge_runtime(loaded, args: argparse.Namespace):
         vertex_project=loaded.config.vertex.project,
         vertex_location=loaded.config.vertex.location,
         vertex_endpoint=loaded.config.vertex.endpoint,
+        early_stop=judge.early_stop,
     )
     # Case threads mostly wait on the judge; enough of them to keep the pool full.
     return runtime, concurrency * 4

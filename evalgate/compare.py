@@ -25,6 +25,10 @@ Statistics (regression mode; also computed, for information, in absolute mode)
       whose cases all carry samples in both runs, the case's mean sample score
       (`basis = "samples"`): it estimates the same quality as the majority vote with a
       fraction of its noise, because a vote turns one doubtful sample into a whole point.
+      With `judge.early_stop` a case's samples are those drawn until its majority was
+      decided (the criterion's `sampling` says so); a baseline and a run that drew them by
+      different rules are compared on scores (the majority votes, which both rules decide
+      alike), and the reasons say so.
     - delta = mean(current - baseline) over the pairs. The drop test asks whether the
       drop is bigger than the margin, against two kinds of variation: the cases' own
       (the paired differences) and the run-to-run variation of the criterion's mean (a
@@ -478,6 +482,12 @@ def _criteria_of(suite: SuiteResult) -> dict[str, tuple[float, bool, str]]:
     return out
 
 
+def _sampling(suite: Optional[SuiteResult], name: str) -> Optional[str]:
+    """How a judge criterion's samples were drawn in this run ("early_stop"; None: every sample)."""
+    spec = suite.criteria.get(name) if suite is not None else None
+    return spec.sampling if spec is not None else None
+
+
 def _not_evaluated_reasons(suite: SuiteResult) -> tuple[bool, list[str]]:
     """(fails the suite, reasons) for cases with a NOT_EVALUATED criterion, under the suite's policy."""
     n = suite.counts.incomplete
@@ -684,8 +694,19 @@ def _draft(
             for k in paired
             if _evaluated(base_cases[k].criteria.get(name)) and _evaluated(cur_cases[k].criteria.get(name))
         ]
-        basis = "samples" if judge and pairs and all(has_samples(b) and has_samples(c) for _, b, c in pairs) else "scores"
+        # Early stopping (judge.early_stop) changes what a sample mean is over, not what the
+        # majority decides: two runs that drew samples by different rules compare on scores.
+        sampling = (_sampling(baseline, name), _sampling(current, name))
+        mixed = sampling[0] != sampling[1]
+        basis = ("samples" if judge and not mixed and pairs and all(has_samples(b) and has_samples(c) for _, b, c in pairs)
+                 else "scores")
         reasons = []
+        if mixed:
+            reasons.append(
+                f"judge samples were drawn differently (baseline: {sampling[0] or 'every sample'}, current: "
+                f"{sampling[1] or 'every sample'}): compared on majority-vote scores, which both rules decide alike, "
+                "not on sample means; set judge.early_stop the same for both runs to compare sample means"
+            )
         if b_threshold != threshold:
             reasons.append(f"threshold changed from {b_threshold:g} to {threshold:g}")
         if b_version != version:

@@ -167,6 +167,11 @@ class JudgeConfig(BaseModel):
     max_attempts: int = Field(default=5, ge=1, le=20, description="Attempts per request (408, 429, 5xx and timeouts are retried).")
     cache_dir: str = Field(default=".evalgate/cache", description="Verdict cache folder, relative to the config file (works with actions/cache).")
     cache: bool = Field(default=True, description="Use the verdict cache (an unchanged rerun makes no request).")
+    early_stop: bool = Field(
+        default=True,
+        description="Majority-vote judge criteria stop drawing samples once the majority is decided (the same "
+        "verdicts, fewer requests); false draws every sample, as ADK does.",
+    )
 
 
 class VertexConfig(BaseModel):

@@ -281,7 +281,9 @@ def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
     for case in cases:
         for name, crit in case.criteria.items():
             if name not in specs:  # the first case's; built once, not once a case
-                specs[name] = CriterionSpec(threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options())
+                specs[name] = CriterionSpec(
+                    threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options(), sampling=crit.sampling()
+                )
     return dict(sorted(specs.items()))
 
 
@@ -295,7 +297,8 @@ def score_suite(
     """Score a suite's cases, in (eval_set_id, eval_id) order.
 
     With judge criteria, cases are scored on `workers` threads: a judge criterion spends
-    its time waiting for the judge, and the runtime bounds the requests in flight. Results
+    its time waiting for the judge. Its samples run as jobs on the runtime's one executor
+    (`JudgeRuntime.map`), and the runtime bounds the requests in flight. Results
     are collected in case order, so they never depend on completion order. `timing`, when
     given, receives the suite's wall time and each criterion's scoring time.
     """

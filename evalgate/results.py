@@ -14,7 +14,7 @@ import re
 import secrets
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Literal, Optional
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,6 +89,13 @@ class CriterionSpec(_Model):
         description="Judge criteria: requests, cache_hits, retries, failures and tokens spent on this suite.",
     )
     options: dict[str, Any] = Field(default_factory=dict)
+    sampling: Optional[Literal["early_stop"]] = Field(
+        None,
+        description="Judge criteria decided by a majority vote: \"early_stop\" when samples stopped once the "
+        "majority was decided (judge.early_stop), so details.samples holds the samples drawn; absent when "
+        "every sample was drawn. compare does not mix the two on sample means.",
+        exclude_if=lambda v: v is None,
+    )
 
 
 class Counts(_Model):

@@ -256,7 +256,7 @@ class SimulatedUser:
             return NextTurn(Content.from_text(self.scenario.starting_prompt, "user"))
         if self.runtime is None:
             raise SimulationError("no simulator model: the judge runtime is not available")
-        from evalgate.judge.runtime import JudgeRequest
+        from evalgate.judge.request import JudgeRequest
 
         history = history_lines(invocations, self.config.include_function_calls)
         request = JudgeRequest(

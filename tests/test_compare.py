@@ -414,6 +414,33 @@ def test_regression_statistics_fields():
     assert same.suites[0].reasons == ["no drop beyond the margin in 1 criterion over 40 cases compared"]
 
 
+def _sampled(results: RunResults, sampling: str | None) -> RunResults:
+    out = copy.deepcopy(results)
+    for s in out.suites:
+        for name, spec in s.criteria.items():
+            if spec.judge:
+                spec.sampling = sampling  # type: ignore[assignment]
+    return out
+
+
+@pytest.mark.parametrize("base_rule, cur_rule", [(None, "early_stop"), ("early_stop", None), ("early_stop", "early_stop"), (None, None)])
+def test_samples_drawn_by_different_rules_compare_on_scores_and_say_so(base_rule, cur_rule):
+    # The baseline's samples split 3-2 (mean 0.6), the current's were stopped at 3-0 (mean 1.0):
+    # the same majority verdicts; on sample means the current would look better than it is.
+    base = _sampled(one({f"c{i:03d}": {"judge": [1.0, 1.0, 0.0, 1.0, 0.0]} for i in range(30)}), base_rule)
+    cur = _sampled(one({f"c{i:03d}": {"judge": [1.0, 1.0, 1.0]} for i in range(30)}), cur_rule)
+    comp = compare(base, cur, POLICY).suites[0].criteria[0]
+    mixed = base_rule != cur_rule
+    assert comp.basis == ("scores" if mixed else "samples")
+    assert (comp.baseline_mean, comp.current_mean) == ((1.0, 1.0) if mixed else (0.6, 1.0))
+    said = [r for r in comp.reasons if "judge samples were drawn differently" in r]
+    assert len(said) == (1 if mixed else 0)
+    if mixed:
+        shown = {None: "every sample", "early_stop": "early_stop"}
+        assert f"(baseline: {shown[base_rule]}, current: {shown[cur_rule]})" in said[0]
+        assert "set judge.early_stop the same for both runs" in said[0]
+
+
 def test_holm_spans_all_criteria_of_all_suites():
     # Two suites, two criteria each, all four dropping 5 of 40: the same p each; Holm: 4 * p.
     drop = [0.0] * 5 + STABLE[5:]

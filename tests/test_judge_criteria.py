@@ -50,7 +50,8 @@ from evalgate.criteria.judging import (
 from evalgate.criteria.rubric_final_response import RubricFinalResponseQuality
 from evalgate.criteria.rubric_tool_use import RubricToolUseQuality
 from evalgate.errors import InputError
-from evalgate.judge.runtime import JudgeReply, JudgeRequest
+from evalgate.judge.pool import RequestPool
+from evalgate.judge.request import JudgeReply, JudgeRequest
 from evalgate.results import Status
 from fake_gemini import clear_judge_env, fake_gemini, prompt_text  # noqa: F401 (fake_gemini is a fixture)
 
@@ -67,15 +68,23 @@ JAPANESE = "東京の明日の天気は晴れ、最高気温は25度です。"
 # --- helpers ---------------------------------------------------------------------------------
 
 
+# One executor for every scripted runtime of these tests, as a run has one.
+POOL = RequestPool(8, None, time.monotonic, time.sleep)
+
+
 class ScriptedJudge:
     """Answers judge requests from `answer(request)`: a dict/list (sent as JSON text), a str
-    (the model's text) or a JudgeReply (e.g. a failure). Thread-safe; records requests."""
+    (the model's text) or a JudgeReply (e.g. a failure). Thread-safe; records requests. Samples
+    run on the runtime's real executor (`RequestPool.map`); `early_stop` as the runtime's."""
 
-    def __init__(self, answer: Callable[[JudgeRequest], Any], delay: Callable[[JudgeRequest], float] | None = None):
+    def __init__(self, answer: Callable[[JudgeRequest], Any], delay: Callable[[JudgeRequest], float] | None = None,
+                 early_stop: bool = False):
         self.answer = answer
         self.delay = delay
+        self.early_stop = early_stop
         self.requests: list[JudgeRequest] = []
         self._lock = threading.Lock()
+        self.map = POOL.map
 
     def ask(self, request: JudgeRequest, accept=None) -> JudgeReply:
         with self._lock:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from fake_gemini import clear_judge_env, fake_gemini, prompt_text  # noqa: F401  (fixture)
 from test_inputs import CASES, make_project
 
@@ -28,18 +30,26 @@ def _results(root):
     return json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
 
 
-def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypatch, tmp_path, early_stop):  # noqa: F811
     fake_gemini.use_gemini_api(monkeypatch)
     fake_gemini.responder = _valid_unless_korean
-    root = make_project(tmp_path, config=CONFIG)
+    config = CONFIG if early_stop else CONFIG.replace("judge: {concurrency: 2}", "judge: {concurrency: 2, early_stop: false}")
+    root = make_project(tmp_path, config=config)
     code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
     assert code == 1, out + err  # the Korean case fails the judge
     suite = _results(root)["suites"][0]
     by_id = {c["eval_id"]: c["criteria"]["final_response_match_v2"] for c in suite["cases"]}
     assert by_id["lights-en"]["score"] == 1.0 and by_id["난방-ko"]["score"] == 0.0
-    assert by_id["lights-en"]["per_invocation"][0]["details"]["samples"] == [1.0, 1.0, 1.0]
-    assert suite["criteria"]["final_response_match_v2"]["stats"]["requests"] == 6
-    assert len(fake_gemini.requests) == 6 and fake_gemini.max_in_flight <= 2
+    spec = suite["criteria"]["final_response_match_v2"]
+    # 3 samples: with early stopping (the default) 2 valid samples decide, the third is not
+    # asked; samples that all fail are drawn to the end (the gate reads "every sample failed").
+    drawn = 2 if early_stop else 3
+    assert by_id["lights-en"]["per_invocation"][0]["details"]["samples"] == [1.0] * drawn
+    assert by_id["난방-ko"]["per_invocation"][0]["details"]["samples"] == [0.0] * 3
+    assert spec.get("sampling") == ("early_stop" if early_stop else None)  # absent with full sampling
+    assert spec["stats"]["requests"] == drawn + 3
+    assert len(fake_gemini.requests) == drawn + 3 and fake_gemini.max_in_flight <= 2
 
     # An unchanged rerun: zero requests, every verdict from the cache, the same results.
     fake_gemini.reset()
@@ -47,11 +57,11 @@ def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypat
     assert code == 1 and fake_gemini.requests == []
     again = json.loads((root / "out2" / "results.json").read_text(encoding="utf-8"))
     assert again["suites"][0]["cases"] == suite["cases"]
-    assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == 6
+    assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == drawn + 3
 
     # --no-cache asks again.
     code, _, _ = cli("run", "--out", "out3", "--quiet", "--no-cache", cwd=root)
-    assert len(fake_gemini.requests) == 6
+    assert len(fake_gemini.requests) == drawn + 3
 
 
 def test_no_credentials_is_not_evaluated_with_one_warning(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811

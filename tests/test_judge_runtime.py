@@ -8,6 +8,7 @@ import logging
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -660,3 +661,48 @@ def test_fake_routes(fake_gemini, path, headers, status):
         assert answer.json()["candidates"][0]["content"]["parts"][0]["text"] == '{"ok": true}'
     else:
         assert answer.json()["error"]["code"] == status
+
+
+# --- the run-wide executor (evalgate.judge.pool) ---------------------------------------------------
+
+
+def test_one_executor_runs_every_criterions_jobs_in_job_order():
+    from evalgate.judge.pool import RequestPool
+
+    pool = RequestPool(2, None, time.monotonic, time.sleep)
+    try:
+        # Later jobs finish first; results stay in job order. Korean and Japanese pass through.
+        words = ["서울", "東京", "Paris", "부산", "大阪"]
+        jobs = [lambda i=i, w=w: (time.sleep(0.01 * (len(words) - i)), w)[1] for i, w in enumerate(words)]
+        assert pool.map(jobs) == words
+        names = pool.map([lambda: threading.current_thread().name] * 4)
+        assert all(n.startswith("evalgate-judge") for n in names)  # the pool's threads, not the caller's
+    finally:
+        pool.close()
+
+
+def test_a_job_that_maps_again_runs_inline_and_cannot_deadlock():
+    from evalgate.judge.pool import THREADS_PER_SLOT, RequestPool
+
+    pool = RequestPool(1, None, time.monotonic, time.sleep)  # THREADS_PER_SLOT threads in all
+    outer = THREADS_PER_SLOT * 3  # more outer jobs than threads, each waiting on inner jobs
+    try:
+        out = pool.map([lambda i=i: sum(pool.map([lambda: i, lambda: i])) for i in range(outer)])
+        assert out == [2 * i for i in range(outer)]
+    finally:
+        pool.close()
+    assert pool.map([lambda: 1, lambda: 2]) == [1, 2]  # a closed pool starts a new executor when used again
+    pool.close()
+
+
+def test_slots_bound_requests_and_a_rate_refusal_gives_the_slot_back():
+    from evalgate.judge.pool import RequestPool
+
+    now = [0.0]
+    pool = RequestPool(1, 1, lambda: now[0], lambda s: now.__setitem__(0, now[0] + s))
+    assert pool.acquire(None, None)
+    assert not pool.acquire(0.0, None)  # the one slot is taken
+    pool.release()
+    assert not pool.acquire(None, deadline_at=30.0)  # the rate cap's next start is at 60 s: past the deadline
+    assert pool.acquire(0.0, None)  # ...and the slot it briefly held was given back
+    pool.release()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any, Callable
 
 import pytest
@@ -19,6 +20,7 @@ from evalgate import engine
 from evalgate.adk import Invocation
 from evalgate.config import parse_criteria
 from evalgate.criteria import REGISTRY
+from evalgate.judge.pool import RequestPool
 from evalgate.criteria.vertex_metrics import SafetyV1, VertexCriterion, VertexMetric, canonical_json, read_reply
 from evalgate.errors import InputError
 from evalgate.results import Status
@@ -34,13 +36,19 @@ VERTEX_METRICS = [
 VERTEX_CRITERIA = sorted(name for name, cls in REGISTRY.items() if issubclass(cls, VertexCriterion))
 
 
+# One executor for every scripted runtime of these tests, as a run has one.
+POOL = RequestPool(8, None, time.monotonic, time.sleep)
+
+
 class ScriptedService:
-    """Answers each EvalRequest from `answer(request)`; records the requests (thread-safe)."""
+    """Answers each EvalRequest from `answer(request)`; records the requests (thread-safe).
+    Jobs run on the runtime's real executor (`RequestPool.map`)."""
 
     def __init__(self, answer: Callable[[EvalRequest], EvalReply] = lambda r: EvalReply(score=1.0, explanation="fine")):
         self.answer = answer
         self.requests: list[EvalRequest] = []
         self._lock = threading.Lock()
+        self.map = POOL.map
 
     def evaluate(self, request: EvalRequest) -> EvalReply:
         with self._lock:

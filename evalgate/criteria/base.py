@@ -53,6 +53,11 @@ class Criterion(BaseModel):
         "Accepted everywhere as in ADK; criteria that do not read responses ignore it.",
     )
 
+    def sampling(self) -> str | None:
+        """How the judge's samples were drawn, when not all of them (`"early_stop"`); None for
+        full sampling and for criteria without samples. Results record it per criterion."""
+        return None
+
     def score_invocation(self, actual: Invocation, expected: Invocation | None) -> Outcome:
         raise NotImplementedError(f"{self.name} does not score invocations")
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Optional
 
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Outcome, criterion
-from evalgate.judge.runtime import JudgeReply
+from evalgate.judge.request import JudgeReply
 from evalgate.criteria.judging import (
     JudgeCriterion,
     ReplyError,
@@ -97,6 +97,11 @@ def read_verdict(value: Any) -> tuple[bool, str]:
     return verdict, text_field(value, "reasoning")
 
 
+def verdict_ballot(verdict: tuple[bool, str]) -> list[bool]:
+    """A read sample's vote, for sequential sampling: valid or not."""
+    return [verdict[0]]
+
+
 def vote(replies: list[JudgeReply]) -> Outcome:
     """Majority of the parsed samples; a tie is invalid; no parsed sample is NOT_EVALUATED."""
     samples: list[Optional[float]] = []
@@ -128,6 +133,7 @@ class FinalResponseMatchV2(JudgeCriterion):
 
     name: ClassVar[str] = "final_response_match_v2"
     prompt_version: ClassVar[str] = "1"
+    majority_vote: ClassVar[bool] = True
 
     def score_invocation(self, actual: Invocation, expected: Optional[Invocation]) -> Outcome:
         assert expected is not None
@@ -136,4 +142,4 @@ class FinalResponseMatchV2(JudgeCriterion):
         if not reference.strip():
             return Outcome(None, error="no reference: the expected invocation has no final response text to compare with")
         prompt = build_prompt(expected.user_text(), reference, response_text(actual, include))
-        return vote(self.ask_samples(prompt, SCHEMA, read_verdict))
+        return vote(self.ask_samples(prompt, SCHEMA, read_verdict, ballot=verdict_ballot))

@@ -37,7 +37,6 @@ from evalgate.criteria.judging import (
     as_json,
     block,
     context_blocks,
-    in_parallel,
     mean,
     parse_reply,
     readable,
@@ -317,5 +316,5 @@ class Hallucinations(JudgeCriterion):
         if not steps:
             return Outcome(None, error="nothing to check: the invocation has no response text")
         n = self.judge_model_options.num_samples
-        flat = in_parallel([lambda k=k, j=j: self.check(steps[k], j) for k in range(len(steps)) for j in range(n)])
+        flat = self.runtime.map([lambda k=k, j=j: self.check(steps[k], j) for k in range(len(steps)) for j in range(n)])
         return combine(steps, [flat[k * n:(k + 1) * n] for k in range(len(steps))])

@@ -1,12 +1,27 @@
-"""The shared base of LLM-judge criteria: judge options, the bound runtime, concurrent samples,
-data blocks the agent's text cannot break out of, JSON reply parsing and majority votes.
+"""The shared base of LLM-judge criteria: judge options, the bound runtime, samples on its executor,
+data blocks the agent's text cannot break out of, JSON reply parsing, majority votes and
+sequential sampling.
 
 A judge criterion builds its prompt, asks the bound runtime `num_samples` times (each sample is
 its own request, so its own cache entry), parses each reply into a verdict or a failed sample,
 and votes. A reply that cannot be parsed is a failed sample, never a verdict; an invocation
 whose samples all failed is NOT_EVALUATED with the reasons. What goes into `Outcome.details`
 follows the samples contract in `evalgate.compare`: `details["samples"]` holds one score in
-[0, 1] per sample, in sample order, None for a failed one.
+[0, 1] per sample drawn, in sample order, None for a failed one.
+
+Sequential sampling (`judge.early_stop`, the runtime's `early_stop`): a criterion whose outcome
+is a majority vote (`ask_samples` with `ballot`) draws its samples in rounds, and stops once
+no answer the remaining samples could give would change the outcome of the vote over all
+`num_samples` (`decided`): the verdict, or NOT_EVALUATED for want of a quorum. The outcome is
+then the vote over the samples drawn, which equals the full vote's for every sequence of
+answers (tests/test_early_stop.py checks every sequence). Samples drawn are a prefix of the
+sample indices, so the cache serves a rerun and the results do not depend on timing.
+
+It never stops on samples that all failed (scored below the criterion's threshold): then it
+draws them all. The gate reads "every sample failed" as a stable case breaking
+(`evalgate.compare`), and only all of them can say so; with this rule a case breaks, and
+a case passes by a majority of its samples, exactly when full sampling would say so, so
+the ledger's histories mean the same under both rules (bench/bench_gate.py).
 """
 
 from __future__ import annotations
@@ -14,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Optional, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
@@ -22,7 +36,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from evalgate.adk import FunctionCall, FunctionResponse, IntermediateData, Invocation, InvocationEvents, Rubric
 from evalgate.criteria.base import Criterion, Outcome
-from evalgate.judge.runtime import JudgeReply, JudgeRequest
+from evalgate.judge.request import JudgeReply, JudgeRequest
 
 T = TypeVar("T")
 
@@ -89,7 +103,11 @@ class JudgeModelOptions(BaseModel):
 class JudgeAsker(Protocol):
     """What a judge criterion needs from the runtime (`evalgate.judge.runtime.JudgeRuntime`)."""
 
+    early_stop: bool  # majority votes may stop drawing samples once decided
+
     def ask(self, request: JudgeRequest, accept: Optional[Callable[[str], bool]] = None) -> JudgeReply: ...
+
+    def map(self, jobs: Sequence[Callable[[], T]]) -> list[T]: ...
 
 
 class JudgeCriterion(Criterion):
@@ -103,6 +121,9 @@ class JudgeCriterion(Criterion):
     service: ClassVar[str | None] = "gemini"
     # Part of every request's cache key: bump it whenever a prompt or reply schema changes.
     prompt_version: ClassVar[str] = "1"
+    # Whether the invocation's outcome is a majority vote over samples (`ask_samples` with a
+    # `ballot`): only then may sampling stop early.
+    majority_vote: ClassVar[bool] = False
 
     judge_model_options: JudgeModelOptions = Field(
         default_factory=JudgeModelOptions, description="Judge model, number of samples and generation settings."
@@ -137,27 +158,49 @@ class JudgeCriterion(Criterion):
             sample=sample,
         )
 
-    def ask_samples(self, prompt: str, schema: dict[str, Any], read: Callable[[Any], Any]) -> list[JudgeReply]:
-        """Ask for all `num_samples` samples at once; replies in sample order. `read` is how
-        the criterion reads a reply: only readable replies are cached."""
+    def early_stopping(self) -> bool:
+        """Whether this criterion's samples stop once its majority is decided (a majority-vote
+        criterion on a runtime with `early_stop`)."""
+        return self.majority_vote and self._runtime is not None and self._runtime.early_stop
+
+    def sampling(self) -> Optional[str]:
+        return "early_stop" if self.early_stopping() else None
+
+    def ask_samples(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        read: Callable[[Any], T],
+        ballot: Optional[Callable[[T], Sequence[bool]]] = None,
+    ) -> list[JudgeReply]:
+        """The replies to this prompt's samples, in sample order, asked on the runtime's executor.
+
+        `read` is how the criterion reads a reply: only readable replies are cached. Without
+        `ballot`, or without early stopping, all `num_samples` are asked at once. With both,
+        samples are drawn in rounds until the majority is `decided`; `ballot(verdict)` is a
+        read reply's votes, one per question the majority decides (one for a verdict, one per
+        rubric), and the replies returned are the samples drawn.
+        """
         runtime = self.runtime
         n = self.judge_model_options.num_samples
         accept = readable(read)
-        return in_parallel([lambda j=j: runtime.ask(self.request(prompt, schema, j), accept) for j in range(n)])
 
+        def ask(j: int) -> Callable[[], JudgeReply]:
+            return lambda: runtime.ask(self.request(prompt, schema, j), accept)
 
-# At most this many threads wait on the runtime per invocation; the runtime, not this pool,
-# bounds how many requests are in flight.
-_MAX_THREADS = 32
-
-
-def in_parallel(jobs: Sequence[Callable[[], T]]) -> list[T]:
-    """Run the jobs concurrently; results in job order, whatever order they finish in."""
-    if len(jobs) <= 1:
-        return [job() for job in jobs]
-    with ThreadPoolExecutor(max_workers=min(len(jobs), _MAX_THREADS), thread_name_prefix="evalgate-judge") as pool:
-        futures = [pool.submit(job) for job in jobs]
-        return [f.result() for f in futures]
+        if ballot is None or not self.early_stopping():
+            return runtime.map([ask(j) for j in range(n)])
+        replies: list[JudgeReply] = []
+        ballots: list[Optional[Sequence[bool]]] = []
+        while not decided(n, ballots, self.threshold):
+            more = runtime.map([ask(j) for j in range(len(replies), len(replies) + next_round(n, ballots, self.threshold))])
+            for reply in more:
+                try:
+                    ballots.append(list(ballot(parse_reply(reply, read))))
+                except ReplyError:
+                    ballots.append(None)
+            replies += more
+        return replies
 
 
 # --- prompts -----------------------------------------------------------------------------
@@ -426,6 +469,67 @@ def _distinct(reasons: Sequence[str]) -> str:
     return "; ".join(r if c == 1 else f"{r} (x{c})" for r, c in counts.items())
 
 
+# --- sequential sampling ----------------------------------------------------------------------
+#
+# A majority vote over n samples, as `short_of_quorum` and `majority` decide it: NOT_EVALUATED
+# unless more than half of the n samples are usable; then, per question, "yes" when more
+# usable samples say yes than no (a tie is "no"). A sample's ballot is its votes, one per
+# question, or None for a failed sample (it votes on nothing).
+
+
+def _tally(n: int, ballots: Sequence[Optional[Sequence[bool]]]) -> tuple[int, int, list[int]]:
+    """(usable samples, samples not drawn yet, yes votes per question)."""
+    usable = [b for b in ballots if b is not None]
+    questions = len(usable[0]) if usable else 0
+    return len(usable), n - len(ballots), [sum(1 for b in usable if b[q]) for q in range(questions)]
+
+
+def _fixed(n: int, usable: int, left: int, yes: Sequence[int]) -> bool:
+    """Whether every question's verdict is fixed and a quorum certain, whatever `left` more
+    samples say (including failing)."""
+    if 2 * usable <= n:  # all the rest failing leaves no quorum, all of them answering does
+        return False
+    return all(y > (usable - y) + left or y + left <= usable - y for y in yes)
+
+
+def _all_failing(ballots: Sequence[Optional[Sequence[bool]]], threshold: Optional[float]) -> bool:
+    """Whether samples answered and every one of them scored (its share of "yes") below `threshold`."""
+    usable = [b for b in ballots if b is not None]
+    return threshold is not None and bool(usable) and all(sum(b) / len(b) < threshold for b in usable)
+
+
+def decided(n: int, ballots: Sequence[Optional[Sequence[bool]]], threshold: Optional[float] = None) -> bool:
+    """Whether the samples drawn (their ballots, in order) fix the outcome of the vote over
+    all `n`, whatever the samples not drawn yet would say: NOT_EVALUATED because even all of
+    them answering leaves no quorum, or a quorum whatever they do and every question's
+    majority out of their reach. With `threshold`, samples that all scored below it decide
+    nothing before the last (whether every sample fails is part of the outcome the gate reads)."""
+    usable, left, yes = _tally(n, ballots)
+    if left <= 0 or 2 * (usable + left) <= n:
+        return True
+    if _all_failing(ballots, threshold):
+        return False
+    return _fixed(n, usable, left, yes)
+
+
+def next_round(n: int, ballots: Sequence[Optional[Sequence[bool]]], threshold: Optional[float] = None) -> int:
+    """How many samples to draw next: the fewest after which the vote could be decided (all
+    of them answering, each question's votes going to its nearer verdict, or all of them
+    failing), so rounds stop where drawing one at a time would; but all the rest when every
+    sample so far failed (`decided`): a judge failing every one so far most likely fails the
+    rest, which then must all be drawn."""
+    usable, left, yes = _tally(n, ballots)
+    if _all_failing(ballots, threshold):
+        return max(left, 1)
+    for t in range(1, left):
+        if 2 * (usable + left - t) <= n:  # all t failing: no quorum left
+            return t
+        if 2 * (usable + t) > n and all(y + t > (usable - y) + (left - t) or y + (left - t) <= (usable - y) + t
+                                        for y in yes):
+            return t
+    return max(left, 1)
+
+
 # --- rubric criteria -------------------------------------------------------------------------
 
 
@@ -549,6 +653,7 @@ class RubricCriterion(JudgeCriterion):
 
     rubric_type: ClassVar[str]
     needs_expected: ClassVar[bool] = False
+    majority_vote: ClassVar[bool] = True
 
     rubrics: list[Rubric] = Field(
         default_factory=list,
@@ -608,5 +713,6 @@ class RubricCriterion(JudgeCriterion):
         except RubricError as e:
             return Outcome(None, error=str(e))
         ids = [r.rubric_id for r in rubrics]
-        replies = self.ask_samples(self.build_prompt(actual, rubrics), rubric_schema(ids), lambda v: read_rubric_verdicts(v, ids))
+        replies = self.ask_samples(self.build_prompt(actual, rubrics), rubric_schema(ids),
+                                   lambda v: read_rubric_verdicts(v, ids), ballot=lambda found: [found[i][0] for i in ids])
         return vote_rubrics(ids, replies)

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Outcome, criterion
-from evalgate.criteria.final_response_match_v2 import read_verdict, vote
+from evalgate.criteria.final_response_match_v2 import read_verdict, verdict_ballot, vote
 from evalgate.criteria.judging import JudgeCriterion, block
 from evalgate.simulated_user import STOP_SIGNAL, Scenario
 
@@ -78,6 +78,7 @@ class PerTurnUserSimulatorQuality(JudgeCriterion):
     prompt_version: ClassVar[str] = "1"
     needs_expected: ClassVar[bool] = False
     needs_scenario: ClassVar[bool] = True
+    majority_vote: ClassVar[bool] = True
 
     stop_signal: str = Field(default=STOP_SIGNAL, min_length=1, description="The simulator's stop signal (ADK's default).")
 
@@ -97,7 +98,7 @@ class PerTurnUserSimulatorQuality(JudgeCriterion):
 
     def _judge(self, plan: Scenario, before: list[Invocation], message: str) -> Outcome:
         prompt = build_prompt(plan, before, message)
-        return vote(self.ask_samples(prompt, SCHEMA, read_verdict))
+        return vote(self.ask_samples(prompt, SCHEMA, read_verdict, ballot=verdict_ballot))
 
     def score_invocation(self, actual: Invocation, expected: Optional[Invocation]) -> Outcome:
         return Outcome(None, error="needs a conversation_scenario (a simulated conversation), and this case has none")

@@ -29,17 +29,17 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, ClassVar, Iterator, Optional, Protocol
+from typing import Any, Callable, ClassVar, Iterator, Optional, Protocol, Sequence, TypeVar
 
 from pydantic import Field, PrivateAttr, field_validator
 
 from evalgate.adk import Content, IntermediateData, Invocation, InvocationEvents, Part, Rubric
 from evalgate.criteria.base import Criterion, Outcome, criterion
-from evalgate.criteria.judging import in_parallel
 from evalgate.vertex.service import EvalReply, EvalRequest
 
 ADK_RUBRIC_GROUP = "adk_rubrics"  # the Vertex SDK's group key for ADK rubrics without a type
 MODEL = "model"  # author of the final response and of tool events recorded without an author
+T = TypeVar("T")
 
 
 class InstanceError(ValueError):
@@ -47,9 +47,11 @@ class InstanceError(ValueError):
 
 
 class VertexEvaluator(Protocol):
-    """What a Vertex criterion needs from the runtime (`JudgeRuntime.evaluate`)."""
+    """What a Vertex criterion needs from the runtime (`JudgeRuntime.evaluate`, `JudgeRuntime.map`)."""
 
     def evaluate(self, request: EvalRequest) -> EvalReply: ...
+
+    def map(self, jobs: Sequence[Callable[[], T]]) -> list[T]: ...
 
 
 # --- the criteria's common part ----------------------------------------------------------
@@ -106,7 +108,7 @@ class VertexCriterion(Criterion):
                 return Outcome(None, {"metric": self.metric}, error=str(e))
             return read_reply(self.metric, runtime.evaluate(self.request(instance)))
 
-        return in_parallel([lambda i=i: one(i) for i in range(len(actual))])
+        return runtime.map([lambda i=i: one(i) for i in range(len(actual))])
 
     def score_invocation(self, actual: Invocation, expected: Optional[Invocation]) -> Outcome:
         return self.score_invocations([actual], None if expected is None else [expected])[0]

@@ -17,11 +17,10 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from evalgate.judge.runtime import JudgeRequest
-    from evalgate.vertex.service import EvalRequest
+from evalgate.judge.request import JudgeRequest
+from evalgate.vertex.service import EvalRequest
 
 CACHE_FORMAT = 1  # bump when the key or the file changes meaning: old entries then miss
 
@@ -32,7 +31,7 @@ class CachedReply:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-def cache_key(request: "JudgeRequest") -> str:
+def cache_key(request: JudgeRequest) -> str:
     """sha256 (hex) of the canonical JSON of everything that shapes the judge's reply."""
     payload = {
         "format": CACHE_FORMAT,
@@ -49,7 +48,7 @@ def cache_key(request: "JudgeRequest") -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def eval_cache_key(request: "EvalRequest") -> str:
+def eval_cache_key(request: EvalRequest) -> str:
     """sha256 (hex) of everything that shapes a Vertex AI evaluation's result."""
     payload = {
         "format": CACHE_FORMAT,

@@ -1,0 +1,26 @@
+"""What a judge criterion asks and what it gets back: the judge request and reply, shared by the runtime and its cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    criterion: str  # metric name, for per-criterion stats
+    prompt_version: str  # the criterion's prompt version: part of the cache key
+    model: str  # e.g. "gemini-2.5-flash"
+    system: str  # system instruction
+    prompt: str  # the user turn: instructions plus delimited agent data
+    response_schema: Optional[dict[str, Any]]  # JSON Schema for structured output
+    config: tuple[tuple[str, Any], ...] = ()  # generation settings (temperature, seed, ...), sorted items
+    sample: int = 0  # sample index: part of the cache key, so N samples are N requests
+
+
+@dataclass
+class JudgeReply:
+    text: Optional[str] = None  # the model's text; None on failure
+    error: Optional[str] = None  # why there is no usable text (after retries)
+    cached: bool = False
+    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, output_tokens (incl. thinking), total_tokens
