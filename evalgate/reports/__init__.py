@@ -2,7 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from evalgate.results import CaseResult, Counts, Status
+
+
+def count(n: int, noun: str, plural: Optional[str] = None) -> str:
+    """`1 case`, `1,204 cases`."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def signed(x: float) -> str:
+    """`+0.012`, `-0.300`: a change, always with its sign."""
+    return f"{x:+.3f}"
+
+
+def duration(seconds: float) -> str:
+    """`<0.1 s`, `12.3 s`, `4 min 2 s`, `1 h 3 min`."""
+    if 0 < seconds < 0.05:
+        return "<0.1 s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
 
 
 def format_scores(score: float, threshold: float) -> tuple[str, str]:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
+from evalgate.reports import count, duration, signed
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.trends import Series, Trend, header, placement, series
@@ -136,28 +137,8 @@ def _num(x: Optional[float], digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.3f}"
-
-
 def _p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3f}"
-
-
-def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
-
-
-def _duration(seconds: float) -> str:
-    if 0 < seconds < 0.05:
-        return "<0.1 s"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
 
 
 def _int(x: Any) -> str:
@@ -248,7 +229,7 @@ class _View:
 def _trend_text(s: Series) -> tuple[str, str]:
     """(`▼ 0.712, below 0.780–0.860`, css class): this run against the earlier runs' range."""
     placed = placement(s)
-    return placed if placed is not None else (f"{_count(len(s.values), 'earlier run')}: too few to place this one", "")
+    return placed if placed is not None else (f"{count(len(s.values), 'earlier run')}: too few to place this one", "")
 
 
 def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:
@@ -257,7 +238,7 @@ def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:
         svg = svg_chart(t)
         if svg is None:
             continue
-        note = f"{_count(len(t.values), 'run')} from {t.labels[0]} to {t.labels[-1]}, mean {min(t.values):.3f}–{max(t.values):.3f}"
+        note = f"{count(len(t.values), 'run')} from {t.labels[0]} to {t.labels[-1]}, mean {min(t.values):.3f}–{max(t.values):.3f}"
         if t.current is not None:
             note += f"; this run {t.current:.3f}"
         charts.append(_Chart(f"{t.suite} · {t.criterion}" if many_suites else t.criterion, svg, note))
@@ -272,9 +253,9 @@ def _row(c: CriterionComparison, crit_index: int, failing: int, evaluated: int, 
     if c.delta is None:
         delta = "–"
     elif c.ci_low is not None and c.ci_high is not None:
-        delta = f"{_signed(c.delta)} [{_signed(c.ci_low)}, {_signed(c.ci_high)}]"
+        delta = f"{signed(c.delta)} [{signed(c.ci_low)}, {signed(c.ci_high)}]"
     else:
-        delta = _signed(c.delta)
+        delta = signed(c.delta)
     kind = ("judge, per sample" if c.basis == "samples" else "judge") if c.judge else ""
     return _Row(
         criterion=c.criterion,
@@ -304,7 +285,7 @@ def _baseline_line(comparison: Comparison) -> str:
     if not info.commit:
         text = "Baseline: a results file with no recorded commit"
     elif info.distance and info.commit != info.requested_commit:
-        text = f"Baseline from ancestor {info.commit[:12]}, {_count(info.distance, 'commit')} before the base {info.requested_commit[:12]}"
+        text = f"Baseline from ancestor {info.commit[:12]}, {count(info.distance, 'commit')} before the base {info.requested_commit[:12]}"
     else:
         text = f"Baseline: {info.commit[:12]}, the base commit"
     if info.created_at:
@@ -317,11 +298,11 @@ def _headline(comparison: Comparison, current: RunResults) -> list[str]:
     parts = []
     if comparison.baseline is not None:
         regressed = kinds.count("regressed") + kinds.count("broken_stable")
-        parts.append(_count(regressed, "regressed case", "regressed cases") if regressed else "no regressed cases")
+        parts.append(count(regressed, "regressed case", "regressed cases") if regressed else "no regressed cases")
         if kinds.count("fixed"):
-            parts.append(_count(kinds.count("fixed"), "fixed case", "fixed cases"))
+            parts.append(count(kinds.count("fixed"), "fixed case", "fixed cases"))
     c = current.counts
-    parts.append(f"{_count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated")
+    parts.append(f"{count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated")
     if c.incomplete:
         parts.append(f"{c.incomplete:,} with criteria not evaluated")
     return parts
@@ -369,7 +350,7 @@ def _agent_rows(current: RunResults) -> list[list[str]]:
                 _int(u.get("case_runs", 0)),
                 _int(u.get("failed", 0)),
                 _int(u.get("reused", 0)),
-                _duration(float(u.get("duration_s", 0.0) or 0.0)),
+                duration(float(u.get("duration_s", 0.0) or 0.0)),
                 _int(tokens),
                 f"{_int(tools.get('replayed', 0))} / {_int(tools.get('live', 0))}" if tools else "–",
             ]
@@ -384,12 +365,12 @@ def _timing_rows(current: RunResults) -> list[tuple[str, str, str, str]]:
         if not isinstance(t, dict):
             continue
         total = float(t.get("seconds") or 0.0)
-        rows.append((suite.name, "", _duration(total), ""))
+        rows.append((suite.name, "", duration(total), ""))
         crits = t.get("criteria") if isinstance(t.get("criteria"), dict) else {}
         spent = sum(float(v) for v in crits.values() if isinstance(v, (int, float))) or 1.0
         for name, seconds in sorted(crits.items()):
             if isinstance(seconds, (int, float)):
-                rows.append((suite.name, name, _duration(float(seconds)), f"{100 * float(seconds) / spent:.0f}%"))
+                rows.append((suite.name, name, duration(float(seconds)), f"{100 * float(seconds) / spent:.0f}%"))
     return rows
 
 
@@ -399,10 +380,10 @@ def _run_facts(comparison: Comparison, current: RunResults) -> list[tuple[str, s
     if run.started_at:
         facts.append(("started", run.started_at))
     if run.duration_seconds is not None:
-        facts.append(("scoring", _duration(run.duration_seconds)))
+        facts.append(("scoring", duration(run.duration_seconds)))
     agent_s = (run.agent or {}).get("seconds")
     if isinstance(agent_s, (int, float)):
-        facts.append(("running the agent", _duration(float(agent_s))))
+        facts.append(("running the agent", duration(float(agent_s))))
     if run.shards:
         facts.append(("shards", f"{len(run.shards)} merged"))
     sim = (run.agent or {}).get("simulator")
@@ -735,7 +716,7 @@ def render_html(
             failing[c.criterion] = sum(r.status is Status.FAILED for r in results)
             evaluated[c.criterion] = sum(r.status is not Status.NOT_EVALUATED for r in results)
         counts = (
-            f"{_count(sr.counts.cases, 'case')}: {sr.counts.passed:,} passed, {sr.counts.failed:,} failed, {sr.counts.not_evaluated:,} not evaluated"
+            f"{count(sr.counts.cases, 'case')}: {sr.counts.passed:,} passed, {sr.counts.failed:,} failed, {sr.counts.not_evaluated:,} not evaluated"
             if sr
             else "not in this run"
         )

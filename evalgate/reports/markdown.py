@@ -36,7 +36,7 @@ from evalgate.compare import (
     SuiteComparison,
     Verdict,
 )
-from evalgate.reports import incomplete_note
+from evalgate.reports import count, duration, incomplete_note, signed
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -72,26 +72,8 @@ def _num(x: Optional[float], digits: int = 3) -> Markdown:
     return Markdown("–" if x is None else f"{x:.{digits}f}")
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.3f}"
-
-
 def _p(p: float) -> str:
     return "p&lt;0.001" if p < 0.001 else f"p={p:.3f}"
-
-
-def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
 
 
 def _parse_time(value: Optional[str]) -> Optional[datetime]:
@@ -113,8 +95,8 @@ def _age(created_at: Optional[str], now: Optional[str]) -> Optional[str]:
     if hours < 1:
         return "less than an hour older than this run"
     if hours < 48:
-        return f"{_count(int(hours), 'hour')} older than this run"
-    return f"{_count(int(hours // 24), 'day')} older than this run"
+        return f"{count(int(hours), 'hour')} older than this run"
+    return f"{count(int(hours // 24), 'day')} older than this run"
 
 
 _VERDICT_WORD = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.INCONCLUSIVE: "INCONCLUSIVE", Verdict.ERROR: "ERROR"}
@@ -151,7 +133,7 @@ def _trend_cell(s: Series) -> Markdown:
     spark = sparkline(s.values)
     placed = placement(s)
     if placed is None:
-        return Markdown(f"{spark} ({_count(len(s.values), 'run')}: too few to place this one)")
+        return Markdown(f"{spark} ({count(len(s.values), 'run')}: too few to place this one)")
     text, where = placed
     if where == "below":  # the one a reviewer must not miss
         value, rest = text.split(", ", 1)
@@ -473,10 +455,10 @@ def _detail(case: CaseResult, budget: _Budget) -> _Detail:
     hidden = n - len(shown)
     note = None
     if hidden:
-        note = Markdown(f"{_count(hidden, 'other invocation')} not shown" + (" (all passed)" if len(failing) <= len(shown) else ""))
+        note = Markdown(f"{count(hidden, 'other invocation')} not shown" + (" (all passed)" if len(failing) <= len(shown) else ""))
     ended = None
     if case.conversation_end is not None:
-        ended = Markdown(f"Simulated conversation of {_count(n, 'turn')}; conversation ended: {md(case.conversation_end, 40)}")
+        ended = Markdown(f"Simulated conversation of {count(n, 'turn')}; conversation ended: {md(case.conversation_end, 40)}")
     return _Detail(invocations, note, ended)
 
 
@@ -583,13 +565,13 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
     if c.delta is None:
         delta = "–"
     elif c.ci_low is not None and c.ci_high is not None:
-        delta = f"{_signed(c.delta)} [{_signed(c.ci_low)}, {_signed(c.ci_high)}]"
+        delta = f"{signed(c.delta)} [{signed(c.ci_low)}, {signed(c.ci_high)}]"
     else:
-        delta = _signed(c.delta)
+        delta = signed(c.delta)
     if c.delta is not None and getattr(c, "run_sd", None) is not None and with_baseline:
         # What the test allowed for: the run-to-run variation of the mean, and where it came from.
         history = getattr(c, "history", 0)
-        delta += f" · run sd {c.run_sd:.3f} ({_count(history, 'run') + ' of history' if history else 'assumed'})"
+        delta += f" · run sd {c.run_sd:.3f} ({count(history, 'run') + ' of history' if history else 'assumed'})"
     return _Row(
         criterion=c.criterion,
         kind=Markdown("judge, per sample" if getattr(c, "basis", "scores") == "samples" else "judge") if c.judge else None,
@@ -629,7 +611,7 @@ def _baseline_line(comparison: Comparison, current: RunResults) -> list[Any]:
     if not info.commit:
         parts += [Markdown("Baseline: a results file with no recorded commit")]
     elif info.distance and info.commit != info.requested_commit:
-        steps = _count(info.distance, "commit")
+        steps = count(info.distance, "commit")
         parts += [Markdown("Baseline from ancestor "), info.commit[:12], Markdown(f", {steps} before the base "), info.requested_commit[:12]]
     else:
         parts += [Markdown("Baseline: "), info.commit[:12], Markdown(", the base commit")]
@@ -648,17 +630,17 @@ def _headline(comparison: Comparison, current: RunResults) -> Markdown:
     regressed = kinds.count("regressed") + kinds.count("broken_stable")
     if comparison.baseline is not None:
         if regressed:
-            text = _count(regressed, "regressed case", "regressed cases")
+            text = count(regressed, "regressed case", "regressed cases")
             if kinds.count("broken_stable"):
                 text += f" ({kinds.count('broken_stable'):,} broken stable)"
             parts.append(text)
         else:
             parts.append("no regressed cases")
         if kinds.count("fixed"):
-            parts.append(_count(kinds.count("fixed"), "fixed case", "fixed cases"))
+            parts.append(count(kinds.count("fixed"), "fixed case", "fixed cases"))
     c = current.counts
     parts.append(
-        f"{_count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated{incomplete_note(c)}"
+        f"{count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated{incomplete_note(c)}"
     )
     return Markdown(f"**evalgate {_VERDICT_WORD[comparison.verdict]}** · " + " · ".join(parts))
 
@@ -696,7 +678,7 @@ def _agent_rows(current: RunResults) -> list[list[Markdown]]:
                 md(name, 80),
                 Markdown(str(int(u.get("case_runs", 0)))),
                 Markdown(str(int(u.get("failed", 0)))),
-                Markdown(_duration(float(u.get("duration_s", 0.0)))),
+                Markdown(duration(float(u.get("duration_s", 0.0)))),
                 Markdown(f"{int(tokens):,}" if isinstance(tokens, int) else "–"),
                 Markdown(f"{int(tools.get('replayed', 0))} / {int(tools.get('live', 0))}" if tools else "–"),
             ]
@@ -753,9 +735,9 @@ def _plan(
         agent_s = (current.run.agent or {}).get("seconds")
         if isinstance(agent_s, (int, float)):
             total = current.run.duration_seconds + agent_s
-            footer.append(Markdown(f"Run time {_duration(total)} (running the agent {_duration(agent_s)}, scoring {_duration(current.run.duration_seconds)})"))
+            footer.append(Markdown(f"Run time {duration(total)} (running the agent {duration(agent_s)}, scoring {duration(current.run.duration_seconds)})"))
         else:
-            footer.append(Markdown(f"Run time {_duration(current.run.duration_seconds)}"))
+            footer.append(Markdown(f"Run time {duration(current.run.duration_seconds)}"))
     if run_url and re.match(r"(?i)https?://", run_url):
         footer.append(Markdown(f"[workflow run]({url(run_url)})"))
         # The action uploads nothing itself; the documented workflows upload its output folder.
@@ -869,7 +851,7 @@ def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Opt
         elif budget.items is not None and sizes["list_total"] > budget.items:
             cuts.append(f"case lists shortened to {budget.items} entries")
         if sizes["hidden_rows"]:
-            cuts.append(f"{_count(sizes['hidden_rows'], 'passing criterion', 'passing criteria')} left out of the tables")
+            cuts.append(f"{count(sizes['hidden_rows'], 'passing criterion', 'passing criteria')} left out of the tables")
     if not cuts:
         return None
     text = f"**Shortened to fit {limit_text}**: " + "; ".join(cuts) + "."
