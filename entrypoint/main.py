@@ -425,29 +425,26 @@ def find(ctx: Context, store, gate, sha: Optional[str], *, warn_missing: bool = 
     return found[0].results, found[1]
 
 
-def ledger(ctx: Context, store, gate):
+def _read(ctx: Context, store, what: str, load: Callable[[Any], Any]):
+    """`load(store)`; None without a store, or with a warning when GitHub does not answer."""
     from evalgate.github import GitHubError
 
     if store is None:
         return None
     try:
-        return store.load_ledger(gate.id)
+        return load(store)
     except GitHubError as e:
-        ctx.warn(f"could not read the flake ledger: {e}")
+        ctx.warn(f"could not read {what}: {e}")
         return None
+
+
+def ledger(ctx: Context, store, gate):
+    return _read(ctx, store, "the flake ledger", lambda st: st.load_ledger(gate.id))
 
 
 def trend(ctx: Context, store, gate):
     """The default branch's trend, as stored before this run; None without one."""
-    from evalgate.github import GitHubError
-
-    if store is None:
-        return None
-    try:
-        return store.load_trend(gate.id)
-    except GitHubError as e:
-        ctx.warn(f"could not read the trend: {e}")
-        return None
+    return _read(ctx, store, "the trend", lambda st: st.load_trend(gate.id))
 
 
 def _record(ctx: Context, store, gate, run) -> None:

@@ -129,6 +129,12 @@ def _gunzip_json(data: bytes, where: str) -> Any:
         raise _corrupt(where, f"is not gzip-compressed JSON ({e})") from None
 
 
+def _first_error(e: ValidationError) -> str:
+    """`points.0.commit: String should match pattern ...`: where in the file, and what."""
+    first = e.errors(include_url=False)[0]
+    return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg')}"
+
+
 def _corrupt(where: str, what: str) -> InputError:
     return InputError(Problem(where, None, what, "Delete it; the next default-branch run writes a new one."))
 
@@ -143,9 +149,7 @@ def decode_baseline(data: bytes, where: str) -> Baseline:
     try:
         return Baseline.model_validate(value)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        raise _corrupt(where, f"is not an evalgate baseline ({loc}: {first.get('msg')})") from None
+        raise _corrupt(where, f"is not an evalgate baseline ({_first_error(e)})") from None
 
 
 def encode_ledger(gate_id: str, ledger: Ledger) -> bytes:
@@ -168,12 +172,13 @@ def encode_trend(trend: Trend) -> bytes:
 
 def decode_trend(data: bytes, where: str) -> Trend:
     value = _gunzip_json(data, where)
+    if not isinstance(value, dict) or value.get("schema_version") != TREND_SCHEMA_VERSION:
+        found = value.get("schema_version") if isinstance(value, dict) else None
+        raise _corrupt(where, f"is not an evalgate trend file (unknown trend schema_version {found!r})")
     try:
-        if not isinstance(value, dict) or value.get("schema_version") != TREND_SCHEMA_VERSION:
-            raise ValueError(f"unknown trend schema_version {value.get('schema_version') if isinstance(value, dict) else None!r}")
         return Trend.model_validate(value)
-    except (ValidationError, ValueError) as e:
-        raise _corrupt(where, f"is not an evalgate trend file ({str(e).splitlines()[0]})") from None
+    except ValidationError as e:
+        raise _corrupt(where, f"is not an evalgate trend file ({_first_error(e)})") from None
 
 
 # --- stores ----------------------------------------------------------------------------

@@ -37,12 +37,13 @@ class _Model(BaseModel):
 
 
 class CriterionMean(_Model):
-    mean: float
+    mean: float = Field(allow_inf_nan=False)
     cases: int = Field(description="Cases the mean is over (evaluated ones).")
 
 
 class TrendPoint(_Model):
-    commit: str
+    # A hex id (checked on every read): reports print its first 7 characters into charts as is.
+    commit: str = Field(pattern=r"^[0-9a-f]{7,64}$")
     ref: str = ""
     created_at: str = Field(description="ISO 8601, UTC.")
     config_digest: str = ""
@@ -62,7 +63,7 @@ def run_means(results: RunResults) -> dict[str, dict[str, CriterionMean]]:
         scores: dict[str, list[float]] = {}
         for case in suite.cases:
             for name, result in case.criteria.items():
-                if result.score is not None:
+                if result.score is not None and math.isfinite(result.score):
                     scores.setdefault(name, []).append(result.score)
         means = {name: CriterionMean(mean=round(sum(v) / len(v), 6), cases=len(v)) for name, v in sorted(scores.items())}
         if means:
@@ -150,15 +151,14 @@ def position(s: Series) -> Optional[Position]:
     return Position(where, value, low, high, len(s.values), rank)
 
 
-def placement(s: Series) -> Optional[tuple[str, str]]:
-    """(`▼ 0.712, below 0.780–0.860`, "below"): this run against the earlier runs' range, in
-    words the reports print; None when `position` places nothing."""
+def placement(s: Series) -> Optional[tuple[str, str, str]]:
+    """(`▼ 0.712`, `below 0.780–0.860`, "below"): this run's value and where it sits against
+    the earlier runs' range, in words the reports print; None when `position` places nothing."""
     pos = position(s)
     if pos is None:
         return None
-    span = f"{pos.low:.3f}–{pos.high:.3f}"
     mark = {"below": "▼ ", "above": "▲ ", "within": ""}[pos.where]
-    return f"{mark}{pos.value:.3f}, {pos.where} {span}", pos.where
+    return f"{mark}{pos.value:.3f}", f"{pos.where} {pos.low:.3f}–{pos.high:.3f}", pos.where
 
 
 def axis_range(values: list[float]) -> tuple[float, float]:

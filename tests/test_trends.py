@@ -113,28 +113,53 @@ def test_sparkline():
 
 
 def test_the_mermaid_chart_is_made_of_numbers_and_hex_ids_only():
-    s = Series("s", TT, ["abc1234", "</div>\"", "0123abc"], [0.8, 0.85, 0.9], 0.7)
+    s = Series("s", TT, ["abc1234", "9f00e1d", "0123abc"], [0.8, 0.85, 0.9], 0.7)
     chart = mermaid_chart(s)
     assert chart.splitlines() == [
         "xychart-beta",
-        '    x-axis ["abc1234", "?", "0123abc", "this run"]',
+        '    x-axis ["abc1234", "9f00e1d", "0123abc", "this run"]',
         '    y-axis "mean" 0.66 --> 0.94',
         "    line [0.8000, 0.8500, 0.9000, 0.7000]",
     ]
-    assert mermaid_chart(Series("s", TT, ["a"], [float("nan")], 0.5)) is None
-    assert mermaid_chart(Series("s", TT, ["abc"], [0.5], None)) is None  # one point is no line
+    assert mermaid_chart(Series("s", TT, ["abc1234"], [0.5], None)) is None  # one point is no line
+
+
+@pytest.mark.parametrize(
+    "point, what",
+    [
+        ({"commit": '</div>"<script>', "created_at": "t"}, "commit"),  # printed into charts as is: hex only
+        ({"commit": "abc", "created_at": "t"}, "commit"),
+        ({"commit": "a" * 40, "created_at": "t", "means": {"s": {TT: {"mean": float("nan"), "cases": 1}}}}, "mean"),
+        ({"commit": "a" * 40, "created_at": "t", "means": {"s": {TT: {"mean": float("inf"), "cases": 1}}}}, "mean"),
+    ],
+)
+def test_a_trend_file_holds_only_hex_commits_and_finite_means(tmp_path, point, what):
+    """What the charts print unescaped is checked where it enters: every read of the file."""
+    file = tmp_path / trend_path("evalgate")
+    file.parent.mkdir(parents=True)
+    data = {"schema_version": 1, "gate_id": "evalgate", "points": [point]}
+    file.write_bytes(gzip.compress(json.dumps(data).encode()))
+    with pytest.raises(InputError) as e:
+        DirStore(tmp_path, "evalgate").load_trend("evalgate")
+    assert what in str(e.value) and "Delete it" in str(e.value)
+
+
+def test_a_run_mean_leaves_out_scores_that_are_not_numbers():
+    run = _run({"s": [_case("a", {TT: float("nan")}), _case("b", {TT: 1.0})]})
+    assert run_means(run)["s"][TT].mean == 1.0 and run_means(run)["s"][TT].cases == 1
+    assert add_point(None, "evalgate", run, _sha(1), "", NOW).points[0].means["s"][TT].mean == 1.0
 
 
 def test_the_svg_chart_is_well_formed_and_marks_this_run():
-    s = Series("s", TT, ["abc1234", "<script>", "0123abc"], [0.8, 0.85, 0.9], 0.7)
+    s = Series("s", TT, ["abc1234", "9f00e1d", "0123abc"], [0.8, 0.85, 0.9], 0.7)
     svg = svg_chart(s)
     root = ET.fromstring(svg)
     ns = "{http://www.w3.org/2000/svg}"
     titles = [t.text for t in root.iter(f"{ns}title")]
-    assert titles == ["abc1234: 0.800", "?: 0.850", "0123abc: 0.900", "this run: 0.700"]
+    assert titles == ["abc1234: 0.800", "9f00e1d: 0.850", "0123abc: 0.900", "this run: 0.700"]
     assert len(root.findall(f"{ns}circle[@class='now']")) == 1
     assert "style=" not in svg  # the page's CSP allows no inline style attribute
-    assert svg_chart(Series("s", TT, ["abc"], [float("inf")], None)) is None
+    assert svg_chart(Series("s", TT, [], [], None)) is None
 
 
 def _report_inputs(suite: str = "고객지원", *others: str):
@@ -199,7 +224,7 @@ def test_a_damaged_trend_file_says_how_to_recover(tmp_path):
         DirStore(tmp_path, "evalgate").load_trend("evalgate")
     text = str(e.value)
     assert "trends/evalgate.json.gz" in text and "unknown trend schema_version 9" in text and "Delete it" in text
-    assert TrendPoint(commit="x", created_at="t").means == {}
+    assert TrendPoint(commit="abc1234", created_at="t").means == {}
 
 
 CHROMIUM = "/usr/bin/chromium"
@@ -220,7 +245,7 @@ def test_mermaid_renders_every_chart_the_summary_carries():
     wide = _history([0.5 + (i % 7) / 20 for i in range(40)])  # 30 shown of 40, a wide range
     charts = re.findall(r"```mermaid\n(.*?)\n```", render_summary(comparison, now, trend=trend), re.S)
     charts += [mermaid_chart(s) for s in series(wide, now)]
-    charts.append(mermaid_chart(Series("s", TT, ["abc1234", "<b>", "0123abc"], [2.0, 4.5, 3.0], 1.5)))  # a 1-5 scale
+    charts.append(mermaid_chart(Series("s", TT, ["abc1234", "9f00e1d", "0123abc"], [2.0, 4.5, 3.0], 1.5)))  # a 1-5 scale
     assert len(charts) == 3
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which(CHROMIUM) or CHROMIUM, args=["--no-sandbox", "--headless=new"])

@@ -182,11 +182,7 @@ def _classify(exc: Exception, timeout: float) -> Outcome:
 
     if isinstance(exc, errors.APIError):
         code = int(exc.code or 0)
-        text = f"HTTP {code}" + (f" {exc.status}" if exc.status else "")
-        if exc.message:
-            text += f": {one_line(str(exc.message))}"
-        if code in _HINTS:
-            text += f" ({_HINTS[code]})"
+        text = _http_text(code, exc.status, str(exc.message) if exc.message else None, _HINTS)
         retryable = retryable_status(code)
         return Outcome(error=f"judge request failed: {text}", retryable=retryable,
                         retry_after=retry_after(exc) if retryable else None)
@@ -280,6 +276,16 @@ def _name(value: Any) -> Optional[str]:
     if value is None:
         return None
     return str(getattr(value, "value", value))
+
+
+def _http_text(code: int, status: Optional[str], message: Optional[str], hints: dict[int, str]) -> str:
+    """`HTTP 429 RESOURCE_EXHAUSTED: <message> (<what to do>)`."""
+    text = f"HTTP {code}" + (f" {status}" if status else "")
+    if message:
+        text += f": {one_line(message)}"
+    if code in hints:
+        text += f" ({hints[code]})"
+    return text
 
 
 def one_line(text: Any) -> str:
@@ -423,11 +429,7 @@ def _classify_vertex(exc: Exception, timeout: float) -> Outcome:
     if isinstance(exc, core.GoogleAPICallError) and exc.code is not None:
         code = int(exc.code)
         status, message = _error_body(exc)
-        text = f"HTTP {code}" + (f" {status}" if status else "")
-        if message:
-            text += f": {one_line(message)}"
-        if code in _VERTEX_HINTS:
-            text += f" ({_VERTEX_HINTS[code]})"
+        text = _http_text(code, status, message, _VERTEX_HINTS)
         retryable = retryable_status(code)
         return Outcome(error=f"Vertex AI evaluation request failed: {text}", retryable=retryable,
                         retry_after=retry_after(exc) if retryable else None)

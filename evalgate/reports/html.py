@@ -229,7 +229,10 @@ class _View:
 def _trend_text(s: Series) -> tuple[str, str]:
     """(`▼ 0.712, below 0.780–0.860`, css class): this run against the earlier runs' range."""
     placed = placement(s)
-    return placed if placed is not None else (f"{count(len(s.values), 'earlier run')}: too few to place this one", "")
+    if placed is None:
+        return f"{count(len(s.values), 'earlier run')}: too few to place this one", ""
+    value, where, side = placed
+    return f"{value}, {where}", side
 
 
 def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -114,10 +113,6 @@ _SPARK = "▁▂▃▄▅▆▇█"
 MAX_CHARTS = 24  # Mermaid charts in the job summary and tracking issue; the rest are in report.html
 
 
-def _finite(values: list[float]) -> bool:
-    return all(math.isfinite(v) for v in values)
-
-
 def sparkline(values: list[float]) -> str:
     """Values as block characters, lowest to highest; a flat series is a flat line."""
     low, high = min(values), max(values)
@@ -128,28 +123,26 @@ def sparkline(values: list[float]) -> str:
 
 def _trend_cell(s: Series) -> Markdown:
     """`▅▆▅▇ **▼ 0.712**, below 0.780–0.860`: the runs before this one, then where this run sits."""
-    if not _finite(s.values + ([s.current] if s.current is not None else [])):
-        return Markdown("–")
     spark = sparkline(s.values)
     placed = placement(s)
     if placed is None:
         return Markdown(f"{spark} ({count(len(s.values), 'run')}: too few to place this one)")
-    text, where = placed
-    if where == "below":  # the one a reviewer must not miss
-        value, rest = text.split(", ", 1)
-        return Markdown(f"{spark} **{value}**, {rest}")
-    return Markdown(f"{spark} {text}")
+    value, where, side = placed
+    if side == "below":  # the one a reviewer must not miss
+        value = f"**{value}**"
+    return Markdown(f"{spark} {value}, {where}")
 
 
 def mermaid_chart(s: Series) -> Optional[str]:
     """The series as a Mermaid `xychart-beta` (GitHub renders it): the runs' short commit ids on
-    the x axis, then "this run". Composed only of numbers and hex ids; None when not drawable."""
-    labels = [x if x and all(c in "0123456789abcdef" for c in x) else "?" for x in s.labels]
+    the x axis, then "this run". Composed only of numbers and hex ids (the trend file's commits
+    are checked to be hex when read); None with fewer than two points."""
+    labels = list(s.labels)
     values = list(s.values)
     if s.current is not None:
         labels.append("this run")
         values.append(s.current)
-    if len(values) < 2 or not _finite(values):
+    if len(values) < 2:
         return None
     low, high = axis_range(values)
     return "\n".join(

@@ -1,14 +1,14 @@
 """A criterion's trend as inline SVG for report.html: no script, no external anything.
 
-The chart is composed only of numbers we format and short commit ids checked to be hex, so it
-is safe to print as markup; names (suite, criterion) stay out of it and go through the
+The chart is composed only of numbers we format and short commit ids (hex: the trend file's
+model checks them, and that its means are finite, on every read: `evalgate.trends.TrendPoint`),
+so it is safe to print as markup; names (suite, criterion) stay out of it and go through the
 template's escaping. Colours come from classes in report.css (the page's CSP forbids inline
 style attributes).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 from evalgate.trends import Series, axis_range
@@ -17,15 +17,11 @@ WIDTH, HEIGHT = 360, 150
 LEFT, RIGHT, TOP, BOTTOM = 40, 58, 10, 22
 
 
-def _hex(label: str) -> str:
-    return label if label and all(c in "0123456789abcdef" for c in label) else "?"
-
-
 def svg_chart(s: Series) -> Optional[str]:
     """The runs (oldest first) as a line with a dot per run, the band of their range, and this
-    run as a distinct dot at the right; each dot has a tooltip. None when not drawable."""
+    run as a distinct dot at the right; each dot has a tooltip. None without a point."""
     values = list(s.values) + ([s.current] if s.current is not None else [])
-    if not values or not all(math.isfinite(v) for v in values):
+    if not values:
         return None
     low, high = axis_range(values)
     span = (high - low) or 1.0
@@ -49,10 +45,10 @@ def svg_chart(s: Series) -> Optional[str]:
     points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(s.values))
     out.append(f'<polyline class="line" points="{points}"/>')
     for i, (label, v) in enumerate(zip(s.labels, s.values)):
-        out.append(f'<circle class="pt" cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5"><title>{_hex(label)}: {v:.3f}</title></circle>')
-    out.append(f'<text class="ax" x="{LEFT}" y="{HEIGHT - 6}">{_hex(s.labels[0])}</text>')
+        out.append(f'<circle class="pt" cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5"><title>{label}: {v:.3f}</title></circle>')
+    out.append(f'<text class="ax" x="{LEFT}" y="{HEIGHT - 6}">{s.labels[0]}</text>')
     if n > 1:
-        out.append(f'<text class="ax" x="{WIDTH - RIGHT}" y="{HEIGHT - 6}" text-anchor="end">{_hex(s.labels[-1])}</text>')
+        out.append(f'<text class="ax" x="{WIDTH - RIGHT}" y="{HEIGHT - 6}" text-anchor="end">{s.labels[-1]}</text>')
     if s.current is not None:
         cx = WIDTH - RIGHT / 2
         out.append(f'<line class="now-line" x1="{x(n - 1):.1f}" y1="{y(s.values[-1]):.1f}" x2="{cx:.1f}" y2="{y(s.current):.1f}"/>')
