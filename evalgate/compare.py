@@ -38,8 +38,18 @@ Statistics (regression mode; also computed, for information, in absolute mode)
       t with Welch-Satterthwaite degrees of freedom; closed form, no randomness.
     - The 95% interval of delta inverts the same test; its one-sided 95% lower bound
       (`lower_bound`) is what a PASS needs above -resolution.
-    - Holm correction across all the gate's tests (every criterion's drop test and every
-      criterion's pooled breakage test, weight 1 each) of all suites.
+    - Holm correction across all the gate's tests (every criterion's drop test, every
+      criterion's pooled breakage test and every partial-drop test, weight 1 each) of all
+      suites.
+
+Partial drops (continuous criteria that are not judged, with a ledger)
+    Some cases falling while the rest hold: the ledger's values give each case its own
+    run-to-run spread (from the runs before the baseline's). Two tests, one entry in Holm
+    (`partial_p`): how many cases fell beyond SHIFT_Z of their spread against how many
+    rose, the run's common shift set aside (`fell`, `rose`, `lopsided_p`; it sees through
+    a drift), and the drop in units of each case's spread with outliers capped
+    (`steady_p`; it sees past the flaky cases' outliers). At least PARTIAL_MIN_CASES cases
+    with MIN_HISTORY runs before the baseline's.
 
 Agent runs (num_runs)
     A case the agent ran several times has each run's score in `runs`, and its score is the
@@ -64,7 +74,8 @@ Verdicts
     - absolute (ADK semantics): a suite fails when its status is FAILED (which includes
       NOT_EVALUATED cases under `not_evaluated: fail`).
     - regression: a criterion FAILs when its drop test (drop bigger than margin_judge or
-      margin_deterministic) or its pooled breakage test has p_adjusted < alpha; with
+      margin_deterministic), its pooled breakage test or its partial-drop test has
+      p_adjusted < alpha; with
       `deterministic_flips: fail`, a deterministic criterion also FAILs when any case
       went from PASSED to FAILED (right when the agent's outputs are replayed). It is
       INCONCLUSIVE when it dropped by more than its margin, not significantly, and the
@@ -103,17 +114,24 @@ from evalgate.results import (
     SuiteResult,
 )
 from evalgate.stats import (
+    EPSILON,
     MIN_HISTORY,
     ROUND,
+    SHIFT_Z,
     break_hazards,
     broke,
+    case_scales,
     drop_interval,
     drop_test,
     failed,
     holm,
+    lopsided_test,
     poisson_binomial_sf,
     run_variance,
+    steady_drop_test,
 )
+
+PARTIAL_MIN_CASES = 10  # cases with a history needed for the partial-drop test
 
 
 class Verdict(str, Enum):
@@ -217,6 +235,14 @@ class CriterionComparison:
     expected_breaks: Optional[float] = None  # of the stable cases, how many break by chance (history's hazards)
     breakage_p: Optional[float] = None  # pooled breakage test
     breakage_p_adjusted: Optional[float] = None
+    # Partial drop (continuous criteria that are not judged, with a ledger; evalgate.stats):
+    partial_cases: int = 0  # cases with a history of their own spread, tested
+    fell: int = 0  # of them, the ones that fell beyond SHIFT_Z of their own spread, the run's shift taken out
+    rose: int = 0  # ... and rose
+    lopsided_p: Optional[float] = None  # fell against rose
+    steady_p: Optional[float] = None  # the drop, each case in units of its own spread
+    partial_p: Optional[float] = None  # the two together (Bonferroni): one test in the Holm family
+    partial_p_adjusted: Optional[float] = None
 
 
 @dataclass
@@ -296,7 +322,6 @@ def _outcome_histories(ledger: Ledger) -> dict[tuple[str, str], list[list[float]
 
 # --- judge samples ------------------------------------------------------------------
 
-EPSILON = 1e-6  # score moves smaller than this are rounding, not change
 
 
 def _number(value: Any) -> Optional[float]:
@@ -630,6 +655,51 @@ def _test_drop(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey
     comp.lower_bound, _ = drop_interval(diffs, 2 * sigma2, df, level=0.90)
 
 
+def _continuous(values: Iterable[float]) -> bool:
+    """Whether a criterion's case values are scores, not pass/fail (some strictly between 0 and 1)."""
+    return any(EPSILON < v < 1.0 - EPSILON for v in values)
+
+
+def _own_histories(keys: list[CaseKey], criterion: str, ledger: Ledger, base_values: list[float]) -> tuple[list[int], list[list[float]]]:
+    """(positions in keys, rows): the ledger's values of the cases with a complete history
+    over the most recent runs that at least half of the cases (and PARTIAL_MIN_CASES) have,
+    at least MIN_HISTORY of them, without the baseline's own run. The baseline must not
+    measure a case's spread: a case whose baseline was an outlier would then look steady
+    when the pull request's run comes back, and ordinary when it is the pull request's run
+    that is the outlier. The ledger holds the baseline's run when, at one position from
+    the end, every case's recorded value is its baseline value."""
+    histories = [list(ledger.get(value_key(k, criterion)) or []) for k in keys]
+    longest = max((len(h) for h in histories), default=0)
+    for back in range(1, longest + 1):
+        pairs = [(h[-back], b) for h, b in zip(histories, base_values) if len(h) >= back]
+        if all(v is not None and abs(v - b) <= EPSILON for v, b in pairs):
+            histories = [h[: len(h) - back] + h[len(h) - back + 1 :] if len(h) >= back else h for h in histories]
+            break
+    longest = max((len(h) for h in histories), default=0)
+    for runs in range(longest, MIN_HISTORY - 1, -1):
+        chosen = [i for i, h in enumerate(histories) if len(h) >= runs and all(v is not None for v in h[-runs:])]
+        if len(chosen) >= max(PARTIAL_MIN_CASES, len(keys) / 2):
+            return chosen, [[float(v) for v in histories[i][-runs:]] for i in chosen]
+    return [], []
+
+
+def _test_partial(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], base_values: list[float], policy: GatePolicy, ledger: Ledger) -> None:
+    """The partial-drop test of a continuous criterion (evalgate.stats: case_scales,
+    lopsided_test, steady_drop_test): some cases falling while the run's common shift and
+    the flaky cases' outliers are set aside."""
+    chosen, rows = _own_histories(keys, comp.criterion, ledger, base_values)
+    if not chosen:
+        return
+    scales = case_scales(rows)
+    moved = [diffs[i] for i in chosen]
+    margin = policy.margin(comp.judge)
+    comp.partial_cases = len(chosen)
+    comp.lopsided_p, comp.fell, comp.rose = lopsided_test(moved, scales, margin)
+    run_df = comp.history - 1 if comp.history else math.inf
+    comp.steady_p = steady_drop_test(moved, scales, margin, 2 * (comp.run_sd or 0.0) ** 2, run_df)
+    comp.partial_p = min(1.0, 2 * min(comp.lopsided_p, comp.steady_p))
+
+
 def _test_breakage(
     comp: CriterionComparison,
     pairs: list[tuple[CaseKey, CriterionResult, CriterionResult]],
@@ -736,6 +806,8 @@ def _draft(
             comp.current_mean = sum(cur_values) / len(pairs)
             comp.delta = sum(diffs) / len(pairs)
             _test_drop(comp, diffs, [k for k, _, _ in pairs], policy, ledger)
+            if ledger and not judge and len(pairs) >= PARTIAL_MIN_CASES and _continuous(base_values + cur_values):
+                _test_partial(comp, diffs, [k for k, _, _ in pairs], base_values, policy, ledger)
         else:
             comp.reasons.append("not compared: no case was evaluated in both runs")
         if not judge:
@@ -821,6 +893,16 @@ def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     )
 
 
+def _partial_words(comp: CriterionComparison) -> str:
+    assert comp.lopsided_p is not None and comp.steady_p is not None and comp.partial_p_adjusted is not None
+    return (
+        f"some cases fell: {comp.fell} of {comp.partial_cases} cases fell by more than {SHIFT_Z:g} times their own "
+        f"run-to-run spread and {comp.rose} rose, the run's common shift set aside (p = {_fmt_p(comp.lopsided_p)}); "
+        f"in units of each case's spread, outliers capped, the scores fell with p = {_fmt_p(comp.steady_p)}; "
+        f"together p = {_fmt_p(comp.partial_p_adjusted)} after Holm"
+    )
+
+
 def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, list[str]]:
     suite = draft.current
     if not suite.cases:
@@ -867,6 +949,11 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, lis
             unsure.append(f"{name}: {text}")
             if status is Verdict.PASS:
                 status = Verdict.INCONCLUSIVE
+        if comp.partial_p_adjusted is not None and comp.partial_p_adjusted < policy.alpha:
+            status = Verdict.FAIL
+            text = _partial_words(comp)
+            comp.reasons.append(text)
+            fail.append(f"{name}: {text}")
         if comp.broken and comp.breakage_p_adjusted is not None:
             text = _breakage_words(comp, policy)
             if comp.breakage_p_adjusted < policy.alpha:
@@ -922,11 +1009,14 @@ def compare(
                 tests[("drop", d.current.name, comp.criterion)] = (comp.p_value, 1.0)
             if comp.breakage_p is not None:
                 tests[("breakage", d.current.name, comp.criterion)] = (comp.breakage_p, 1.0)
+            if comp.partial_p is not None:
+                tests[("partial", d.current.name, comp.criterion)] = (comp.partial_p, 1.0)
     adjusted = holm(tests)
     for d in drafts:
         for comp in d.criteria:
             comp.p_adjusted = adjusted.get(("drop", d.current.name, comp.criterion))
             comp.breakage_p_adjusted = adjusted.get(("breakage", d.current.name, comp.criterion))
+            comp.partial_p_adjusted = adjusted.get(("partial", d.current.name, comp.criterion))
 
     suites: list[SuiteComparison] = []
     for d in drafts:

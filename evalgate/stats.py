@@ -77,6 +77,40 @@ The model of an unchanged agent
     judge mood that pushes stable cases under every sample makes breaks cluster, which
     this does not model (small where stable cases pass almost every sample).
 
+Partial drops of continuous criteria: `case_scales`, `lopsided_test`, `steady_drop_test`
+    A pull request that makes a quarter of the cases worse by 0.1 moves the mean by 0.025.
+    When the serving drifts from run to run by about as much, the mean drop test must
+    allow for that drift and cannot see it; when flaky cases now and then fall far (an
+    agent's off run), their outliers swamp it. Cases differ in how much they move between
+    runs, and the ledger measures it, so for criteria whose values are scores (some
+    strictly between 0 and 1) and are not judged, two tests look at the cases each in
+    units of its own spread:
+    - `case_scales`: each case's run-to-run sd, from its values in the ledger's runs
+      before the baseline's (the baseline must not measure its own spread: an outlier
+      baseline would make its case look ordinary), less each run's effect (the median
+      deviation of the run's cases: a run moving every case, or a few cases moving, do not
+      bias it). With about 9 runs an sd is rough, so each case's variance is pulled toward
+      the criterion's median by SCALE_PRIOR_RUNS pseudo-runs.
+    - `lopsided_test`: the run's common shift (the median difference) set aside, how many
+      cases fell beyond SHIFT_Z of their own spread (x sqrt 2, a difference of two runs)
+      and how many rose. An unchanged agent's baseline and pull-request runs are
+      exchangeable for each case, so a case moving that far is as likely to rise as to
+      fall, drift or not, flaky or not: p is the binomial tail of the falls among the
+      moves. It sees a shift the drift hides. It assumes the drift moves cases alike
+      (additive); a judge's mood moves a flaky case more than a steady one, which is why
+      judged criteria are left out.
+    - `steady_drop_test`: the paired differences in units of each case's spread, clipped
+      at HUBER_K (Huber's psi), summed; its sign-flip variance plus the run-level
+      variance carried through the unclipped cases, t with Satterthwaite df as the drop
+      test. Steady cases count fully and a flaky case's off run counts at most HUBER_K,
+      so it sees a shift that the flaky cases' outliers hide from the mean. Its estimand is
+      a weighted one (steady cases weigh more), which is why it is an extra test and the
+      mean drop test still decides PASS and INCONCLUSIVE.
+    The two enter Holm as one test, p = 2 * min of theirs (Bonferroni): one fails only on
+    what it sees. In bench/bench_gate.py they catch a 0.1 drop on a quarter of the cases
+    in 82% of the flaky agent's pull requests (63% before) and 98% under drifting serving
+    (65%), and fail no unchanged one more than before.
+
 `holm`: weighted Holm step-down adjustment across all the gate's tests.
 
 `t_sf`, `t_quantile`: Student's t from the regularized incomplete beta function (continued
@@ -94,6 +128,10 @@ MIN_HISTORY = 3  # runs of history needed to estimate the run-level variance
 GRID = 40  # break rates the mixture is fitted on, log-spaced from the pseudo-break rate to 0.999
 EM_STEPS = 200  # EM iterations of the mixture fit (it moves little after 100)
 SHARE_LEVEL = 0.9  # the share of failures that break is taken at this upper bound
+SHIFT_Z = 2.5  # partial drops: a case moved beyond its usual range at this many of its own sds
+SCALE_PRIOR_RUNS = 3  # pseudo-runs pulling a case's sd toward the criterion's median sd
+HUBER_K = 2.5  # the steady-case drop test clips each case's standardized difference here
+EPSILON = 1e-6  # moves smaller than this are rounding, not change
 
 
 # --- Student's t ------------------------------------------------------------------------
@@ -222,6 +260,91 @@ def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: floa
     v = sum((d - mean) ** 2 for d in diffs) / n
     half = q * math.sqrt((v + n * run_var) / (n - q * q))
     return max(-1.0, mean - half), min(1.0, mean + half)
+
+
+# --- partial drops of continuous criteria ------------------------------------------------
+
+
+def case_scales(rows: Sequence[Sequence[float]]) -> list[float]:
+    """Each case's own run-to-run standard deviation, from complete case x run values
+    (module docstring: "partial drops"): residuals of the two-way fit with run effects
+    taken as the median deviation of the run's cases (robust to a few cases moving), each
+    case's variance pulled toward the criterion's median by SCALE_PRIOR_RUNS pseudo-runs."""
+    n = len(rows)
+    runs = len(rows[0]) if rows else 0
+    if n < 2 or runs < 2 or any(len(r) != runs for r in rows):
+        raise ValueError("case_scales needs at least 2 cases with the same number (>= 2) of runs")
+    means = [sum(r) / runs for r in rows]
+    effects = [_median([r[t] - means[i] for i, r in enumerate(rows)]) for t in range(runs)]
+    variances = [sum((r[t] - means[i] - effects[t]) ** 2 for t in range(runs)) / (runs - 1) for i, r in enumerate(rows)]
+    typical = _median(variances)
+    k = SCALE_PRIOR_RUNS
+    return [math.sqrt(((runs - 1) * v + k * typical) / (runs - 1 + k)) for v in variances]
+
+
+def lopsided_test(diffs: Sequence[float], scales: Sequence[float], margin: float = 0.0) -> tuple[float, int, int]:
+    """(p, fell, rose): whether more cases fell than rose beyond their usual range, the run's
+    common shift (the median difference) taken out. A case fell when its difference, less
+    the median, is below -(SHIFT_Z * scale * sqrt 2 + margin), rose when above SHIFT_Z *
+    scale * sqrt 2 (moves under EPSILON are no move). Under an unchanged agent each such
+    case is as likely to fall as to rise: p is the binomial tail P(X >= fell), X ~ B(fell +
+    rose, 1/2)."""
+    if len(diffs) != len(scales):
+        raise ValueError("lopsided_test needs one scale per difference")
+    if not diffs:
+        return 1.0, 0, 0
+    centre = _median(diffs)
+    fell = rose = 0
+    for d, s in zip(diffs, scales):
+        limit = max(SHIFT_Z * s * math.sqrt(2), EPSILON)
+        move = d - centre
+        if move < -(limit + margin):
+            fell += 1
+        elif move > limit:
+            rose += 1
+    return binomial_half_sf(fell, fell + rose), fell, rose
+
+
+def steady_drop_test(
+    diffs: Sequence[float], scales: Sequence[float], margin: float = 0.0, run_var: float = 0.0, run_df: float = math.inf
+) -> float:
+    """One-sided p that the cases fell, each difference in units of its own run-to-run
+    spread (scale * sqrt 2) and clipped at +-HUBER_K: steady cases count fully, an
+    outlier at most HUBER_K (module docstring). The sign-flip variance of the clipped
+    sum, plus the run-level variance run_var carried through the unclipped cases."""
+    if len(diffs) != len(scales) or len(diffs) < 2:
+        raise ValueError("steady_drop_test needs at least 2 differences, one scale each")
+    total = within = slope = 0.0
+    for d, s in zip(diffs, scales):
+        unit = max(s * math.sqrt(2), EPSILON)
+        z = (d + margin) / unit
+        psi = max(-HUBER_K, min(HUBER_K, z))
+        total += psi
+        within += psi * psi
+        if abs(z) < HUBER_K:
+            slope += 1.0 / unit
+    run = slope * slope * run_var
+    var = within + run
+    if var <= 0:
+        return 1.0 if total >= 0 else 0.0
+    n = len(diffs)
+    df = _satterthwaite(within / (n * n), n, run / (n * n), run_df)
+    return 1.0 - t_sf(total / math.sqrt(var), df)
+
+
+def binomial_half_sf(k: int, n: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, 1/2), exact."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    return sum(math.comb(n, j) for j in range(k, n + 1)) / 2**n
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 # --- pooled breakage of stable cases --------------------------------------------------------

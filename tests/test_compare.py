@@ -10,6 +10,7 @@ import pytest
 
 from evalgate.compare import (
     BaselineInfo,
+    _own_histories,
     CaseKey,
     GatePolicy,
     Verdict,
@@ -31,7 +32,23 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from evalgate.stats import beta_quantile, break_hazards, drop_interval, drop_test, fail_hazards, holm, poisson_binomial_sf, run_variance, t_quantile, t_sf
+from evalgate.stats import (
+    SHIFT_Z,
+    beta_quantile,
+    binomial_half_sf,
+    break_hazards,
+    case_scales,
+    drop_interval,
+    drop_test,
+    fail_hazards,
+    holm,
+    lopsided_test,
+    poisson_binomial_sf,
+    run_variance,
+    steady_drop_test,
+    t_quantile,
+    t_sf,
+)
 
 # --- building results by hand ---------------------------------------------------------
 #
@@ -656,6 +673,147 @@ def test_run_to_run_variation_from_history_keeps_a_wobble_calm():
     # The same pair, told the run-to-run variation is nil: the wobble reads as a drop.
     blind = compare(baseline, cur, GatePolicy(run_sd_judge=0.0)).suites[0].criteria[0]
     assert blind.status is Verdict.FAIL and blind.p_value < with_history.p_value / 100
+
+
+# --- partial drops of continuous criteria --------------------------------------------------
+
+
+def test_case_scales_by_hand():
+    # Three cases over four runs; run effects are the median deviation of each run's cases.
+    rows = [[0.5, 0.6, 0.5, 0.6], [0.8, 0.8, 0.8, 0.8], [0.2, 0.3, 0.2, 0.3]]
+    # Case means 0.55, 0.8, 0.25; deviations per run: (-0.05, 0, -0.05), (0.05, 0, 0.05), ...:
+    # the medians are -0.05, 0.05, -0.05, 0.05, so cases 1 and 3 fit exactly and case 2 is off
+    # by 0.05 every run: variances 0, 0.01/3, 0; median 0; pulled toward it by 3 pseudo-runs.
+    assert case_scales(rows) == pytest.approx([0.0, math.sqrt((3 * 0.01 / 3) / 6), 0.0])
+    with pytest.raises(ValueError):
+        case_scales([[0.5, 0.6], [0.5]])
+
+
+def test_binomial_half_sf_against_enumeration():
+    for n in range(0, 12):
+        for k in range(-1, n + 2):
+            expected = sum(math.comb(n, j) for j in range(max(k, 0), n + 1)) / 2**n if k <= n else 0.0
+            assert binomial_half_sf(k, n) == pytest.approx(expected)
+
+
+def test_lopsided_test_counts_moves_beyond_each_cases_own_spread():
+    scales = [0.01] * 20 + [0.1] * 20
+    # Every case moved up by 0.05 (the run's shift); then cases 0-5 (spread 0.01) fell 0.05
+    # more: beyond 2.5 * 0.01 * sqrt 2 = 0.035. Case 20 (spread 0.1) fell 0.2: within its own
+    # 0.35. Case 7 rose 0.04 beyond the shift.
+    diffs = [0.05] * 40
+    for i in range(6):
+        diffs[i] = 0.0
+    diffs[20] = -0.15
+    diffs[7] = 0.09
+    p, fell, rose = lopsided_test(diffs, scales)
+    assert (fell, rose) == (6, 1) and p == pytest.approx(binomial_half_sf(6, 7))
+    # A margin tolerates falls up to it beyond the spread, not rises.
+    assert lopsided_test(diffs, scales, margin=0.02)[1:] == (0, 1)
+    # Symmetric moves: no evidence either way.
+    assert lopsided_test([0.1, -0.1, 0.1, -0.1, 0.0, 0.0], [0.01] * 6)[0] == pytest.approx(binomial_half_sf(2, 4))
+
+
+def test_steady_drop_test_by_hand():
+    diffs, scales = [-0.02, -0.01, 0.3, 0.0], [0.01, 0.01, 0.01, 0.1]
+    unit = [s * math.sqrt(2) for s in scales]
+    z = [d / u for d, u in zip(diffs, unit)]
+    psi = [max(-2.5, min(2.5, x)) for x in z]  # the 0.3 rise counts 2.5, not 21
+    t = sum(psi) / math.sqrt(sum(x * x for x in psi))
+    assert steady_drop_test(diffs, scales) == pytest.approx(1 - t_sf(t, 3))  # n - 1 df without a run part
+    # A run-level variance is carried through the unclipped cases, with its df.
+    slope = sum(1 / u for x, u in zip(z, unit) if abs(x) < 2.5)
+    var = sum(x * x for x in psi) + slope**2 * 0.0002
+    within, run = sum(x * x for x in psi) / 16, slope**2 * 0.0002 / 16
+    df = (within + run) ** 2 / (within**2 / 3 + run**2 / 9)
+    assert steady_drop_test(diffs, scales, run_var=0.0002, run_df=9) == pytest.approx(1 - t_sf(sum(psi) / math.sqrt(var), df))
+
+
+def _rouge_world(rng: random.Random, n: int, drift: float, flaky: float):
+    """A continuous criterion: case levels, own spreads, a run-wide drift, and flaky cases
+    that now and then fall far (an agent's off run)."""
+    level = [rng.uniform(0.55, 0.95) for _ in range(n)]
+    spread = [rng.uniform(0.01, 0.04) for _ in range(n)]
+    off = [rng.uniform(0.1, 0.4) if rng.random() < flaky else 0.0 for _ in range(n)]
+
+    def draw(drop: set[int] = frozenset()) -> dict:  # type: ignore[assignment]
+        shift = rng.gauss(0, drift)
+        values = []
+        for i in range(n):
+            v = level[i] + shift + rng.gauss(0, spread[i]) - (rng.uniform(0.2, 0.5) if rng.random() < off[i] else 0.0)
+            values.append(min(1.0, max(0.0, v - (0.1 if i in drop else 0.0))))
+        return scores("rouge", values)
+
+    return draw
+
+
+def test_some_cases_falling_is_caught_through_a_drift_that_hides_it_from_the_mean():
+    """A quarter of the cases fell by 0.1 (a mean drop of 0.025) in a run whose serving
+    drifted: the mean drop test allows for the drift and cannot tell; the cases that fell
+    beyond their own spread, with as many rising as an unchanged agent would, can."""
+    rng = random.Random(5)
+    draw = _rouge_world(rng, 200, drift=0.012, flaky=0.1)
+    ledger: dict = {}
+    baseline = None
+    for _ in range(10):
+        baseline = one(draw())
+        ledger = update_ledger(ledger, baseline, 10)
+    fell = compare(baseline, one(draw(set(range(0, 200, 4)))), POLICY, ledger=ledger).suites[0]
+    comp = fell.criteria[0]
+    assert comp.partial_cases == 200 and comp.fell > 20 * max(comp.rose, 1) / 4, (comp.fell, comp.rose)
+    assert comp.partial_p_adjusted is not None and comp.partial_p_adjusted < POLICY.alpha
+    assert fell.verdict is Verdict.FAIL
+    assert any(r.startswith("rouge: some cases fell:") and f"{SHIFT_Z:g} times their own run-to-run spread" in r for r in fell.reasons)
+    # Without the ledger there are no spreads: no partial-drop test.
+    assert compare(baseline, one(draw(set(range(0, 200, 4)))), POLICY).suites[0].criteria[0].partial_p is None
+
+
+def test_an_unchanged_agent_rarely_looks_lopsided():
+    """Twenty unchanged runs against one history: the partial-drop test's p is spread out,
+    never below alpha, and the ledger's copy of the baseline's run does not measure spreads."""
+    rng = random.Random(9)
+    draw = _rouge_world(rng, 200, drift=0.01, flaky=0.15)
+    ledger: dict = {}
+    baseline = None
+    for _ in range(10):
+        baseline = one(draw())
+        ledger = update_ledger(ledger, baseline, 10)
+    ps = []
+    for _ in range(20):
+        comp = compare(baseline, one(draw()), POLICY, ledger=ledger).suites[0].criteria[0]
+        assert comp.partial_cases == 200 and comp.partial_p is not None
+        ps.append(comp.partial_p)
+    assert min(ps) > POLICY.alpha and max(ps) > 0.5, ps
+
+
+def test_the_baselines_own_run_does_not_measure_spreads():
+    """A case's spread comes from the runs before the baseline's: measured with it, a case
+    whose baseline was an outlier would look ordinary when the pull request's run falls."""
+    keys = [K(f"c{i:03d}") for i in range(12)]
+    runs = [[0.5 + 0.01 * ((i + t) % 3) for i in range(12)] for t in range(5)]
+    ledger = {value_key(k, "rouge"): [run[i] for run in runs] for i, k in enumerate(keys)}
+    chosen, rows = _own_histories(keys, "rouge", ledger, runs[-1])  # the ledger's last run is the baseline's
+    assert chosen == list(range(12)) and rows == [[run[i] for run in runs[:-1]] for i in range(12)]
+    chosen, rows = _own_histories(keys, "rouge", ledger, runs[2])  # the ledger has two newer runs
+    assert rows == [[runs[t][i] for t in (0, 1, 3, 4)] for i in range(12)]
+    other = [0.9] * 12  # a baseline the ledger does not hold: every run measures
+    assert _own_histories(keys, "rouge", ledger, other)[1] == [[run[i] for run in runs] for i in range(12)]
+    assert _own_histories(keys[:3], "rouge", ledger, other) == ([], [])  # fewer than PARTIAL_MIN_CASES
+
+
+def test_the_partial_drop_test_is_for_continuous_criteria_that_are_not_judged():
+    ids = [f"c{i:03d}" for i in range(40)]
+    binary = {e: {"traj": 0.0 if e == "c003" else 1.0} for e in ids}
+    base = one(binary)
+    ledger = update_ledger(None, base, 10)
+    for _ in range(5):
+        ledger = update_ledger(ledger, base, 10)
+    assert compare(base, one(binary), POLICY, ledger=ledger).suites[0].criteria[0].partial_p is None
+    judged = {e: {"judge": [1.0, 1.0, 0.0]} for e in ids}
+    ledger = update_ledger(None, one(judged), 10)
+    for _ in range(5):
+        ledger = update_ledger(ledger, one(judged), 10)
+    assert compare(one(judged), one(judged), POLICY, ledger=ledger).suites[0].criteria[0].partial_p is None
 
 
 # --- the ledger ---------------------------------------------------------------------------
