@@ -764,8 +764,19 @@ def test_some_cases_falling_is_caught_through_a_drift_that_hides_it_from_the_mea
     assert comp.partial_p_adjusted is not None and comp.partial_p_adjusted < POLICY.alpha
     assert fell.verdict is Verdict.FAIL
     assert any(r.startswith("rouge: some cases fell:") and f"{SHIFT_Z:g} times their own run-to-run spread" in r for r in fell.reasons)
+    # The comment's criterion row shows the p-value of the test that decided it (here breakage: cases fell below 0.5).
+    from evalgate.reports.markdown import render_comment
+
+    current = one(draw(set(range(0, 200, 4))))
+    comparison = compare(baseline, current, POLICY, ledger=ledger)
+    comp = comparison.suites[0].criteria[0]
+    row = next(line for line in render_comment(comparison, current).splitlines() if line.startswith("| rouge"))
+    deciding = min(p for p in (comp.p_adjusted, comp.breakage_p_adjusted, comp.partial_p_adjusted) if p is not None)
+    assert deciding < comp.p_adjusted  # not the drop test's
+    shown = "p&lt;0.001" if deciding < 0.001 else f"p={deciding:.3f}"
+    assert f"**FAIL** ({shown})" in row, row
     # Without the ledger there are no spreads: no partial-drop test.
-    assert compare(baseline, one(draw(set(range(0, 200, 4)))), POLICY).suites[0].criteria[0].partial_p is None
+    assert compare(baseline, current, POLICY).suites[0].criteria[0].partial_p is None
 
 
 def test_an_unchanged_agent_rarely_looks_lopsided():

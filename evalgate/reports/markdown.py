@@ -554,6 +554,13 @@ def _judge_stats(current: RunResults, show_suite: bool) -> tuple[list[Markdown],
     return columns, rows
 
 
+def _deciding_p(c: CriterionComparison) -> Optional[float]:
+    """The smallest of the criterion's adjusted p-values (drop, breakage, partial drop):
+    the test that decided a FAIL, or the nearest one to it."""
+    ps = [p for p in (c.p_adjusted, getattr(c, "breakage_p_adjusted", None), getattr(c, "partial_p_adjusted", None)) if p is not None]
+    return min(ps) if ps else None
+
+
 def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[Series] = None) -> _Row:
     if c.delta is None:
         delta = "–"
@@ -573,7 +580,7 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
         baseline=_num(c.baseline_mean),
         current=_num(c.current_mean),
         delta=Markdown(delta),
-        status=_status_cell(c.status, c.p_adjusted if with_baseline else None),
+        status=_status_cell(c.status, _deciding_p(c) if with_baseline else None),
         passing=c.status is Verdict.PASS,
         trend=None if trend is None else _trend_cell(trend),
     )
