@@ -22,6 +22,7 @@ from evalgate.compare import (
     value_key,
 )
 from evalgate.engine import case_status, suite_status
+from evalgate.reports.markdown import render_comment
 from evalgate.results import (
     CaseResult,
     Counts,
@@ -747,17 +748,22 @@ def _rouge_world(rng: random.Random, n: int, drift: float, flaky: float):
     return draw
 
 
+def _history(draw, runs: int = 10) -> tuple[RunResults, dict]:
+    """(the last run, the ledger of all of them): `runs` default-branch runs of `draw`."""
+    ledger: dict = {}
+    for _ in range(runs):
+        baseline = one(draw())
+        ledger = update_ledger(ledger, baseline, 10)
+    return baseline, ledger
+
+
 def test_some_cases_falling_is_caught_through_a_drift_that_hides_it_from_the_mean():
     """A quarter of the cases fell by 0.1 (a mean drop of 0.025) in a run whose serving
     drifted: the mean drop test allows for the drift and cannot tell; the cases that fell
     beyond their own spread, with as many rising as an unchanged agent would, can."""
     rng = random.Random(5)
     draw = _rouge_world(rng, 200, drift=0.012, flaky=0.1)
-    ledger: dict = {}
-    baseline = None
-    for _ in range(10):
-        baseline = one(draw())
-        ledger = update_ledger(ledger, baseline, 10)
+    baseline, ledger = _history(draw)
     fell = compare(baseline, one(draw(set(range(0, 200, 4)))), POLICY, ledger=ledger).suites[0]
     comp = fell.criteria[0]
     assert comp.partial_cases == 200 and comp.fell > 20 * max(comp.rose, 1) / 4, (comp.fell, comp.rose)
@@ -765,8 +771,6 @@ def test_some_cases_falling_is_caught_through_a_drift_that_hides_it_from_the_mea
     assert fell.verdict is Verdict.FAIL
     assert any(r.startswith("rouge: some cases fell:") and f"{SHIFT_Z:g} times their own run-to-run spread" in r for r in fell.reasons)
     # The comment's criterion row shows the p-value of the test that decided it (here breakage: cases fell below 0.5).
-    from evalgate.reports.markdown import render_comment
-
     current = one(draw(set(range(0, 200, 4))))
     comparison = compare(baseline, current, POLICY, ledger=ledger)
     comp = comparison.suites[0].criteria[0]
@@ -780,15 +784,11 @@ def test_some_cases_falling_is_caught_through_a_drift_that_hides_it_from_the_mea
 
 
 def test_an_unchanged_agent_rarely_looks_lopsided():
-    """Twenty unchanged runs against one history: the partial-drop test's p is spread out,
-    never below alpha, and the ledger's copy of the baseline's run does not measure spreads."""
+    """Twenty unchanged runs against one history, with drift and flaky cases: the
+    partial-drop test's p is spread out and never below alpha."""
     rng = random.Random(9)
     draw = _rouge_world(rng, 200, drift=0.01, flaky=0.15)
-    ledger: dict = {}
-    baseline = None
-    for _ in range(10):
-        baseline = one(draw())
-        ledger = update_ledger(ledger, baseline, 10)
+    baseline, ledger = _history(draw)
     ps = []
     for _ in range(20):
         comp = compare(baseline, one(draw()), POLICY, ledger=ledger).suites[0].criteria[0]
