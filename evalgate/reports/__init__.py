@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from evalgate.results import CaseResult, Counts, Status
+
+
+def templates(*, autoescape: bool, **options: Any) -> Any:
+    """A jinja2 environment over evalgate/templates with the options every report shares
+    (undefined names are errors; block tags leave no blank lines). jinja2 is imported here,
+    on the rendering path only."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("evalgate", "templates"),
+        autoescape=autoescape,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        **options,
+    )
 
 
 def count(n: int, noun: str, plural: Optional[str] = None) -> str:

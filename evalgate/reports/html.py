@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
-from evalgate.reports import count, duration, signed
+from evalgate.reports import count, duration, signed, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.trends import Series, Trend, header, placement, series
@@ -658,24 +659,11 @@ def content_security_policy(script: str, style: str) -> str:
     )
 
 
-_ENV = None
-
-
-def _environment():
-    global _ENV
-    if _ENV is None:
-        import jinja2
-
-        _ENV = jinja2.Environment(
-            loader=jinja2.PackageLoader("evalgate", "templates"),
-            autoescape=True,
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=True,
-        )
-        _ENV.filters["t"] = _t_filter
-    return _ENV
+@functools.cache
+def _environment() -> Any:
+    env = templates(autoescape=True)
+    env.filters["t"] = _t_filter
+    return env
 
 
 def render_html(

@@ -21,6 +21,7 @@ report ends by saying what was cut and where the full report is.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -35,7 +36,7 @@ from evalgate.compare import (
     SuiteComparison,
     Verdict,
 )
-from evalgate.reports import count, duration, incomplete_note, signed
+from evalgate.reports import count, duration, incomplete_note, signed, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -860,26 +861,12 @@ def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Opt
     return Markdown(text)
 
 
-_ENV = None
-
-
-def _environment():
-    global _ENV
-    if _ENV is None:
-        import jinja2
-
-        _ENV = jinja2.Environment(
-            loader=jinja2.PackageLoader("evalgate", "templates"),
-            autoescape=False,  # Markdown, not HTML: the filters below do the escaping
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=True,
-            finalize=finalize,
-        )
-        _ENV.filters.update(md=md, html=html, fenced=fenced, url=url)
-        _ENV.tests["markdown"] = lambda v: isinstance(v, Markdown)
-    return _ENV
+@functools.cache
+def _environment() -> Any:
+    env = templates(autoescape=False, finalize=finalize)  # Markdown, not HTML: the filters below do the escaping
+    env.filters.update(md=md, html=html, fenced=fenced, url=url)
+    env.tests["markdown"] = lambda v: isinstance(v, Markdown)
+    return env
 
 
 def _render(
