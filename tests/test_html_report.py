@@ -23,20 +23,19 @@ from typing import Any, Optional
 import pytest
 
 from evalgate.compare import BaselineInfo, GatePolicy, compare
-from evalgate.engine import case_status
 from evalgate.reports.html import REPORT_FILE, content_security_policy, render_html, write_html
 from evalgate.results import (
     CaseResult,
     Counts,
     CriterionResult,
     CriterionSpec,
-    InvocationResult,
     InvocationSummary,
     RunInfo,
     RunResults,
     Status,
     SuiteResult,
 )
+from result_builders import case, crit as _crit, inv as _inv
 
 TT = "tool_trajectory_avg_score"
 RM = "response_match_score"
@@ -49,40 +48,8 @@ RUN_URL = "https://github.com/acme/agent/actions/runs/123456789"
 # --- building results by hand --------------------------------------------------------------
 
 
-def _inv(user: str, actual: str, expected: Optional[str] = None, actual_tools=(), expected_tools=None) -> InvocationSummary:
-    def calls(tools):
-        return [{"name": n, "args": a} for n, a in tools]
-
-    return InvocationSummary(
-        user=user,
-        expected_response=expected,
-        actual_response=actual,
-        expected_tools=calls(expected_tools) if expected_tools is not None else None,
-        actual_tools=calls(actual_tools),
-    )
-
-
-def _crit(threshold: float, *per: tuple[Optional[float], dict], error: Optional[str] = None, runs=None) -> CriterionResult:
-    invs = []
-    for score, details in per:
-        status = Status.NOT_EVALUATED if score is None else Status.PASSED if score >= threshold else Status.FAILED
-        invs.append(InvocationResult(score=score, status=status, details=details, error=error if score is None else None))
-    scores = [s for s, _ in per if s is not None]
-    score = sum(scores) / len(scores) if scores else None
-    status = Status.NOT_EVALUATED if score is None else Status.PASSED if score >= threshold else Status.FAILED
-    return CriterionResult(score=score, status=status, threshold=threshold, per_invocation=invs, error=error if score is None else None, runs=runs)
-
-
-def _case(set_id: str, eval_id: str, criteria: dict[str, CriterionResult], invocations: list[InvocationSummary], digest: str = "sha256:0") -> CaseResult:
-    return CaseResult(
-        eval_set_id=set_id,
-        eval_id=eval_id,
-        expected_digest=digest,
-        status=case_status(criteria),
-        criteria=criteria,
-        invocations=invocations,
-        source={"evalset": f"evals/{set_id}.evalset.json"},
-    )
+def _case(set_id: str, eval_id: str, criteria: dict[str, CriterionResult], invocations: list[InvocationSummary]) -> CaseResult:
+    return case(set_id, eval_id, criteria, invocations, source={"evalset": f"evals/{set_id}.evalset.json"})
 
 
 def _judge(score: float, samples: list[Optional[float]], reasons: list[str]) -> tuple[float, dict]:

@@ -27,7 +27,6 @@ from evalgate.compare import (
     SuiteComparison,
     Verdict,
 )
-from evalgate.engine import case_status
 from evalgate.reports import markdown, sanitize
 from evalgate.reports.markdown import marker, render_comment, render_summary
 from evalgate.reports.sanitize import fence_for, fenced, html, md
@@ -43,6 +42,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
+from result_builders import case as _case, crit as _crit, inv as _inv
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "markdown"
 UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
@@ -53,42 +53,6 @@ FR = "final_response_match_v2"
 RB = "rubric_based_final_response_quality_v1"
 
 # --- building results and comparisons by hand ------------------------------------------
-
-
-def _inv(user: str, actual: str, expected: Optional[str] = None, actual_tools=(), expected_tools=None) -> InvocationSummary:
-    def calls(tools):
-        return [{"name": n, "args": a} for n, a in tools]
-
-    return InvocationSummary(
-        user=user,
-        expected_response=expected,
-        actual_response=actual,
-        expected_tools=calls(expected_tools) if expected_tools is not None else None,
-        actual_tools=calls(actual_tools),
-    )
-
-
-def _crit(threshold: float, *per: tuple[Optional[float], dict], error: Optional[str] = None) -> CriterionResult:
-    """A criterion result from per-invocation (score, details)."""
-    invs = []
-    for score, details in per:
-        status = Status.NOT_EVALUATED if score is None else Status.PASSED if score >= threshold else Status.FAILED
-        invs.append(InvocationResult(score=score, status=status, details=details, error=error if score is None else None))
-    scores = [s for s, _ in per if s is not None]
-    score = sum(scores) / len(scores) if scores else None
-    status = Status.NOT_EVALUATED if score is None else Status.PASSED if score >= threshold else Status.FAILED
-    return CriterionResult(score=score, status=status, threshold=threshold, per_invocation=invs, error=error if score is None else None)
-
-
-def _case(set_id: str, eval_id: str, criteria: dict[str, CriterionResult], invocations: list[InvocationSummary]) -> CaseResult:
-    return CaseResult(
-        eval_set_id=set_id,
-        eval_id=eval_id,
-        expected_digest="sha256:0",
-        status=case_status(criteria),
-        criteria=criteria,
-        invocations=invocations,
-    )
 
 
 def _passing(set_id: str, eval_id: str, text: str = "Done.") -> CaseResult:
