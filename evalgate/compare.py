@@ -37,7 +37,17 @@ Statistics (regression mode; also computed, for information, in absolute mode)
       with fewer than 3 runs, assumed: `run_sd_judge` / `run_sd_deterministic`. Student's
       t with Welch-Satterthwaite degrees of freedom; closed form, no randomness.
     - The 95% interval of delta inverts the same test; its one-sided 95% lower bound
-      (`lower_bound`) is what a PASS needs above -resolution.
+      (`lower_bound`) is what a PASS needs above -resolution when there is no history.
+    - With history (the run-to-run variation measured, and at least PARTIAL_MIN_CASES
+      cases with MIN_HISTORY runs before the baseline's), PASS and INCONCLUSIVE go by the
+      drop against the default branch's *level*: each case's current value less the mean
+      of its baseline value and its values in those earlier runs (`level_delta`,
+      `level_lower_bound`, over `level_runs` runs and `level_cases` cases). One run's mood
+      then weighs 1/L in the reference instead of all of it. Not when the baseline run
+      departs from the earlier runs beyond chance (`level_shift`: the default branch
+      moved), nor for a judge compared on scores (the ledger holds sample means). The
+      FAIL test stays against the baseline run alone: a regression merged earlier within
+      the window must not be blamed on this pull request.
     - Holm correction across all the gate's tests (every criterion's drop test, every
       criterion's pooled breakage test and every partial-drop test, weight 1 each) of all
       suites.
@@ -80,7 +90,8 @@ Verdicts
       went from PASSED to FAILED (right when the agent's outputs are replayed). It is
       INCONCLUSIVE when it dropped by more than its margin, not significantly, and the
       run cannot rule out a drop bigger than `resolution` (the one-sided 95% lower bound
-      of delta is below -max(resolution, margin)): the reasons say what would settle it.
+      of delta is below -max(resolution, margin); with history, of the drop against the
+      default branch's level): the reasons say what would settle it.
       Otherwise it PASSes, with the drop and the variation it allowed for in its
       reasons. An INCONCLUSIVE criterion always warns, and fails the suite when
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
@@ -125,9 +136,11 @@ from evalgate.stats import (
     drop_test,
     failed,
     holm,
+    level_differences,
     lopsided_test,
     poisson_binomial_sf,
     run_variance,
+    satterthwaite,
     steady_drop_test,
 )
 
@@ -230,6 +243,15 @@ class CriterionComparison:
     history: int = 0  # runs of history run_sd was measured on; 0: assumed (the policy's run_sd_*)
     se: Optional[float] = None  # standard error of the drop test: within-run and run-to-run parts together
     lower_bound: Optional[float] = None  # one-sided 95% lower bound of delta: PASS needs it above -resolution
+    # Against the default branch's level (the mean of the last level_runs runs, baseline
+    # included, of the level_cases cases with that history; evalgate.stats): what PASS and
+    # INCONCLUSIVE are decided on when measured and no level shift was seen.
+    level_runs: int = 0
+    level_cases: int = 0
+    level_delta: Optional[float] = None
+    level_se: Optional[float] = None
+    level_lower_bound: Optional[float] = None
+    level_shift: bool = False  # the baseline run departs from the earlier runs: the baseline alone is used
     stable: int = 0  # stable cases tested together for breakage (with a ledger)
     broken: list[CaseKey] = field(default_factory=list)  # of them, the ones that broke now
     expected_breaks: Optional[float] = None  # of the stable cases, how many break by chance (history's hazards)
@@ -655,6 +677,31 @@ def _test_drop(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey
     comp.lower_bound, _ = drop_interval(diffs, 2 * sigma2, df, level=0.90)
 
 
+def _test_level(comp: CriterionComparison, keys: list[CaseKey], base_values: list[float], cur_values: list[float], ledger: Ledger) -> None:
+    """The drop against the default branch's level: the current run less the mean of the
+    baseline's and the ledger's earlier runs, case by case (evalgate.stats:
+    level_differences). Needs the run-to-run variance measured (comp.history) and values
+    that mean what the ledger's mean (a judge's sample means: basis "samples")."""
+    if not comp.history or (comp.judge and comp.basis != "samples"):
+        return
+    chosen, rows = _own_histories(keys, comp.criterion, ledger, base_values)
+    if not chosen:
+        return
+    sigma2 = (comp.run_sd or 0.0) ** 2
+    run_df = comp.history - 1
+    diffs, run_var, comp.level_shift = level_differences(
+        [cur_values[i] for i in chosen], [base_values[i] for i in chosen], rows, sigma2, run_df
+    )
+    n = len(diffs)
+    mean = sum(diffs) / n
+    within = sum((d - mean) ** 2 for d in diffs) / (n * n)
+    df = satterthwaite(within, n, run_var, run_df)
+    comp.level_runs, comp.level_cases = len(rows[0]) + 1, n
+    comp.level_delta = mean
+    comp.level_se = math.sqrt(within + run_var)
+    comp.level_lower_bound, _ = drop_interval(diffs, run_var, df, level=0.90)
+
+
 def _continuous(values: Iterable[float]) -> bool:
     """Whether a criterion's case values are scores, not pass/fail (some strictly between 0 and 1)."""
     return any(EPSILON < v < 1.0 - EPSILON for v in values)
@@ -806,6 +853,8 @@ def _draft(
             comp.current_mean = sum(cur_values) / len(pairs)
             comp.delta = sum(diffs) / len(pairs)
             _test_drop(comp, diffs, [k for k, _, _ in pairs], policy, ledger)
+            if ledger and len(pairs) >= PARTIAL_MIN_CASES:
+                _test_level(comp, [k for k, _, _ in pairs], base_values, cur_values, ledger)
             if ledger and not judge and len(pairs) >= PARTIAL_MIN_CASES and _continuous(base_values + cur_values):
                 _test_partial(comp, diffs, [k for k, _, _ in pairs], base_values, policy, ledger)
         else:
@@ -870,11 +919,45 @@ def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     )
 
 
+def _by_level(comp: CriterionComparison) -> bool:
+    """Whether PASS and INCONCLUSIVE go by the default branch's level (measured, no shift
+    seen) rather than by the baseline run alone."""
+    return comp.level_delta is not None and not comp.level_shift
+
+
+def _lower(comp: CriterionComparison) -> Optional[float]:
+    return comp.level_lower_bound if _by_level(comp) else comp.lower_bound
+
+
+def _unsure(comp: CriterionComparison, policy: GatePolicy) -> bool:
+    """The drop is beyond the margin and the run cannot rule out one beyond the resolution."""
+    margin = policy.margin(comp.judge)
+    drop = comp.level_delta if _by_level(comp) else comp.delta
+    lower = _lower(comp)
+    return drop is not None and drop < -margin and (lower is None or lower < -max(policy.resolution, margin))
+
+
+def _level_words(comp: CriterionComparison) -> str:
+    if _by_level(comp):
+        assert comp.level_delta is not None
+        moved = f"{-comp.level_delta:.3f} below" if comp.level_delta < 0 else f"{comp.level_delta:.3f} above"
+        return (
+            f"; {moved} the default branch's level (its last {comp.level_runs} runs, baseline included, "
+            f"over the {_plural(comp.level_cases, 'case')} they share)"
+        )
+    if comp.level_shift:
+        return "; the baseline run departs from the default branch's earlier runs beyond chance, so it alone is the reference"
+    return ""
+
+
 def _what_would_settle(comp: CriterionComparison) -> str:
     """What would narrow an interval too wide to call: the larger part of its variance names it."""
-    if comp.lower_bound is None or not comp.se:
+    by_level = _by_level(comp)
+    se = comp.level_se if by_level else comp.se
+    run_var = (comp.run_sd or 0.0) ** 2 * ((1 + 1 / comp.level_runs) if by_level else 2)
+    if _lower(comp) is None or not se:
         return f"{comp.n_pairs} cases are too few for an interval: add cases"
-    if 2 * (comp.run_sd or 0.0) ** 2 >= comp.se**2 / 2:  # run-to-run variation is at least half of it
+    if run_var >= se**2 / 2:  # run-to-run variation is at least half of it
         if comp.history:
             return (
                 "most of the width is run-to-run variation, which more cases cannot average away: "
@@ -932,17 +1015,16 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, lis
                 text = f"{what}: a significant drop, p = {_fmt_p(comp.p_adjusted)} after Holm"
                 comp.reasons.append(text)
                 fail.append(f"{name}: {text}")
-            elif comp.delta < -margin and (comp.lower_bound is None or comp.lower_bound < -max(policy.resolution, margin)):
-                text = (
-                    f"{what}: this run cannot rule out a drop bigger than {max(policy.resolution, margin):g} "
-                    f"(95% lower bound {_fmt(comp.lower_bound)}); {_what_would_settle(comp)}"
+            elif _unsure(comp, policy):
+                text = f"{what}{_level_words(comp)}: this run cannot rule out a drop bigger than {max(policy.resolution, margin):g} " + (
+                    f"(95% lower bound {_fmt(_lower(comp))}); {_what_would_settle(comp)}"
                 )
                 comp.reasons.append(text)
                 unsure.append(f"{name}: {text}")
                 if status is Verdict.PASS:
                     status = Verdict.INCONCLUSIVE
-            elif comp.delta < -margin:
-                comp.reasons.append(f"{what}: within what an unchanged agent does (p = {_fmt_p(comp.p_adjusted)} after Holm)")
+            elif comp.delta < -margin or (_by_level(comp) and comp.level_delta is not None and comp.level_delta < -margin):
+                comp.reasons.append(f"{what}{_level_words(comp)}: within what an unchanged agent does (p = {_fmt_p(comp.p_adjusted)} after Holm)")
         elif comp.delta is not None and comp.n_pairs < 2 and comp.delta < 0:
             text = "one case compared, and it dropped: too few to tell"
             comp.reasons.append(text)

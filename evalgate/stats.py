@@ -41,6 +41,28 @@ The model of an unchanged agent
     / n + run_var), q the t quantile, v the population variance of d; that is
     mean(d) +- q * sqrt((v + n * run_var) / (n - q^2)). None when n <= q^2.
 
+`level_differences`: the drop against the default branch's level
+    PASS says the data rule out a drop bigger than the resolution. Against the baseline
+    run alone, the reference carries one run's whole run-level wobble: the difference's
+    run part has variance 2 * sigma_r^2, and with a moody judge (sigma_r ~0.03) one run
+    cannot rule out 0.1 on about one unchanged pull request in seven. The ledger holds the
+    same cases' values in the default branch's earlier runs, so the reference can be their
+    level: each case's mean over the baseline's run and the L - 1 runs before it. The run
+    part of current - level is then r' - mean(r), variance sigma_r^2 * (1 + 1/L): with 10
+    runs, 1.35x narrower. The within part is left to the differences' own spread, as in
+    `drop_interval`, with Satterthwaite df.
+    The level is only the base commit's level when the default branch did not move within
+    the window. Checked where it matters most, at its end: the baseline run's mean is
+    compared with the earlier runs' (variance: the gaps' spread / n plus sigma_r^2 * (1 +
+    1/(L-1)); t with the history's df, two-sided 95%); beyond that the baseline run alone
+    is the reference. A smaller move passes the check and biases the level by up to
+    (L-1)/L of it, which is why the level decides only between PASS and INCONCLUSIVE: the
+    FAIL test stays against the baseline run, so a regression merged earlier within the
+    window (that passed the gate) is never blamed on the next pull request, which at worst
+    reads INCONCLUSIVE, with the reason naming the level. Why not use the level for the
+    FAIL test too (1.35x more power): that blame. Why not a local-level (random walk)
+    model: its step variance is not estimable from 10 runs with any precision.
+
 `break_hazards` and `poisson_binomial_sf`: stable cases breaking together
     A case is stable when it passed every one of its recorded runs (at least
     `stable_min_runs`; passed: a majority of its samples, or its one run); it has broken
@@ -222,7 +244,7 @@ def run_variance(rows: Sequence[Sequence[float]]) -> tuple[float, int]:
 # --- the drop test ------------------------------------------------------------------------
 
 
-def _satterthwaite(within: float, n: int, run_var: float, run_df: float) -> float:
+def satterthwaite(within: float, n: int, run_var: float, run_df: float) -> float:
     """Welch-Satterthwaite degrees of freedom of within + run_var (run_df = inf: a known value)."""
     parts = within * within / (n - 1)
     if run_var > 0 and not math.isinf(run_df):
@@ -240,7 +262,7 @@ def drop_test(diffs: Sequence[float], margin: float, run_var: float = 0.0, run_d
     stat = sum(shifted) / n
     within = sum(s * s for s in shifted) / (n * n)
     var = within + run_var
-    df = _satterthwaite(within, n, run_var, run_df)
+    df = satterthwaite(within, n, run_var, run_df)
     if var <= 0:
         return (1.0 if stat >= 0 else 0.0), 0.0, df
     se = math.sqrt(var)
@@ -260,6 +282,28 @@ def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: floa
     v = sum((d - mean) ** 2 for d in diffs) / n
     half = q * math.sqrt((v + n * run_var) / (n - q * q))
     return max(-1.0, mean - half), min(1.0, mean + half)
+
+
+def level_differences(
+    current: Sequence[float], baseline: Sequence[float], earlier: Sequence[Sequence[float]], run_var: float, run_df: float
+) -> tuple[list[float], float, bool]:
+    """(differences, run-level variance, shifted): each case's current value less its
+    default-branch level, the mean of its baseline value and its `earlier` runs' values
+    (L = 1 + runs), the run-level variance of their mean, run_var * (1 + 1/L) (run_var:
+    one run's sigma_r^2), and whether the baseline run departs from the earlier runs beyond
+    chance (two-sided 95%, t with run_df; module docstring: "the default branch's level")."""
+    n = len(current)
+    if n < 2 or len(baseline) != n or len(earlier) != n or not earlier[0] or any(len(r) != len(earlier[0]) for r in earlier):
+        raise ValueError("level_differences needs at least 2 cases, each with a baseline value and the same earlier runs")
+    runs = len(earlier[0])
+    size = runs + 1
+    diffs = [c - (b + sum(r)) / size for c, b, r in zip(current, baseline, earlier)]
+    gaps = [b - sum(r) / runs for b, r in zip(baseline, earlier)]
+    gap = sum(gaps) / n
+    spread = sum((g - gap) ** 2 for g in gaps) / n
+    gap_var = spread / n + run_var * (1 + 1 / runs)
+    shifted = gap_var > 0 and abs(gap) > t_quantile(0.975, run_df if run_df >= 1 else math.inf) * math.sqrt(gap_var)
+    return diffs, run_var * (1 + 1 / size), shifted
 
 
 # --- partial drops of continuous criteria ------------------------------------------------
@@ -328,7 +372,7 @@ def steady_drop_test(
     if var <= 0:
         return 1.0 if total >= 0 else 0.0
     n = len(diffs)
-    df = _satterthwaite(within / (n * n), n, run / (n * n), run_df)
+    df = satterthwaite(within / (n * n), n, run / (n * n), run_df)
     return 1.0 - t_sf(total / math.sqrt(var), df)
 
 

@@ -43,6 +43,7 @@ from evalgate.stats import (
     drop_test,
     fail_hazards,
     holm,
+    level_differences,
     lopsided_test,
     poisson_binomial_sf,
     run_variance,
@@ -674,6 +675,75 @@ def test_run_to_run_variation_from_history_keeps_a_wobble_calm():
     # The same pair, told the run-to-run variation is nil: the wobble reads as a drop.
     blind = compare(baseline, cur, GatePolicy(run_sd_judge=0.0)).suites[0].criteria[0]
     assert blind.status is Verdict.FAIL and blind.p_value < with_history.p_value / 100
+
+
+# --- the default branch's level ------------------------------------------------------------
+
+
+def test_level_differences_by_hand():
+    # Levels: (0.6 + 0.4 + 0.5) / 3 = 0.5 and (0.8 + 0.6 + 0.7) / 3 = 0.7, so both cases sit on them.
+    diffs, run_var, shifted = level_differences([0.5, 0.7], [0.6, 0.8], [[0.4, 0.5], [0.6, 0.7]], 1e-4, math.inf)
+    assert diffs == pytest.approx([0.0, 0.0]) and run_var == pytest.approx(1e-4 * (1 + 1 / 3))
+    # The baseline sits 0.15 above both cases' earlier runs, against a gap sd of sqrt(1e-4 * 1.5):
+    # a shift with sigma_r known; not with sigma_r from 2 runs (t with 1 df: 12.7 sds).
+    assert shifted
+    gap_sd = math.sqrt(1e-4 * 1.5)
+    assert 0.15 < t_quantile(0.975, 1) * gap_sd
+    assert not level_differences([0.5, 0.7], [0.6, 0.8], [[0.4, 0.5], [0.6, 0.7]], 1e-4, 1)[2]
+    with pytest.raises(ValueError):
+        level_differences([0.5], [0.6], [[0.4]], 1e-4, 1)
+
+
+def _moody(moods: list[float], now: float, drop: float = 0.0, seed: int = 11):
+    """A judge criterion over 200 cases: one default-branch run per mood (every case's
+    sample pass rate moved by it), the last the baseline; then the pull request's run."""
+    rng = random.Random(seed)
+    ids = [f"c{i:03d}" for i in range(200)]
+    level = {e: rng.uniform(0.6, 0.95) for e in ids}
+    draw = lambda mood: one({e: {"judge": [1.0 if rng.random() < level[e] + mood else 0.0 for _ in range(5)]} for e in ids})  # noqa: E731
+    ledger: dict = {}
+    for mood in moods:
+        baseline = draw(mood)
+        ledger = update_ledger(ledger, baseline, 10)
+    return baseline, draw(now - drop), ledger
+
+
+MOODS = [0.03, -0.04, 0.05, -0.02, 0.04, -0.05, 0.0, 0.03, -0.03]  # sd ~0.035 per run
+
+
+def test_a_lenient_baseline_run_is_not_taken_for_the_default_branchs_level():
+    """The baseline's judge was lenient that day (+0.06): the pull request's ordinary run
+    reads as a 0.06 drop against it alone, which one run cannot tell from 0.1. Against the
+    level of the default branch's last 10 runs it sits where it always does: PASS."""
+    baseline, current, ledger = _moody(MOODS + [0.06], now=0.0)
+    comp = compare(baseline, current, POLICY, ledger=ledger).suites[0].criteria[0]
+    assert comp.delta < -0.04 and comp.lower_bound < -0.1  # alone, the baseline would leave it open
+    assert (comp.level_runs, comp.level_cases, comp.level_shift) == (10, 200, False)
+    assert abs(comp.level_delta) < 0.02 and comp.level_lower_bound > -0.1
+    assert comp.status is Verdict.PASS, comp.reasons
+    assert any("the default branch's level (its last 10 runs, baseline included, over the 200 cases they share)" in r for r in comp.reasons)
+
+
+def test_a_strict_run_is_inconclusive_against_the_level_and_says_so():
+    baseline, current, ledger = _moody(MOODS + [0.0], now=-0.08)
+    result = compare(baseline, current, POLICY, ledger=ledger).suites[0]
+    comp = result.criteria[0]
+    assert comp.level_delta < -0.05 and comp.level_lower_bound < -0.1 and not comp.level_shift
+    assert comp.status is Verdict.INCONCLUSIVE and result.verdict is Verdict.INCONCLUSIVE
+    text = next(r for r in comp.reasons if "cannot rule out" in r)
+    assert f"{-comp.level_delta:.3f} below the default branch's level" in text
+    assert f"95% lower bound {comp.level_lower_bound:.3f}" in text
+
+
+def test_a_level_shift_on_the_default_branch_leaves_the_baseline_alone_as_reference():
+    """The default branch moved (every earlier run 0.15 lower): its runs' mean is no longer
+    the baseline's level, and the gate says it judged by the baseline run alone."""
+    baseline, current, ledger = _moody([m - 0.15 for m in MOODS] + [0.0], now=0.0, drop=0.06)
+    comp = compare(baseline, current, POLICY, ledger=ledger).suites[0].criteria[0]
+    assert comp.level_shift and comp.level_delta is not None
+    assert comp.level_delta > comp.delta + 0.05  # the level would have hidden most of the drop
+    assert comp.status is Verdict.INCONCLUSIVE, comp.reasons
+    assert any("the baseline run departs from the default branch's earlier runs beyond chance" in r for r in comp.reasons)
 
 
 # --- partial drops of continuous criteria --------------------------------------------------
