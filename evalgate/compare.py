@@ -43,9 +43,10 @@ Statistics (regression mode; also computed, for information, in absolute mode)
       drop against the default branch's *level*: each case's current value less the mean
       of its baseline value and its values in those earlier runs (`level_delta`,
       `level_lower_bound`, over `level_runs` runs and `level_cases` cases). One run's mood
-      then weighs 1/L in the reference instead of all of it. Not when the baseline run
-      departs from the earlier runs beyond chance (`level_shift`: the default branch
-      moved), nor for a judge compared on scores (the ledger holds sample means). The
+      then weighs 1/L in the reference instead of all of it. When the run means show the
+      branch moved within the window (`level_shift`), only the runs since count (the
+      baseline run alone when it moved at the last run). Not for a judge compared on
+      scores (the ledger holds sample means). The
       FAIL test stays against the baseline run alone: a regression merged earlier within
       the window must not be blamed on this pull request.
     - Holm correction across all the gate's tests (every criterion's drop test, every
@@ -251,7 +252,7 @@ class CriterionComparison:
     level_delta: Optional[float] = None
     level_se: Optional[float] = None
     level_lower_bound: Optional[float] = None
-    level_shift: bool = False  # the baseline run departs from the earlier runs: the baseline alone is used
+    level_shift: bool = False  # the branch moved within the window: the level spans only the runs since
     stable: int = 0  # stable cases tested together for breakage (with a ledger)
     broken: list[CaseKey] = field(default_factory=list)  # of them, the ones that broke now
     expected_breaks: Optional[float] = None  # of the stable cases, how many break by chance (history's hazards)
@@ -688,15 +689,13 @@ def _test_level(comp: CriterionComparison, keys: list[CaseKey], base_values: lis
     if not chosen:
         return
     sigma2 = (comp.run_sd or 0.0) ** 2
-    run_df = comp.history - 1
-    diffs, run_var, comp.level_shift = level_differences(
-        [cur_values[i] for i in chosen], [base_values[i] for i in chosen], rows, sigma2, run_df
-    )
+    diffs, run_var, comp.level_runs = level_differences([cur_values[i] for i in chosen], [base_values[i] for i in chosen], rows, sigma2)
+    comp.level_shift = comp.level_runs <= len(rows[0])  # runs before a move of the branch were left out
     n = len(diffs)
     mean = sum(diffs) / n
     within = sum((d - mean) ** 2 for d in diffs) / (n * n)
-    df = satterthwaite(within, n, run_var, run_df)
-    comp.level_runs, comp.level_cases = len(rows[0]) + 1, n
+    df = satterthwaite(within, n, run_var, comp.history - 1)
+    comp.level_cases = n
     comp.level_delta = mean
     comp.level_se = math.sqrt(within + run_var)
     comp.level_lower_bound, _ = drop_interval(diffs, run_var, df, level=0.90)
@@ -920,9 +919,9 @@ def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
 
 
 def _by_level(comp: CriterionComparison) -> bool:
-    """Whether PASS and INCONCLUSIVE go by the default branch's level (measured, no shift
-    seen) rather than by the baseline run alone."""
-    return comp.level_delta is not None and not comp.level_shift
+    """Whether PASS and INCONCLUSIVE go by the default branch's level rather than by the
+    baseline run alone."""
+    return comp.level_delta is not None
 
 
 def _lower(comp: CriterionComparison) -> Optional[float]:
@@ -938,16 +937,16 @@ def _unsure(comp: CriterionComparison, policy: GatePolicy) -> bool:
 
 
 def _level_words(comp: CriterionComparison) -> str:
-    if _by_level(comp):
-        assert comp.level_delta is not None
-        moved = f"{-comp.level_delta:.3f} below" if comp.level_delta < 0 else f"{comp.level_delta:.3f} above"
-        return (
-            f"; {moved} the default branch's level (its last {comp.level_runs} runs, baseline included, "
-            f"over the {_plural(comp.level_cases, 'case')} they share)"
-        )
-    if comp.level_shift:
-        return "; the baseline run departs from the default branch's earlier runs beyond chance, so it alone is the reference"
-    return ""
+    if comp.level_delta is None:
+        return ""
+    moved = f"{-comp.level_delta:.3f} below" if comp.level_delta < 0 else f"{comp.level_delta:.3f} above"
+    if comp.level_runs == 1:
+        return f"; the default branch moved at its last run, so the baseline run alone is its level ({moved} it)"
+    since = f", since it moved {comp.level_runs} runs back" if comp.level_shift else ""
+    return (
+        f"; {moved} the default branch's level (its last {comp.level_runs} runs, baseline included{since}, "
+        f"over the {_plural(comp.level_cases, 'case')} they share)"
+    )
 
 
 def _what_would_settle(comp: CriterionComparison) -> str:

@@ -44,6 +44,7 @@ from evalgate.stats import (
     fail_hazards,
     holm,
     level_differences,
+    level_start,
     lopsided_test,
     poisson_binomial_sf,
     run_variance,
@@ -681,17 +682,25 @@ def test_run_to_run_variation_from_history_keeps_a_wobble_calm():
 
 
 def test_level_differences_by_hand():
-    # Levels: (0.6 + 0.4 + 0.5) / 3 = 0.5 and (0.8 + 0.6 + 0.7) / 3 = 0.7, so both cases sit on them.
-    diffs, run_var, shifted = level_differences([0.5, 0.7], [0.6, 0.8], [[0.4, 0.5], [0.6, 0.7]], 1e-4, math.inf)
-    assert diffs == pytest.approx([0.0, 0.0]) and run_var == pytest.approx(1e-4 * (1 + 1 / 3))
-    # The baseline sits 0.15 above both cases' earlier runs, against a gap sd of sqrt(1e-4 * 1.5):
-    # a shift with sigma_r known; not with sigma_r from 2 runs (t with 1 df: 12.7 sds).
-    assert shifted
-    gap_sd = math.sqrt(1e-4 * 1.5)
-    assert 0.15 < t_quantile(0.975, 1) * gap_sd
-    assert not level_differences([0.5, 0.7], [0.6, 0.8], [[0.4, 0.5], [0.6, 0.7]], 1e-4, 1)[2]
+    # Levels: (0.4 + 0.5 + 0.6) / 3 = 0.5 and (0.6 + 0.7 + 0.8) / 3 = 0.7, so both cases sit on them.
+    earlier = [[0.4, 0.5], [0.6, 0.7]]
+    diffs, run_var, runs = level_differences([0.5, 0.7], [0.6, 0.8], earlier, 1e-4)
+    assert diffs == pytest.approx([0.0, 0.0]) and run_var == pytest.approx(1e-4 * (1 + 1 / 3)) and runs == 3
     with pytest.raises(ValueError):
-        level_differences([0.5], [0.6], [[0.4]], 1e-4, 1)
+        level_differences([0.5], [0.6], [[0.4]], 1e-4)
+
+
+def test_level_start_finds_where_the_branch_last_moved():
+    steady = [0.70, 0.72, 0.69, 0.71, 0.70, 0.72, 0.69, 0.71]
+    assert level_start(steady) == 0
+    assert level_start(steady[:5] + [0.80, 0.82, 0.81]) == 5  # the last three runs sit 0.1 higher
+    assert level_start(steady[:7] + [0.80]) == 7  # the baseline run alone
+    assert level_start([0.7, 0.9, 0.7]) == 0  # 3 runs: no spread to judge a split by
+    # The split's t on the pooled spread, against t(0.995, L - 2): here L = 6, split after 3.
+    means = [0.70, 0.71, 0.72, 0.75, 0.76, 0.77]
+    t = 0.05 / math.sqrt((0.0002 + 0.0002) / 4 * (1 / 3 + 1 / 3))
+    assert t > t_quantile(0.995, 4) and level_start(means) == 3
+    assert level_start([0.70, 0.71, 0.72, 0.73, 0.74, 0.75]) == 0  # a slow drift is no split at 1%
 
 
 def _moody(moods: list[float], now: float, drop: float = 0.0, seed: int = 11):
@@ -735,15 +744,26 @@ def test_a_strict_run_is_inconclusive_against_the_level_and_says_so():
     assert f"95% lower bound {comp.level_lower_bound:.3f}" in text
 
 
-def test_a_level_shift_on_the_default_branch_leaves_the_baseline_alone_as_reference():
-    """The default branch moved (every earlier run 0.15 lower): its runs' mean is no longer
-    the baseline's level, and the gate says it judged by the baseline run alone."""
-    baseline, current, ledger = _moody([m - 0.15 for m in MOODS] + [0.0], now=0.0, drop=0.06)
+def test_a_move_of_the_default_branch_starts_a_new_level():
+    """The default branch moved (its runs 0.25 lower before): runs before the move would drag
+    the level down and hide a drop, so the level spans the runs since; a move at the last run
+    leaves the baseline run alone."""
+    moved = [m - 0.25 for m in MOODS[:7]] + MOODS[7:] + [0.0]
+    baseline, current, ledger = _moody(moved, now=0.0)
     comp = compare(baseline, current, POLICY, ledger=ledger).suites[0].criteria[0]
-    assert comp.level_shift and comp.level_delta is not None
-    assert comp.level_delta > comp.delta + 0.05  # the level would have hidden most of the drop
+    assert (comp.level_runs, comp.level_shift) == (3, True) and comp.status is Verdict.PASS
+    assert abs(comp.level_delta) < 0.02  # against all 10 runs it would read about 0.17 above
+    baseline, current, ledger = _moody(moved, now=0.0, drop=0.06)
+    comp = compare(baseline, current, POLICY, ledger=ledger).suites[0].criteria[0]
+    # The run-to-run sd measured across the move is wide (a follow-up: measure it within the levels).
+    assert comp.status is Verdict.INCONCLUSIVE and comp.level_delta < -0.04
+    assert any("baseline included, since it moved 3 runs back, over the 200 cases they share)" in r for r in comp.reasons)
+
+    baseline, current, ledger = _moody([m - 0.25 for m in MOODS] + [0.0], now=0.0, drop=0.06)
+    comp = compare(baseline, current, POLICY, ledger=ledger).suites[0].criteria[0]
+    assert (comp.level_runs, comp.level_shift) == (1, True) and comp.level_delta == pytest.approx(comp.delta)
     assert comp.status is Verdict.INCONCLUSIVE, comp.reasons
-    assert any("the baseline run departs from the default branch's earlier runs beyond chance" in r for r in comp.reasons)
+    assert any("the default branch moved at its last run, so the baseline run alone is its level" in r for r in comp.reasons)
 
 
 # --- partial drops of continuous criteria --------------------------------------------------
