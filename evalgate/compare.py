@@ -246,7 +246,7 @@ class CriterionComparison:
     lower_bound: Optional[float] = None  # one-sided 95% lower bound of delta: PASS needs it above -resolution
     # Against the default branch's level (the mean of the last level_runs runs, baseline
     # included, of the level_cases cases with that history; evalgate.stats): what PASS and
-    # INCONCLUSIVE are decided on when measured and no level shift was seen.
+    # INCONCLUSIVE are decided on when measured (with history), else delta and lower_bound.
     level_runs: int = 0
     level_cases: int = 0
     level_delta: Optional[float] = None
@@ -1022,7 +1022,7 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, lis
                 unsure.append(f"{name}: {text}")
                 if status is Verdict.PASS:
                     status = Verdict.INCONCLUSIVE
-            elif comp.delta < -margin or (_by_level(comp) and comp.level_delta is not None and comp.level_delta < -margin):
+            elif comp.delta < -margin or (comp.level_delta is not None and comp.level_delta < -margin):
                 comp.reasons.append(f"{what}{_level_words(comp)}: within what an unchanged agent does (p = {_fmt_p(comp.p_adjusted)} after Holm)")
         elif comp.delta is not None and comp.n_pairs < 2 and comp.delta < 0:
             text = "one case compared, and it dropped: too few to tell"
