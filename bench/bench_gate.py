@@ -3,6 +3,7 @@ often it catches a broken one, in worlds that behave like real projects. Standar
 only (plus evalgate).
 
     python bench/bench_gate.py                  # --prs 500 --workers 2 --seed 1 [--world NAME] [--early-stop]
+    python bench/bench_gate.py --moved --prs 100 --early-stop   # the branch moved within the window
 
 Every case carries three criteria at once, as real suites do:
 
@@ -83,6 +84,7 @@ class World:
     def __init__(self, rng: random.Random, params: dict, early_stop: bool = False):
         self.p = params
         self.early_stop = early_stop
+        self.judge_offset = 0.0  # added to every case's judge logit (--moved: the branch's judge level moved)
         n = params["cases"]
         self.flip = [rng.uniform(*params["often_flip"]) if rng.random() < params["flaky_share"] else rng.uniform(0, 2 * params["rare_flip"]) for _ in range(n)]
         self.rouge = [rng.uniform(0.55, 0.95) for _ in range(n)]
@@ -104,7 +106,7 @@ class World:
             if rouge_drop and i in rouge_drop:
                 rouge -= 0.1
             rouge = min(1.0, max(0.0, rouge))
-            p = _sigmoid(self.judge_logit[i] + mood) * (0.15 if off else 1.0)
+            p = _sigmoid(self.judge_logit[i] + self.judge_offset + mood) * (0.15 if off else 1.0)
             if i in broken.get(JUDGE, ()):
                 p = 0.0
             if self.early_stop:
@@ -182,6 +184,58 @@ def simulate(job: tuple[int, str, int, bool]) -> list[tuple[str, str]]:
     return out
 
 
+# --moved: the default branch's judge level moved (logit offset) three runs before the PR.
+MOVED_WORLD = "moody judge"
+MOVES = (
+    ("regressed by 2 logit", -2.0, 0.0, "unchanged"),
+    ("improved by 2 logit", 2.0, 0.0, "unchanged"),
+    ("improved by 2 logit", 2.0, -2.5, "drops the judge by 2.5 logit"),
+    ("did not move", 0.0, -2.5, "drops the judge by 2.5 logit"),
+)
+
+
+def simulate_moved(job: tuple[int, int, int, bool]) -> tuple[str, str, float, bool]:
+    """One PR after a move of the branch: (verdict against the level, verdict against the
+    baseline run alone, the judge's mean drop, whether a move was found)."""
+    seed, move, index, early_stop = job
+    _, step, now, _ = MOVES[move]
+    rng = random.Random(f"{seed}/moved/{move}/{index}")
+    params = WORLDS[MOVED_WORLD]
+    world = World(rng, params, early_stop)
+    policy = GatePolicy()
+    ledger: dict = {}
+    baseline = None
+    for t in range(params["history"]):
+        world.judge_offset = 0.0 if t >= params["history"] - 3 else -step
+        baseline = world.run(rng)
+        ledger = update_ledger(ledger, baseline, policy.history_runs)
+    assert baseline is not None
+    world.judge_offset = now
+    comp = next(c for c in compare(baseline, world.run(rng), policy, ledger=ledger).suites[0].criteria if c.criterion == JUDGE)
+    margin = policy.margin(True)
+    alone_unsure = comp.delta < -margin and (comp.lower_bound is None or comp.lower_bound < -max(policy.resolution, margin))
+    alone = "FAIL" if comp.status.value == "FAIL" else "INCONCLUSIVE" if alone_unsure else "PASS"
+    return comp.status.value, alone, comp.delta, comp.level_shift
+
+
+def moved(args: argparse.Namespace) -> int:
+    jobs = [(args.seed, m, i, args.early_stop) for m in range(len(MOVES)) for i in range(args.prs)]
+    with multiprocessing.Pool(max(1, args.workers)) as pool:
+        results = pool.map(simulate_moved, jobs, chunksize=5)
+    print(f"{MOVED_WORLD}: the judge's level moved three runs before the PR; {args.prs} PRs per row; judge verdicts, "
+          "% against the baseline run alone -> against the default branch's level")
+    print()
+    print("| the branch, 3 runs back | the PR | mean drop | PASS | INCONCLUSIVE | FAIL | a move found |")
+    print("|---|---|---:|---|---|---|---:|")
+    for m, (branch, _, _, pr) in enumerate(MOVES):
+        rows = [r for job, r in zip(jobs, results) if job[1] == m]
+        pct = lambda col, v: 100 * sum(r[col] == v for r in rows) / len(rows)  # noqa: E731
+        cells = " | ".join(f"{pct(1, v):.0f} -> {pct(0, v):.0f}" for v in ("PASS", "INCONCLUSIVE", "FAIL"))
+        drop = -sum(r[2] for r in rows) / len(rows)
+        print(f"| {branch} | {pr} | {drop:.3f} | {cells} | {100 * sum(r[3] for r in rows) / len(rows):.0f} |")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prs", type=int, default=500, help="simulated pull requests per world (default 500)")
@@ -189,7 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--world", action="append", choices=sorted(WORLDS), help="only this world (repeatable; default: all)")
     parser.add_argument("--early-stop", action="store_true", help="judge samples stop once the majority is decided")
+    parser.add_argument("--moved", action="store_true", help=f"instead: PRs after the branch's judge level moved ({MOVED_WORLD})")
     args = parser.parse_args(argv)
+    if args.moved:
+        return moved(args)
     worlds = args.world or list(WORLDS)
 
     t0 = time.perf_counter()

@@ -62,10 +62,10 @@ The model of an unchanged agent
     the level decides only between PASS and INCONCLUSIVE: the FAIL test stays against the
     baseline run, so a regression merged earlier within the window (that passed the gate)
     is never blamed on the next pull request, which at worst reads INCONCLUSIVE, with the
-    reason naming the level. Measured (bench_gate's moody judge, a move of about 0.1 three
-    runs back, 100 PRs): an unchanged PR after the branch regressed reads INCONCLUSIVE 9%
-    (17% against the baseline run alone: the move also widens sigma_r); a 0.16 drop after
-    the branch improved PASSes 8% (1%). Why not use the level for the FAIL test too (1.35x
+    reason naming the level. Measured (`bench_gate.py --moved`: moody judge, a move of about
+    0.1 three runs back, 100 PRs): an unchanged PR after the branch regressed reads
+    INCONCLUSIVE 8% (24% against the baseline run alone: the move also widens sigma_r); a
+    0.18 drop after the branch improved PASSes 4% (0%). Why not use the level for the FAIL test too (1.35x
     more power): that blame. Why not a local-level (random walk) model: its step variance
     is not estimable from 10 runs with any precision.
 
