@@ -155,6 +155,16 @@ def _stable(ledger: dict, name: str, n: int, policy: GatePolicy) -> list[int]:
     return [i for i in range(n) if stable_history(ledger.get(ledger_key(CaseKey(SUITE, "set", f"case{i:04d}"), name), []), policy) is not None]
 
 
+def _history(world: World, rng: random.Random, policy: GatePolicy, offsets: list[float]) -> tuple[RunResults, dict]:
+    """(the baseline, the ledger): one default-branch run per judge offset, the last the baseline."""
+    ledger: dict = {}
+    for offset in offsets:
+        world.judge_offset = offset
+        baseline = world.run(rng)
+        ledger = update_ledger(ledger, baseline, policy.history_runs)
+    return baseline, ledger
+
+
 def simulate(job: tuple[int, str, int, bool]) -> list[tuple[str, str]]:
     """One simulated PR in one world: per scenario, (with history, without) overall verdicts."""
     seed, world_name, index, early_stop = job
@@ -162,12 +172,7 @@ def simulate(job: tuple[int, str, int, bool]) -> list[tuple[str, str]]:
     params = WORLDS[world_name]
     world = World(rng, params, early_stop)
     policy = GatePolicy()
-    ledger: dict = {}
-    baseline = None
-    for _ in range(params["history"]):
-        baseline = world.run(rng)
-        ledger = update_ledger(ledger, baseline, policy.history_runs)
-    assert baseline is not None
+    baseline, ledger = _history(world, rng, policy, [0.0] * params["history"])
     n = params["cases"]
     out = []
     for scenario in SCENARIOS:
@@ -203,13 +208,7 @@ def simulate_moved(job: tuple[int, int, int, bool]) -> tuple[str, str, float, bo
     params = WORLDS[MOVED_WORLD]
     world = World(rng, params, early_stop)
     policy = GatePolicy()
-    ledger: dict = {}
-    baseline = None
-    for t in range(params["history"]):
-        world.judge_offset = 0.0 if t >= params["history"] - 3 else -step
-        baseline = world.run(rng)
-        ledger = update_ledger(ledger, baseline, policy.history_runs)
-    assert baseline is not None
+    baseline, ledger = _history(world, rng, policy, [-step] * (params["history"] - 3) + [0.0] * 3)
     world.judge_offset = now
     comp = next(c for c in compare(baseline, world.run(rng), policy, ledger=ledger).suites[0].criteria if c.criterion == JUDGE)
     margin = policy.margin(True)
