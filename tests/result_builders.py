@@ -1,12 +1,13 @@
 """Results built by hand for the report tests (Markdown and HTML): an invocation's summary,
-a criterion's result from per-invocation (score, details), a case from them."""
+a criterion's result from per-invocation (score, details), a case from them, a run from
+suites."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from evalgate.engine import case_status
-from evalgate.results import CaseResult, CriterionResult, InvocationResult, InvocationSummary, Status
+from evalgate.results import CaseResult, Counts, CriterionResult, InvocationResult, InvocationSummary, RunInfo, RunResults, Status, SuiteResult
 
 
 def inv(user: str, actual: str, expected: Optional[str] = None, actual_tools=(), expected_tools=None) -> InvocationSummary:
@@ -43,4 +44,17 @@ def case(set_id: str, eval_id: str, criteria: dict[str, CriterionResult], invoca
         criteria=criteria,
         invocations=invocations,
         source=source or {},
+    )
+
+
+def run_of(suites: list[SuiteResult], digest: str, info: RunInfo) -> RunResults:
+    """A run over these suites: counts over all their cases, FAILED when any case failed."""
+    counts = Counts.of([c for s in suites for c in s.cases])
+    return RunResults(
+        evalgate_version="0.1.0",
+        config_digest=digest,
+        status=Status.FAILED if counts.failed else Status.PASSED,
+        counts=counts,
+        suites=suites,
+        run=info,
     )

@@ -35,7 +35,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from result_builders import case, crit as _crit, inv as _inv
+from result_builders import case, crit as _crit, inv as _inv, run_of
 
 TT = "tool_trajectory_avg_score"
 RM = "response_match_score"
@@ -66,15 +66,7 @@ def _run(suites: dict[str, list[CaseResult]], *, stats=None, scoring=None, agent
         counts = Counts.of(cases)
         status = Status.FAILED if counts.failed else Status.PASSED
         results.append(SuiteResult(name=name, status=status, not_evaluated_policy="warn", counts=counts, criteria=specs, cases=cases))
-    counts = Counts.of([c for s in results for c in s.cases])
-    return RunResults(
-        evalgate_version="0.1.0",
-        config_digest="sha256:c0ffee",
-        status=Status.FAILED if counts.failed else Status.PASSED,
-        counts=counts,
-        suites=results,
-        run=RunInfo(started_at="2026-05-12T09:30:00+00:00", duration_seconds=41.3, scoring=scoring or {}, agent=agent or {}),
-    )
+    return run_of(results, "sha256:c0ffee", RunInfo(started_at="2026-05-12T09:30:00+00:00", duration_seconds=41.3, scoring=scoring or {}, agent=agent or {}))
 
 
 def _support_case(eval_id: str, *, good: bool, user: str, reply: str, expected: str, tools_ok: bool = True, flaky: bool = False) -> CaseResult:

@@ -42,7 +42,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from result_builders import case as _case, crit as _crit, inv as _inv
+from result_builders import case as _case, crit as _crit, inv as _inv, run_of
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "markdown"
 UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
@@ -82,16 +82,7 @@ def _run(suites: dict[str, list[CaseResult]], *, duration: Optional[float] = 192
             specs[crit] = _SpecWithStats(threshold=specs[crit].threshold, version="1", judge=True, stats=stats)
         status = Status.FAILED if counts.failed else Status.PASSED
         results.append(SuiteResult(name=name, status=status, not_evaluated_policy="warn", counts=counts, criteria=specs, cases=cases))
-    cases = [c for s in results for c in s.cases]
-    counts = Counts.of(cases)
-    return RunResults(
-        evalgate_version="0.1.0",
-        config_digest="sha256:c",
-        status=Status.FAILED if counts.failed else Status.PASSED,
-        counts=counts,
-        suites=results,
-        run=RunInfo(started_at="2026-05-12T09:30:00Z", duration_seconds=duration),
-    )
+    return run_of(results, "sha256:c", RunInfo(started_at="2026-05-12T09:30:00Z", duration_seconds=duration))
 
 
 def _row(suite: str, criterion: str, threshold: float, n: int, base: Optional[float], cur: Optional[float],

@@ -34,6 +34,16 @@ def signed(x: float) -> str:
     return f"{x:+.3f}"
 
 
+def delta_cell(delta: Optional[float], low: Optional[float], high: Optional[float]) -> str:
+    """A criterion's change with its 95% interval, as both reports print it: `-0.012
+    [-0.030, +0.006]`; `–` when it was not compared."""
+    if delta is None:
+        return "–"
+    if low is not None and high is not None:
+        return f"{signed(delta)} [{signed(low)}, {signed(high)}]"
+    return signed(delta)
+
+
 def duration(seconds: float) -> str:
     """`<0.1 s`, `12.3 s`, `4 min 2 s`, `1 h 3 min`."""
     if 0 < seconds < 0.05:

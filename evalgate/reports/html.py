@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
-from evalgate.reports import count, duration, signed, templates
+from evalgate.reports import count, delta_cell, duration, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.trends import Series, Trend, header, placement, series
@@ -254,12 +254,7 @@ def _verdict_class(v: Verdict) -> str:
 
 
 def _row(c: CriterionComparison, crit_index: int, failing: int, evaluated: int, with_baseline: bool) -> _Row:
-    if c.delta is None:
-        delta = "–"
-    elif c.ci_low is not None and c.ci_high is not None:
-        delta = f"{signed(c.delta)} [{signed(c.ci_low)}, {signed(c.ci_high)}]"
-    else:
-        delta = signed(c.delta)
+    delta = delta_cell(c.delta, c.ci_low, c.ci_high)
     kind = ("judge, per sample" if c.basis == "samples" else "judge") if c.judge else ""
     return _Row(
         criterion=c.criterion,

@@ -36,7 +36,7 @@ from evalgate.compare import (
     SuiteComparison,
     Verdict,
 )
-from evalgate.reports import count, duration, incomplete_note, signed, templates
+from evalgate.reports import count, delta_cell, duration, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -563,12 +563,7 @@ def _deciding_p(c: CriterionComparison) -> Optional[float]:
 
 
 def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[Series] = None) -> _Row:
-    if c.delta is None:
-        delta = "–"
-    elif c.ci_low is not None and c.ci_high is not None:
-        delta = f"{signed(c.delta)} [{signed(c.ci_low)}, {signed(c.ci_high)}]"
-    else:
-        delta = signed(c.delta)
+    delta = delta_cell(c.delta, c.ci_low, c.ci_high)
     if c.delta is not None and getattr(c, "run_sd", None) is not None and with_baseline:
         # What the test allowed for: the run-to-run variation of the mean, and where it came from.
         history = getattr(c, "history", 0)
