@@ -852,7 +852,7 @@ def _draft(
             comp.current_mean = sum(cur_values) / len(pairs)
             comp.delta = sum(diffs) / len(pairs)
             _test_drop(comp, diffs, [k for k, _, _ in pairs], policy, ledger)
-            if ledger and len(pairs) >= PARTIAL_MIN_CASES:
+            if ledger:  # _own_histories asks for PARTIAL_MIN_CASES cases with history
                 _test_level(comp, [k for k, _, _ in pairs], base_values, cur_values, ledger)
             if ledger and not judge and len(pairs) >= PARTIAL_MIN_CASES and _continuous(base_values + cur_values):
                 _test_partial(comp, diffs, [k for k, _, _ in pairs], base_values, policy, ledger)
