@@ -131,15 +131,16 @@ from evalgate.stats import (
     ROUND,
     SHIFT_Z,
     break_hazards,
+    break_test,
     broke,
     case_scales,
+    dip_hazards,
     drop_interval,
     drop_test,
     failed,
     holm,
     level_differences,
     lopsided_test,
-    poisson_binomial_sf,
     run_variance,
     satterthwaite,
     steady_drop_test,
@@ -256,6 +257,10 @@ class CriterionComparison:
     stable: int = 0  # stable cases tested together for breakage (with a ledger)
     broken: list[CaseKey] = field(default_factory=list)  # of them, the ones that broke now
     expected_breaks: Optional[float] = None  # of the stable cases, how many break by chance (history's hazards)
+    # What each stable case's chance of breaking came from: "outcomes" (the criterion's
+    # pass/fail histories; alike for equal streaks) or "values" (a continuous criterion:
+    # each case's own level, spread and dips; evalgate.stats.dip_hazards).
+    hazards_from: Literal["outcomes", "values"] = "outcomes"
     breakage_p: Optional[float] = None  # pooled breakage test
     breakage_p_adjusted: Optional[float] = None
     # Partial drop (continuous criteria that are not judged, with a ledger; evalgate.stats):
@@ -332,14 +337,15 @@ def value_key(key: CaseKey, criterion: str) -> str:
     return _SEP.join((key.suite, key.eval_set_id, key.eval_id, criterion, _VALUE))
 
 
-def _outcome_histories(ledger: Ledger) -> dict[tuple[str, str], list[list[float]]]:
-    """(suite, criterion) -> every case's recorded outcomes (None left out): the population
-    the breakage test fits its break rates to."""
-    out: dict[tuple[str, str], list[list[float]]] = {}
+def _ledger_histories(ledger: Ledger) -> dict[tuple[str, str], tuple[list[list[float]], list[list[float]]]]:
+    """(suite, criterion) -> (every case's recorded outcomes, every case's recorded values),
+    None left out: the populations the breakage test fits its break rates to."""
+    out: dict[tuple[str, str], tuple[list[list[float]], list[list[float]]]] = {}
     for key, history in ledger.items():
         parts = key.split(_SEP)
-        if len(parts) == 4:
-            out.setdefault((parts[0], parts[3]), []).append([float(o) for o in history if o is not None])
+        if len(parts) in (4, 5):
+            kind = out.setdefault((parts[0], parts[3]), ([], []))[len(parts) - 4]
+            kind.append([float(o) for o in history if o is not None])
     return out
 
 
@@ -751,24 +757,34 @@ def _test_breakage(
     pairs: list[tuple[CaseKey, CriterionResult, CriterionResult]],
     policy: GatePolicy,
     ledger: Ledger,
-    histories: list[list[float]],
+    outcomes: list[list[float]],
+    values: Optional[list[list[float]]],
 ) -> None:
-    """The pooled test of this criterion's stable cases (evalgate.stats: break_hazards, poisson_binomial_sf)."""
-    streaks = []
+    """The pooled test of this criterion's stable cases (evalgate.stats: break_hazards,
+    dip_hazards, break_test). `values`: every case's recorded values when the criterion is
+    continuous (a stable case's chance of falling under the threshold is then its own), else None."""
+    streaks, own, broken = [], [], []
     for k, _, c in pairs:
         recorded = stable_history(ledger.get(ledger_key(k, comp.criterion), []), policy)
         if recorded is None:
             continue
         comp.stable += 1
         streaks.append(len(recorded))
+        own.append([float(v) for v in ledger.get(value_key(k, comp.criterion)) or [] if v is not None][-policy.history_runs :])
         now = outcome(c, comp.judge)
-        if now is not None and broke(now):  # every sample (or run) failed
+        broken.append(now is not None and broke(now))  # every sample (or run) failed
+        if broken[-1]:
             comp.broken.append(k)
     if not comp.stable:
         return
-    hazards = break_hazards([h[-policy.history_runs :] for h in histories], streaks)
+    population = [v[-policy.history_runs :] for v in values or [] if len(v) >= MIN_HISTORY]
+    if values is not None and len(population) >= 2 and all(len(v) >= MIN_HISTORY for v in own):
+        hazards = dip_hazards(population, own, comp.threshold)
+        comp.hazards_from = "values"
+    else:
+        hazards = break_hazards([h[-policy.history_runs :] for h in outcomes], streaks)
     comp.expected_breaks = sum(hazards)
-    comp.breakage_p = poisson_binomial_sf(len(comp.broken), hazards)
+    comp.breakage_p = break_test(broken, hazards)
 
 
 def _draft(
@@ -776,7 +792,7 @@ def _draft(
     baseline: Optional[SuiteResult],
     policy: GatePolicy,
     ledger: Optional[Ledger],
-    histories: dict[tuple[str, str], list[list[float]]],
+    histories: dict[tuple[str, str], tuple[list[list[float]], list[list[float]]]],
 ) -> _Draft:
     cur_cases = _cases_by_key(current)
     base_cases = _cases_by_key(baseline) if baseline is not None else {}
@@ -844,9 +860,11 @@ def _draft(
             reasons=reasons,
             basis=basis,  # type: ignore[arg-type]
         )
+        continuous = False  # the values are scores (some strictly between 0 and 1), not judged
         if pairs:
             base_values = [_value(b, basis) for _, b, _ in pairs]
             cur_values = [_value(c, basis) for _, _, c in pairs]
+            continuous = not judge and _continuous(base_values + cur_values)
             diffs = [round(c - b, ROUND) for b, c in zip(base_values, cur_values)]
             comp.baseline_mean = sum(base_values) / len(pairs)
             comp.current_mean = sum(cur_values) / len(pairs)
@@ -854,7 +872,7 @@ def _draft(
             _test_drop(comp, diffs, [k for k, _, _ in pairs], policy, ledger)
             if ledger:  # _own_histories asks for PARTIAL_MIN_CASES cases with history
                 _test_level(comp, [k for k, _, _ in pairs], base_values, cur_values, ledger)
-            if ledger and not judge and len(pairs) >= PARTIAL_MIN_CASES and _continuous(base_values + cur_values):
+            if ledger and continuous and len(pairs) >= PARTIAL_MIN_CASES:
                 _test_partial(comp, diffs, [k for k, _, _ in pairs], base_values, policy, ledger)
         else:
             comp.reasons.append("not compared: no case was evaluated in both runs")
@@ -863,7 +881,8 @@ def _draft(
             if flipped:
                 flips[name] = flipped
         if ledger and pairs:
-            _test_breakage(comp, pairs, policy, ledger, histories.get((current.name, name), []))
+            outcomes, values = histories.get((current.name, name), ([], []))
+            _test_breakage(comp, pairs, policy, ledger, outcomes, values if continuous else None)
         criteria.append(comp)
 
     gone = sorted(set(base_specs) - set(cur_specs))
@@ -970,8 +989,9 @@ def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     assert comp.expected_breaks is not None and comp.breakage_p is not None and comp.breakage_p_adjusted is not None
     return (
         f"{len(comp.broken)} of {_plural(comp.stable, 'stable case')} broke (each passed all of its last "
-        f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; by chance, history expects {comp.expected_breaks:.2f}; "
-        f"p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
+        f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; by chance, history expects {comp.expected_breaks:.2f}"
+        + (" (each case's chance from its own level, spread and dips; a break weighs more the less likely it was)" if comp.hazards_from == "values" else "")
+        + f"; p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
     )
 
 
@@ -1080,7 +1100,7 @@ def compare(
     else:
         mode = "absolute" if policy.mode == "absolute" else "regression"
     base_suites = {s.name: s for s in baseline.suites} if baseline is not None else {}
-    histories = _outcome_histories(ledger) if ledger else {}  # read once, for every suite's breakage tests
+    histories = _ledger_histories(ledger) if ledger else {}  # read once, for every suite's breakage tests
     drafts = [_draft(s, base_suites.get(s.name), policy, ledger, histories) for s in current.suites]
 
     tests: dict[tuple, tuple[float, float]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+from statistics import NormalDist
 
 import pytest
 
@@ -34,11 +35,15 @@ from evalgate.results import (
     SuiteResult,
 )
 from evalgate.stats import (
+    BREAK_SHARE,
     SHIFT_Z,
+    WEIGHT_STEP,
     beta_quantile,
     binomial_half_sf,
     break_hazards,
+    break_test,
     case_scales,
+    dip_hazards,
     drop_interval,
     drop_test,
     fail_hazards,
@@ -46,7 +51,6 @@ from evalgate.stats import (
     level_differences,
     level_start,
     lopsided_test,
-    poisson_binomial_sf,
     run_variance,
     steady_drop_test,
     t_quantile,
@@ -210,16 +214,59 @@ def test_interval_inverts_the_drop_test():
     assert drop_interval([0.5, -0.5, 0.1], 0.0, 2) == (None, None)  # n <= q^2: no shift excluded
 
 
-def test_poisson_binomial_against_enumeration():
-    hazards = [0.1, 0.02, 0.3, 0.05, 0.5]
-    for broken in range(7):
+def test_break_test_against_enumeration():
+    """p is the exact tail of the breaks' summed weights (log(1 + BREAK_SHARE / hazard), on
+    the WEIGHT_STEP grid) over every pattern of breaks; with equal hazards, of their count."""
+    hazards = [0.1, 0.02, 0.3, 0.05, 0.5, 0.004]
+    units = [max(1, round(math.log1p(BREAK_SHARE / h) / WEIGHT_STEP)) for h in hazards]
+    for observed in range(1 << len(hazards)):
+        broken = [bool(observed >> i & 1) for i in range(len(hazards))]
+        target = sum(u for u, b in zip(units, broken) if b)
         brute = 0.0
         for pattern in range(1 << len(hazards)):
             prob = 1.0
             for i, q in enumerate(hazards):
                 prob *= q if pattern >> i & 1 else 1 - q
-            brute += prob if bin(pattern).count("1") >= broken else 0.0
-        assert poisson_binomial_sf(broken, hazards) == pytest.approx(brute, abs=1e-12)
+            brute += prob if sum(u for i, u in enumerate(units) if pattern >> i & 1) >= target else 0.0
+        assert break_test(broken, hazards) == pytest.approx(min(1.0, brute) if any(broken) else 1.0, abs=1e-12)
+    for k in range(5):
+        assert break_test([True] * k + [False] * (12 - k), [0.03] * 12) == pytest.approx(_binomial_sf(k, 12, 0.03), abs=1e-12)
+    # One break: of a case that hardly ever breaks, strong evidence; of one that often does, weak.
+    assert break_test([True, False], [0.001, 0.2]) < 0.01 < 0.2 < break_test([False, True], [0.001, 0.2])
+
+
+def test_dip_hazards_weigh_each_stable_case_by_its_level_and_its_dips():
+    """A continuous criterion's population: cases wobble by their own sd, and now and then
+    dip by U(0.2, 0.5) (an off run), most cases rarely, a tenth often. A stable case's chance
+    of falling under the threshold depends on how far above it sits and how often it dips;
+    over the stable cases it is about the true chance, erring high."""
+    rng = random.Random(3)
+    cases = []
+    for i in range(1500):
+        level, sd, rate = rng.uniform(0.55, 0.95), rng.uniform(0.01, 0.04), (0.3 if i % 10 == 0 else 0.005)
+        values = [level + rng.gauss(0, sd) - (rng.uniform(0.2, 0.5) if rng.random() < rate else 0.0) for _ in range(10)]
+        cases.append((level, sd, rate, values))
+    population = [v for *_, v in cases]
+    stable = [c for c in cases if min(c[3]) >= 0.5]
+    hazards = dip_hazards(population, [v for *_, v in stable], 0.5)
+    normal = NormalDist()
+
+    def truth(level, sd, rate):
+        deeper = sum(normal.cdf((0.5 - level + 0.2 + 0.3 * (j + 0.5) / 100) / sd) for j in range(100)) / 100
+        return rate * deeper + (1 - rate) * normal.cdf((0.5 - level) / sd)
+
+    true = [truth(*c[:3]) for c in stable]
+    # Never below the truth (that would fail unchanged PRs); above it by the mixture's
+    # smoothing and the noisy spread of ten runs (1.27x here).
+    assert sum(true) < sum(hazards) < 1.4 * sum(true)
+    by_level = sorted(zip([c[0] for c in stable], hazards, true))
+    low, high = by_level[: len(by_level) // 4], by_level[-len(by_level) // 4 :]
+    assert sum(h for _, h, _ in low) > 2 * sum(h for _, h, _ in high)  # near the threshold, more likely to fall under it
+    # Same level, one case dipped twice in its ten runs, the other never: the first is likelier to break.
+    steady = [0.8, 0.81, 0.79, 0.8, 0.82, 0.78, 0.8, 0.81, 0.79, 0.8]
+    dipping = [0.8, 0.81, 0.55, 0.8, 0.82, 0.78, 0.52, 0.81, 0.79, 0.8]
+    quiet, jumpy = dip_hazards(population, [steady, dipping], 0.5)
+    assert jumpy > 3 * quiet
 
 
 def test_break_hazards():
@@ -638,6 +685,41 @@ def test_a_flaky_history_makes_breaks_expected():
     calm = compare(base, cur, POLICY, ledger=quiet).suites[0].criteria[0]
     assert (flaky.stable, calm.stable) == (30, 40)
     assert flaky.breakage_p > 10 * calm.breakage_p
+
+
+def test_a_continuous_criterion_weighs_each_break_by_its_own_chance():
+    """Two stable cases fall under the threshold. Ten sit just above it, thirty far above,
+    and the near ones dipped under now and then in history: two far ones falling is strong
+    evidence, two near ones weak, though both are two breaks of the same stable cases."""
+    rng = random.Random(5)
+    ids = [f"c{i:03d}" for i in range(40)]
+    level = {e: 0.58 if i < 10 else 0.95 for i, e in enumerate(ids)}
+
+    def values(fallen=()):
+        return scores("score", [0.3 if e in fallen else level[e] + rng.gauss(0, 0.005) for e in ids])
+
+    ledger: dict = {}
+    for t in range(10):
+        baseline = one(values())
+        ledger = update_ledger(ledger, baseline, 10)
+    # The near cases' histories: a dip of 0.05, still above the threshold in
+    # these stable ones (two near cases dipped under it and are not stable).
+    for i, e in enumerate(ids[:10]):
+        history = ledger[value_key(K(e), "score")]
+        history[i % 10] -= 0.05 if i >= 2 else 0.12
+        ledger[ledger_key(K(e), "score")][i % 10] = 1.0 if history[i % 10] >= 0.5 else 0.0
+    far = compare(baseline, one(values({"c020", "c021"})), POLICY, ledger=ledger).suites[0]
+    near = compare(baseline, one(values({"c002", "c003"})), POLICY, ledger=ledger).suites[0]
+    f, n = far.criteria[0], near.criteria[0]
+    assert (f.stable, n.stable, f.hazards_from, n.hazards_from) == (38, 38, "values", "values")
+    assert len(f.broken) == len(n.broken) == 2
+    assert f.expected_breaks == pytest.approx(n.expected_breaks)  # the same stable cases
+    assert f.breakage_p < 0.001 < n.breakage_p and n.breakage_p > 5 * f.breakage_p
+    assert any("each case's chance from its own level" in r for r in f.reasons)
+    # A pass/fail criterion's stable cases all have the same chance for the same streak.
+    flat = compare(one(scores("tool", [1.0] * 40)), one(scores("tool", [0.0, 0.0] + [1.0] * 38)), POLICY,
+                   ledger={ledger_key(K(e), "tool"): [1.0] * 10 for e in ids}).suites[0].criteria[0]
+    assert flat.hazards_from == "outcomes"
 
 
 def test_agent_runs_are_the_samples_of_a_deterministic_criterion():
