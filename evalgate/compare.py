@@ -243,6 +243,7 @@ class CriterionComparison:
     # What the gate allowed for and found (regression mode; evalgate.stats says why):
     run_sd: Optional[float] = None  # run-to-run standard deviation of the criterion's mean
     history: int = 0  # runs of history run_sd was measured on; 0: assumed (the policy's run_sd_*)
+    run_moved: int = 0  # the branch moved this many runs back (beyond stats.MOVE_ALPHA): run_sd measured around each level
     se: Optional[float] = None  # standard error of the drop test: within-run and run-to-run parts together
     lower_bound: Optional[float] = None  # one-sided 95% lower bound of delta: PASS needs it above -resolution
     # Against the default branch's level (the mean of the last level_runs runs, baseline
@@ -651,9 +652,10 @@ def _case_change(key: CaseKey, base: CaseResult, cur: CaseResult, names: list[st
     return CaseChange(key=key, kind=kind, criteria=moved)  # type: ignore[arg-type]
 
 
-def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -> Optional[tuple[float, int]]:
-    """(sigma_r^2, runs) measured on the ledger's value histories of these cases, or None
-    when fewer than MIN_HISTORY runs are complete for at least half of them (and 2)."""
+def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -> Optional[tuple[float, int, int]]:
+    """(sigma_r^2, runs, runs back the branch moved or 0) measured on the ledger's value
+    histories of these cases (evalgate.stats.run_variance), or None when fewer than
+    MIN_HISTORY runs are complete for at least half of them (and 2)."""
     if not ledger:
         return None
     histories = [ledger.get(value_key(k, criterion)) or [] for k in keys]
@@ -661,8 +663,8 @@ def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -
     for runs in range(longest, MIN_HISTORY - 1, -1):
         rows = [[float(v) for v in h[-runs:]] for h in histories if len(h) >= runs and all(v is not None for v in h[-runs:])]
         if len(rows) >= max(2, len(keys) / 2):
-            variance, _ = run_variance(rows)
-            return variance, runs
+            variance, _, start = run_variance(rows)
+            return variance, runs, runs - start if start else 0
     return None
 
 
@@ -670,18 +672,24 @@ def _test_drop(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey
     """The drop test of one criterion, with the run-to-run variation it allows for (evalgate.stats)."""
     measured = _run_spread(keys, comp.criterion, ledger)
     if measured is not None:
-        sigma2, comp.history = measured
-        run_df: float = comp.history - 1
+        sigma2, comp.history, comp.run_moved = measured
     else:
         sigma2 = (policy.run_sd_judge if comp.judge else policy.run_sd_deterministic) ** 2
-        comp.history, run_df = 0, math.inf
+        comp.history = 0
     comp.run_sd = math.sqrt(sigma2)
+    run_df = _run_df(comp)
     if len(diffs) < 2:
         comp.reasons.append("one case compared: too few to test")
         return
     comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge), 2 * sigma2, run_df)
     comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df)
     comp.lower_bound, _ = drop_interval(diffs, 2 * sigma2, df, level=0.90)
+
+
+def _run_df(comp: CriterionComparison) -> float:
+    """Degrees of freedom of the run-to-run variance: runs less the levels it was measured
+    around; infinite when assumed (no history)."""
+    return comp.history - (2 if comp.run_moved else 1) if comp.history else math.inf
 
 
 def _test_level(comp: CriterionComparison, keys: list[CaseKey], base_values: list[float], cur_values: list[float], ledger: Ledger) -> None:
@@ -700,7 +708,7 @@ def _test_level(comp: CriterionComparison, keys: list[CaseKey], base_values: lis
     n = len(diffs)
     mean = sum(diffs) / n
     within = sum((d - mean) ** 2 for d in diffs) / (n * n)
-    df = satterthwaite(within, n, run_var, comp.history - 1)
+    df = satterthwaite(within, n, run_var, _run_df(comp))
     comp.level_cases = n
     comp.level_delta = mean
     comp.level_se = math.sqrt(within + run_var)
@@ -747,8 +755,7 @@ def _test_partial(comp: CriterionComparison, diffs: list[float], keys: list[Case
     margin = policy.margin(comp.judge)
     comp.partial_cases = len(chosen)
     comp.lopsided_p, comp.fell, comp.rose = lopsided_test(moved, scales, margin)
-    run_df = comp.history - 1 if comp.history else math.inf
-    comp.steady_p = steady_drop_test(moved, scales, margin, 2 * (comp.run_sd or 0.0) ** 2, run_df)
+    comp.steady_p = steady_drop_test(moved, scales, margin, 2 * (comp.run_sd or 0.0) ** 2, _run_df(comp))
     comp.partial_p = min(1.0, 2 * min(comp.lopsided_p, comp.steady_p))
 
 
@@ -921,6 +928,9 @@ def _draft(
 def _variation_words(comp: CriterionComparison) -> str:
     """The run-to-run variation a criterion's test allowed for, and where it came from."""
     sd = comp.run_sd or 0.0
+    if comp.history and comp.run_moved:
+        return (f"run-to-run sd {sd:.3f} from {_plural(comp.history, 'run')} of history, around the default "
+                f"branch's level before and after it moved {comp.run_moved} runs back")
     if comp.history:
         return f"run-to-run sd {sd:.3f} from {_plural(comp.history, 'run')} of history"
     return f"run-to-run sd {sd:.3f} assumed (no history yet)" if sd else "no run-to-run variation assumed (no history yet)"

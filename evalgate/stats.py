@@ -23,6 +23,16 @@ The model of an unchanged agent
     between commits, which only makes it larger (more cautious). Why not a likelihood
     (REML) fit: the moment estimate is closed form, exact for complete data, and L is at
     most `history_runs`.
+    When the branch moved within the window (a merged change, a model update), the run
+    means vary around two levels, and their spread around one mean overstates sigma_r (in
+    tests/test_compare.py a move of 0.25 three runs back makes it 0.126 where the mood's is
+    0.035), so that no drop after a move could FAIL. So when `level_start` finds a move at MOVE_ALPHA (0.1% per split, two-sided), the
+    run means' spread is taken around each level, with L - 2 df. Stricter than the level's
+    LEVEL_ALPHA because a split found by chance is the one that shrinks the spread most,
+    and here a too-small sigma_r would fail unchanged PRs: at 1% per split, drifting
+    serving's unchanged PRs failed 3% (1% measuring across); at 0.1%, as before (0.6% of
+    500). Measured (`bench_gate.py --moved`): a 0.18 judge drop after the branch improved
+    by about 0.1 now FAILs in 12% of PRs (0% before; 21% at 1% per split).
 
 `drop_test(diffs, margin, run_var, run_df)`: is the drop bigger than the margin?
     H0: the mean difference is at least -margin. The statistic is the mean of d + margin.
@@ -64,7 +74,7 @@ The model of an unchanged agent
     is never blamed on the next pull request, which at worst reads INCONCLUSIVE, with the
     reason naming the level. Measured (`bench_gate.py --moved`: moody judge, a move of about
     0.1 three runs back, 100 PRs): an unchanged PR after the branch regressed reads
-    INCONCLUSIVE 8% (24% against the baseline run alone: the move also widens sigma_r); a
+    INCONCLUSIVE 8% (19% against the baseline run alone; 24% with sigma_r measured across the move); a
     0.18 drop after the branch improved PASSes 4% (0%). Why not use the level for the FAIL test too (1.35x
     more power): that blame. Why not a local-level (random walk) model: its step variance
     is not estimable from 10 runs with any precision.
@@ -210,6 +220,7 @@ SCALE_PRIOR_RUNS = 3  # pseudo-runs pulling a case's sd toward the criterion's m
 HUBER_K = 2.5  # the steady-case drop test clips each case's standardized difference here
 EPSILON = 1e-6  # moves smaller than this are rounding, not change
 LEVEL_ALPHA = 0.01  # a split of the default branch's run means counts as a move at this two-sided level
+MOVE_ALPHA = 0.001  # ... and the run-to-run variance is measured around each level at this one
 MAD_SD = 1.4826  # a normal sd per median absolute deviation
 DIP_Z = 6.0  # a run this many of the criterion's typical sds below the case's upper quartile is a dip (an off run)
 BREAK_SHARE = 0.1  # the breakage test weighs each break for an alternative where this share of stable cases break
@@ -284,8 +295,10 @@ def t_quantile(p: float, df: float) -> float:
 # --- the run-level variance ---------------------------------------------------------------
 
 
-def run_variance(rows: Sequence[Sequence[float]]) -> tuple[float, int]:
-    """(sigma_r^2, degrees of freedom) from complete case x run values (module docstring).
+def run_variance(rows: Sequence[Sequence[float]]) -> tuple[float, int, int]:
+    """(sigma_r^2, degrees of freedom, where the latest level starts) from complete case x
+    run values (module docstring). The start is 0 unless the run means moved beyond
+    MOVE_ALPHA (`level_start`); then sigma_r^2 is measured around each level.
 
     `rows` holds one list per case, all of the same length L >= 2 (runs, oldest first).
     """
@@ -296,10 +309,12 @@ def run_variance(rows: Sequence[Sequence[float]]) -> tuple[float, int]:
     case_means = [sum(r) / runs for r in rows]
     run_means = [sum(r[t] for r in rows) / n for t in range(runs)]
     grand = sum(run_means) / runs
-    s_runs = sum((m - grand) ** 2 for m in run_means) / (runs - 1)
     residual = sum((r[t] - case_means[i] - run_means[t] + grand) ** 2 for i, r in enumerate(rows) for t in range(runs))
     mse = residual / ((n - 1) * (runs - 1))
-    return max(0.0, s_runs - mse / n), runs - 1
+    start = level_start(run_means, MOVE_ALPHA)
+    levels = (run_means[:start], run_means[start:]) if start else (run_means,)
+    s_runs = sum((m - sum(level) / len(level)) ** 2 for level in levels for m in level) / (runs - len(levels))
+    return max(0.0, s_runs - mse / n), runs - len(levels), start
 
 
 # --- the drop test ------------------------------------------------------------------------
@@ -364,15 +379,15 @@ def level_differences(
     return diffs, run_var * (1 + 1 / size), size
 
 
-def level_start(means: Sequence[float]) -> int:
+def level_start(means: Sequence[float], alpha: float = LEVEL_ALPHA) -> int:
     """Where the most recent level of a series of run means begins: 0 unless a split of the
     series into an earlier and a later part differs beyond chance (two-sided, per split
-    LEVEL_ALPHA, t on the parts' pooled spread with L - 2 df); then the most significant
-    such split."""
+    `alpha`, t on the parts' pooled spread with L - 2 df); then the most significant
+    such split (`alpha`: per split, two-sided)."""
     size = len(means)
     if size < 4:  # a pooled spread needs 2 df
         return 0
-    limit = t_quantile(1 - LEVEL_ALPHA / 2, size - 2)
+    limit = t_quantile(1 - alpha / 2, size - 2)
     best, start = limit, 0
     for split in range(1, size):
         a, b = means[:split], means[split:]

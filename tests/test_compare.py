@@ -183,7 +183,12 @@ def test_drop_test_by_hand():
 def test_run_variance_by_hand_and_in_simulation():
     # Two cases, three runs: run means 0.5, 0.7, 0.3 (variance 0.04); the residuals of the
     # additive model are zero, so sigma_r^2 is 0.04 exactly.
-    assert run_variance([[0.4, 0.6, 0.2], [0.6, 0.8, 0.4]]) == (pytest.approx(0.04), 2)
+    assert run_variance([[0.4, 0.6, 0.2], [0.6, 0.8, 0.4]]) == (pytest.approx(0.04), 2, 0)
+    # Run means 0.50, 0.52, 0.48, 0.50, then 0.80, 0.82, 0.78, 0.80: the branch moved four runs
+    # back (t = 33 on 6 df, beyond MOVE_ALPHA), so sigma_r^2 is the spread around each level,
+    # (4 x 0.02^2) / (8 - 2), not the 0.0257 around one mean.
+    means = [0.50, 0.52, 0.48, 0.50, 0.80, 0.82, 0.78, 0.80]
+    assert run_variance([[m - 0.1 for m in means], [m + 0.1 for m in means]]) == (pytest.approx(4 * 0.0004 / 6), 6, 4)
     # Only case noise, no run effect: the estimate averages near zero; with a run effect of
     # sd 0.05 it averages near 0.0025.
     rng = random.Random(7)
@@ -837,7 +842,10 @@ def test_a_move_of_the_default_branch_starts_a_new_level():
     assert abs(comp.level_delta) < 0.02  # against all 10 runs it would read about 0.17 above
     baseline, current, ledger = _moody(moved, now=0.0, drop=0.06)
     comp = compare(baseline, current, POLICY, ledger=ledger).suites[0].criteria[0]
-    # The run-to-run sd measured across the move is wide (a follow-up: measure it within the levels).
+    # The run-to-run sd is measured around each level (the moods' own sd, about 0.035), not
+    # across the move (0.126); one run still cannot rule a 0.06 drop in or out.
+    assert comp.run_moved == 3 and comp.run_sd < 0.05
+    assert any("around the default branch's level before and after it moved 3 runs back" in r for r in comp.reasons)
     assert comp.status is Verdict.INCONCLUSIVE and comp.level_delta < -0.04
     assert any("baseline included, since it moved 3 runs back, over the 200 cases they share)" in r for r in comp.reasons)
 
