@@ -131,18 +131,21 @@ from evalgate.stats import (
     ROUND,
     SHIFT_Z,
     break_hazards,
+    break_share,
     break_test,
     broke,
     case_scales,
     dip_hazards,
     drop_interval,
     drop_test,
+    fail_hazards,
     failed,
     holm,
     level_differences,
     lopsided_test,
     run_variance,
     satterthwaite,
+    share_break_test,
     steady_drop_test,
 )
 
@@ -788,10 +791,13 @@ def _test_breakage(
     if values is not None and len(population) >= 2 and all(len(v) >= MIN_HISTORY for v in own):
         hazards = dip_hazards(population, own, comp.threshold)
         comp.hazards_from = "values"
-    else:
-        hazards = break_hazards([h[-policy.history_runs :] for h in outcomes], streaks)
-    comp.expected_breaks = sum(hazards)
-    comp.breakage_p = break_test(broken, hazards)
+        comp.expected_breaks = sum(hazards)
+        comp.breakage_p = break_test(broken, hazards)
+        return
+    recent = [h[-policy.history_runs :] for h in outcomes]
+    fails, share = fail_hazards(recent, streaks), break_share(recent)
+    comp.expected_breaks = sum(break_hazards(fails, share))
+    comp.breakage_p = share_break_test(broken, fails, share)
 
 
 def _draft(

@@ -99,9 +99,20 @@ The model of an unchanged agent
     - of the runs that failed, the share that failed every sample: 1 with one sample or
       run; otherwise measured on the cases that failed once in their history (a stable
       case's failures are of that kind: cases that fail often fail softer, a judge split
-      on a middling answer) and taken at the upper 90% bound of a Beta with a uniform
-      prior, since those failures are few. Failing is the event stability is defined by;
-      failing every sample is the sharper event the test counts.
+      on a middling answer): Beta(broke + 1, did not + 1), a uniform prior (`break_share`).
+      Those failures are few (about 16 per PR in bench_gate's flaky world), so the share is
+      uncertain, and `share_break_test` averages p over SHARE_POINTS (20) quantiles of that
+      Beta (the p of the share's posterior predictive), where it took the share at its
+      upper 90% bound before: that bound overstated the judge's chance breaks 1.9x in the
+      flaky world (0.73 expected per unchanged PR, 0.39 happened; the mean share is 0.33
+      where 0.24 happened) and missed 5% of PRs breaking 5 of 136 stable judge cases.
+      Measured alone (scratch runs, 300 unchanged PRs per world, share of p below 0.05 /
+      0.01 / 0.0014, the bound -> the average): flaky 1.3 / 0 / 0 -> 4 / 0.3 / 0%, moody
+      judge 0.7 / 0 / 0 -> 3.7 / 0.3 / 0%, steady 0.7 / 0 / 0 -> 2.7 / 0 / 0%; 4% of the
+      flaky world's stable judge cases broken, caught at 0.01/7 in 93 -> 98% of 150 PRs.
+      The expected count the comment shows (`break_hazards`) uses the share's mean.
+      Failing is the event stability is defined by; failing every sample is the sharper
+      event the test counts.
     `break_test` weighs each break by how unlikely it was, log(1 + BREAK_SHARE / chance),
     and p = P(T >= observed) for T the sum of the breaks' weights, cases breaking
     independently with their chances: exact (a convolution over the weights rounded to
@@ -115,8 +126,8 @@ The model of an unchanged agent
     populations are two-humped (robust and flaky), which a Beta fits badly; and rating
     "every sample failed" on histories selected by "a majority passed" counted flaky cases
     that were never stable. Together they overstated chance breaks 1.5x (trajectories) to
-    3x (judges) in bench_gate's worlds; this is within 10% for trajectories, and for
-    judges from 0.9x (600 cases) to 3x (a steady agent: few failures measure the share). Why not replay the ledger
+    3x (judges) in bench_gate's worlds; this is within 10% for trajectories (for judges see
+    the share above). Why not replay the ledger
     (how often did a case with 5 clean runs break in the 6th?): that measures shorter
     streaks than the current ones. Assumed: cases break independently given their rates,
     and the share of failures that fail every sample is one for the criterion; a run-wide
@@ -214,7 +225,7 @@ ROUND = 12  # differences are rounded to this many decimals: float noise in c - 
 MIN_HISTORY = 3  # runs of history needed to estimate the run-level variance
 GRID = 40  # break rates the mixture is fitted on, log-spaced from the pseudo-break rate to 0.999
 EM_STEPS = 200  # EM iterations of the mixture fit (it moves little after 100)
-SHARE_LEVEL = 0.9  # the share of failures that break is taken at this upper bound
+SHARE_POINTS = 20  # the share of failures that break: its uncertainty averaged over this many quantiles
 SHIFT_Z = 2.5  # partial drops: a case moved beyond its usual range at this many of its own sds
 SCALE_PRIOR_RUNS = 3  # pseudo-runs pulling a case's sd toward the criterion's median sd
 HUBER_K = 2.5  # the steady-case drop test clips each case's standardized difference here
@@ -506,27 +517,35 @@ def broke(outcome: float) -> bool:
     return outcome <= 0.0
 
 
-def break_hazards(histories: Sequence[Sequence[float]], streaks: Sequence[int]) -> list[float]:
-    """Each stable case's chance of breaking in the next run, from the population of break
-    rates fitted to every case's history (module docstring).
-
-    `histories` are every case's recorded outcomes; `streaks` the current stable cases'
-    numbers of recorded runs (all passed).
-    """
-    # Of the runs that failed, the share that failed every sample, over the cases that
-    # almost never fail (one failure in their history): the failures a stable case has.
-    # Cases that fail often fail differently (a judge split on a middling answer), and
-    # would make a stable case's failure look softer than it is.
-    # Few such failures make the share uncertain: its upper 90% bound (a uniform prior) is
-    # used, erring towards calm. With one sample or run every failure breaks: the share is 1.
+def break_share(histories: Sequence[Sequence[float]]) -> Optional[tuple[float, float]]:
+    """Beta(a, b), what history says of the share of a stable case's failures that fail
+    every sample (module docstring); None when every recorded failure did (one sample or
+    run: the share is 1)."""
+    # Measured over the cases that almost never fail (one failure in their history): the
+    # failures a stable case has. Cases that fail often fail differently (a judge split on
+    # a middling answer), and would make a stable case's failure look softer than it is.
     failures = [o for h in histories for o in h if failed(o)]
     if all(broke(o) for o in failures):
-        hard = 1.0
-    else:
-        rare = [o for h in histories if sum(failed(x) for x in h) == 1 for o in h if failed(o)]
-        k = sum(broke(o) for o in rare)
-        hard = beta_quantile(k + 1, len(rare) - k + 1, SHARE_LEVEL)
-    return [hard * h for h in fail_hazards(histories, streaks)]
+        return None
+    rare = [o for h in histories if sum(failed(x) for x in h) == 1 for o in h if failed(o)]
+    k = sum(broke(o) for o in rare)
+    return k + 1.0, len(rare) - k + 1.0  # a uniform prior
+
+
+def break_hazards(fails: Sequence[float], share: Optional[tuple[float, float]]) -> list[float]:
+    """Each stable case's expected chance of breaking in the next run: its chance of failing
+    (`fail_hazards`) times the mean of the share of failures that break (`break_share`)."""
+    mean = 1.0 if share is None else share[0] / (share[0] + share[1])
+    return [mean * h for h in fails]
+
+
+def share_break_test(broken: Sequence[bool], fails: Sequence[float], share: Optional[tuple[float, float]]) -> float:
+    """`break_test` with each case's chance its chance of failing times a share of failures
+    that break known only as Beta(a, b): p averaged over SHARE_POINTS quantiles of it."""
+    if share is None:
+        return break_test(broken, fails)
+    points = [beta_quantile(share[0], share[1], (g + 0.5) / SHARE_POINTS) for g in range(SHARE_POINTS)]
+    return sum(break_test(broken, [x * h for h in fails]) for x in points) / SHARE_POINTS
 
 
 def beta_quantile(a: float, b: float, p: float) -> float:

@@ -41,6 +41,7 @@ from evalgate.stats import (
     beta_quantile,
     binomial_half_sf,
     break_hazards,
+    break_share,
     break_test,
     case_scales,
     dip_hazards,
@@ -52,6 +53,7 @@ from evalgate.stats import (
     level_start,
     lopsided_test,
     run_variance,
+    share_break_test,
     steady_drop_test,
     t_quantile,
     t_sf,
@@ -275,28 +277,43 @@ def test_dip_hazards_weigh_each_stable_case_by_its_level_and_its_dips():
 
 
 def test_break_hazards():
+    def hazards(histories, streaks):
+        return break_hazards(fail_hazards(histories, streaks), break_share(histories))
+
     # Every case alike, two breaks in 100 case-runs: about the pooled rate for all.
     same = [[1.0] * 9 + [0.0]] * 2 + [[1.0] * 10] * 8
-    hazards = break_hazards(same, [10, 10])
-    assert hazards[0] == hazards[1] and 0.005 < hazards[0] < 3 / 102
+    h = hazards(same, [10, 10])
+    assert h[0] == h[1] and 0.005 < h[0] < 3 / 102
     # Breaks concentrated in two flaky cases: the rest are safer than the average, and the
     # longer a case's clean streak the lower its hazard.
     flaky = [[1.0, 0.0] * 5] * 2 + [[1.0] * 10] * 38
-    h5, h10 = break_hazards(flaky, [5, 10])
+    h5, h10 = hazards(flaky, [5, 10])
     assert h10 < h5 < 11 / 402
     # No history of a break: small, never zero (one pseudo-break in runs + 2).
-    assert break_hazards([[1.0] * 10] * 5, [10]) == [pytest.approx(1 / 52)]
+    assert hazards([[1.0] * 10] * 5, [10]) == [pytest.approx(1 / 52)]
     # A judge's outcomes are shares of samples: 0.6 passed; 0.4 failed, but not every sample.
-    assert break_hazards([[0.6] * 10] * 5, [10]) == break_hazards([[1.0] * 10] * 5, [10])
+    assert hazards([[0.6] * 10] * 5, [10]) == hazards([[1.0] * 10] * 5, [10])
     soft = [[0.4] + [1.0] * 9] * 5
     assert fail_hazards(soft, [10])[0] > 1 / 52
-    # Five rare failures, none of every sample: breaking is rarer than failing, by the upper
-    # 90% bound of the share that broke (0 of 5, uniform prior: Beta(1, 6)).
-    share = beta_quantile(1, 6, 0.9)
-    assert share == pytest.approx(1 - 0.1 ** (1 / 6))
-    assert break_hazards(soft, [10])[0] == pytest.approx(fail_hazards(soft, [10])[0] * share)
+    # Five rare failures, none of every sample: the share that breaks is Beta(0 + 1, 5 + 1)
+    # (uniform prior), its mean 1/7; the expected chance is the failing one times that.
+    assert break_share(soft) == (1.0, 6.0)
+    assert hazards(soft, [10])[0] == pytest.approx(fail_hazards(soft, [10])[0] / 7)
     # With one sample (outcomes 0 or 1) every failure is a break: the share is 1.
-    assert break_hazards([[0.0] + [1.0] * 9] * 5, [10]) == fail_hazards([[0.0] + [1.0] * 9] * 5, [10])
+    assert break_share([[0.0] + [1.0] * 9] * 5) is None
+    assert hazards([[0.0] + [1.0] * 9] * 5, [10]) == fail_hazards([[0.0] + [1.0] * 9] * 5, [10])
+
+
+def test_share_break_test_averages_over_what_history_says_of_the_share():
+    """The share of failures that break is uncertain (few rare failures measure it): p is the
+    average over its Beta's quantiles, between the p at its mean and at its upper tail."""
+    fails, broken = [0.01] * 100, [True] * 4 + [False] * 96
+    share = (3.0, 8.0)  # 2 of 9 rare failures broke
+    p = share_break_test(broken, fails, share)
+    points = [beta_quantile(3, 8, (g + 0.5) / 20) for g in range(20)]
+    assert p == pytest.approx(sum(_binomial_sf(4, 100, 0.01 * x) for x in points) / 20, rel=1e-9)
+    assert break_test(broken, [0.01 * 3 / 11] * 100) < p < break_test(broken, [0.01 * beta_quantile(3, 8, 0.9)] * 100)
+    assert share_break_test(broken, fails, None) == pytest.approx(_binomial_sf(4, 100, 0.01))
 
 
 def test_break_hazards_recover_a_two_humped_population():
@@ -308,7 +325,7 @@ def test_break_hazards_recover_a_two_humped_population():
     rng = random.Random(7)
     rates = [0.3 if i % 10 == 0 else 0.005 for i in range(2000)]
     histories = [[0.0 if rng.random() < r else 1.0 for _ in range(10)] for r in rates]
-    [h] = break_hazards(histories, [10])
+    [h] = break_hazards(fail_hazards(histories, [10]), break_share(histories))
     robust, flaky = 0.9 * 0.995**10, 0.1 * 0.7**10
     truth = (robust * 0.005 + flaky * 0.3) / (robust + flaky)
     assert truth == pytest.approx(0.0060, abs=1e-4)
