@@ -1005,9 +1005,9 @@ def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     assert comp.expected_breaks is not None and comp.breakage_p is not None and comp.breakage_p_adjusted is not None
     return (
         f"{len(comp.broken)} of {_plural(comp.stable, 'stable case')} broke (each passed all of its last "
-        f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; by chance, history expects {comp.expected_breaks:.2f}"
-        + (" (each case's chance from its own level, spread and dips; a break weighs more the less likely it was)" if comp.hazards_from == "values" else "")
-        + f"; p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
+        f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; by chance, history expects {comp.expected_breaks:.2f}; "
+        f"p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
+        + ("; each case's chance its own, from its level and dips in history" if comp.hazards_from == "values" else "")
     )
 
 

@@ -737,7 +737,7 @@ def test_a_continuous_criterion_weighs_each_break_by_its_own_chance():
     assert len(f.broken) == len(n.broken) == 2
     assert f.expected_breaks == pytest.approx(n.expected_breaks)  # the same stable cases
     assert f.breakage_p < 0.001 < n.breakage_p and n.breakage_p > 5 * f.breakage_p
-    assert any("each case's chance from its own level" in r for r in f.reasons)
+    assert any("each case's chance its own, from its level and dips in history" in r for r in f.reasons)
     # A pass/fail criterion's stable cases all have the same chance for the same streak.
     flat = compare(one(scores("tool", [1.0] * 40)), one(scores("tool", [0.0, 0.0] + [1.0] * 38)), POLICY,
                    ledger={ledger_key(K(e), "tool"): [1.0] * 10 for e in ids}).suites[0].criteria[0]
