@@ -26,8 +26,9 @@ The model of an unchanged agent
     When the branch moved within the window (a merged change, a model update), the run
     means vary around two levels, and their spread around one mean overstates sigma_r (in
     tests/test_compare.py a move of 0.25 three runs back makes it 0.126 where the mood's is
-    0.035), so that no drop after a move could FAIL. So when `level_start` finds a move at MOVE_ALPHA (0.1% per split, two-sided), the
-    run means' spread is taken around each level, with L - 2 df. Stricter than the level's
+    0.035), so that no drop after a move could FAIL. So when `level_start` finds a move at
+    MOVE_ALPHA (0.1% per split, two-sided), the run means' spread is taken around each
+    level, with L - 2 df. Stricter than the level's
     LEVEL_ALPHA because a split found by chance is the one that shrinks the spread most,
     and here a too-small sigma_r would fail unchanged PRs: at 1% per split, drifting
     serving's unchanged PRs failed 3% (1% measuring across); at 0.1%, as before (0.6% of
@@ -74,9 +75,9 @@ The model of an unchanged agent
     is never blamed on the next pull request, which at worst reads INCONCLUSIVE, with the
     reason naming the level. Measured (`bench_gate.py --moved`: moody judge, a move of about
     0.1 three runs back, 100 PRs): an unchanged PR after the branch regressed reads
-    INCONCLUSIVE 8% (19% against the baseline run alone; 24% with sigma_r measured across the move); a
-    0.18 drop after the branch improved PASSes 4% (0%). Why not use the level for the FAIL test too (1.35x
-    more power): that blame. Why not a local-level (random walk) model: its step variance
+    INCONCLUSIVE 8% (19% against the baseline run alone; 24% with sigma_r measured across
+    the move); a 0.18 drop after the branch improved PASSes 4% (0%). Why not use the level
+    for the FAIL test too (1.35x more power): that blame. Why not a local-level (random walk) model: its step variance
     is not estimable from 10 runs with any precision.
 
 `break_hazards`, `dip_hazards` and `break_test`: stable cases breaking together
@@ -113,6 +114,17 @@ The model of an unchanged agent
       The expected count the comment shows (`break_hazards`) uses the share's mean.
       Failing is the event stability is defined by; failing every sample is the sharper
       event the test counts.
+    Why not a Beta population fitted by moments (as before): real populations are
+    two-humped (robust and flaky), which a Beta fits badly; and rating "every sample
+    failed" on histories selected by "a majority passed" counted flaky cases that were
+    never stable. Together they overstated chance breaks 1.5x (trajectories) to 3x (judges)
+    in bench_gate's worlds; this is within 10% for trajectories (for judges see the share
+    above). Why not replay the ledger (how often did a case with 5 clean runs break in the
+    6th?): that measures shorter streaks than the current ones. Assumed: cases break
+    independently given their rates, and the share of failures that fail every sample is
+    one for the criterion; a run-wide
+    judge mood that pushes stable cases under every sample makes breaks cluster, which
+    this does not model (small where stable cases pass almost every sample).
     `break_test` weighs each break by how unlikely it was, log(1 + BREAK_SHARE / chance),
     and p = P(T >= observed) for T the sum of the breaks' weights, cases breaking
     independently with their chances: exact (a convolution over the weights rounded to
@@ -122,17 +134,7 @@ The model of an unchanged agent
     chances (pass/fail criteria, equal streaks) T is the count times a constant, and p the
     count's Poisson-binomial tail. BREAK_SHARE matters little: 4%, 10% and 30% caught
     95.0, 94.7 and 95.3% of the flaky agent's ROUGE breakage (300 PRs, a scratch run of
-    an earlier form of `dip_hazards`). Why not a Beta population fitted by moments (as before): real
-    populations are two-humped (robust and flaky), which a Beta fits badly; and rating
-    "every sample failed" on histories selected by "a majority passed" counted flaky cases
-    that were never stable. Together they overstated chance breaks 1.5x (trajectories) to
-    3x (judges) in bench_gate's worlds; this is within 10% for trajectories (for judges see
-    the share above). Why not replay the ledger
-    (how often did a case with 5 clean runs break in the 6th?): that measures shorter
-    streaks than the current ones. Assumed: cases break independently given their rates,
-    and the share of failures that fail every sample is one for the criterion; a run-wide
-    judge mood that pushes stable cases under every sample makes breaks cluster, which
-    this does not model (small where stable cases pass almost every sample).
+    an earlier form of `dip_hazards`).
 
     A continuous criterion's stable cases (a score such as ROUGE: `dip_hazards`)
     The chance from outcomes alone is the same for every stable case with the same streak,
