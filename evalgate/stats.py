@@ -626,7 +626,7 @@ def dip_hazards(population: Sequence[Sequence[float]], stable: Sequence[Sequence
 
     def dips(v: Sequence[float]) -> tuple[float, list[float]]:
         top = _quantile(v, 0.75)
-        return top, [top - x for x in v if x < top - DIP_Z * typical]
+        return top, [top - x for x in v if x < top - DIP_Z * max(typical, EPSILON)]
 
     depths: list[float] = []
     counts: Counter = Counter()

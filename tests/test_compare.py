@@ -274,6 +274,10 @@ def test_dip_hazards_weigh_each_stable_case_by_its_level_and_its_dips():
     dipping = [0.8, 0.81, 0.55, 0.8, 0.82, 0.78, 0.52, 0.81, 0.79, 0.8]
     quiet, jumpy = dip_hazards(population, [steady, dipping], 0.5)
     assert jumpy > 3 * quiet
+    # Replayed outputs score the same every run: no dips, the rate at its floor (one
+    # pseudo-dip in 212 case-runs), half a pseudo-dip deeper; float noise is no dip.
+    same = [[0.9] * 10] * 20 + [[0.9 + 1e-13] * 5 + [0.9] * 5]
+    assert dip_hazards(same, [[0.9] * 10], 0.5) == [pytest.approx(0.5 / 212)]
 
 
 def test_break_hazards():
