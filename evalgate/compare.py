@@ -347,9 +347,9 @@ def _ledger_histories(ledger: Ledger) -> dict[tuple[str, str], tuple[list[list[f
     out: dict[tuple[str, str], tuple[list[list[float]], list[list[float]]]] = {}
     for key, history in ledger.items():
         parts = key.split(_SEP)
-        if len(parts) in (4, 5):
-            kind = out.setdefault((parts[0], parts[3]), ([], []))[len(parts) - 4]
-            kind.append([float(o) for o in history if o is not None])
+        if len(parts) in (4, 5):  # ledger_key (an outcome) or value_key (a value)
+            outcomes, values = out.setdefault((parts[0], parts[3]), ([], []))
+            (outcomes if len(parts) == 4 else values).append([float(o) for o in history if o is not None])
     return out
 
 
