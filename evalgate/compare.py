@@ -695,14 +695,13 @@ def _run_df(comp: CriterionComparison) -> float:
     return comp.history - (2 if comp.run_moved else 1) if comp.history else math.inf
 
 
-def _test_level(comp: CriterionComparison, keys: list[CaseKey], base_values: list[float], cur_values: list[float], ledger: Ledger) -> None:
+def _test_level(comp: CriterionComparison, base_values: list[float], cur_values: list[float], own: tuple[list[int], list[list[float]]]) -> None:
     """The drop against the default branch's level: the current run less the mean of the
-    baseline's and the ledger's earlier runs, case by case (evalgate.stats:
-    level_differences). Needs the run-to-run variance measured (comp.history) and values
-    that mean what the ledger's mean (a judge's sample means: basis "samples")."""
-    if not comp.history or (comp.judge and comp.basis != "samples"):
-        return
-    chosen, rows = _own_histories(keys, comp.criterion, ledger, base_values)
+    baseline's and the ledger's earlier runs (`own`: _own_histories), case by case
+    (evalgate.stats: level_differences). The caller checks that the run-to-run variance
+    was measured (comp.history) and that the values mean what the ledger's mean (a
+    judge's sample means: basis "samples")."""
+    chosen, rows = own
     if not chosen:
         return
     sigma2 = (comp.run_sd or 0.0) ** 2
@@ -746,11 +745,11 @@ def _own_histories(keys: list[CaseKey], criterion: str, ledger: Ledger, base_val
     return [], []
 
 
-def _test_partial(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], base_values: list[float], policy: GatePolicy, ledger: Ledger) -> None:
+def _test_partial(comp: CriterionComparison, diffs: list[float], own: tuple[list[int], list[list[float]]], policy: GatePolicy) -> None:
     """The partial-drop test of a continuous criterion (evalgate.stats: case_scales,
-    lopsided_test, steady_drop_test): some cases falling while the run's common shift and
-    the flaky cases' outliers are set aside."""
-    chosen, rows = _own_histories(keys, comp.criterion, ledger, base_values)
+    lopsided_test, steady_drop_test) on the cases' own histories (`own`: _own_histories):
+    some cases falling while the run's common shift and the flaky cases' outliers are set aside."""
+    chosen, rows = own
     if not chosen:
         return
     scales = case_scales(rows)
@@ -882,11 +881,15 @@ def _draft(
             comp.baseline_mean = sum(base_values) / len(pairs)
             comp.current_mean = sum(cur_values) / len(pairs)
             comp.delta = sum(diffs) / len(pairs)
-            _test_drop(comp, diffs, [k for k, _, _ in pairs], policy, ledger)
-            if ledger:  # _own_histories asks for PARTIAL_MIN_CASES cases with history
-                _test_level(comp, [k for k, _, _ in pairs], base_values, cur_values, ledger)
-            if ledger and continuous and len(pairs) >= PARTIAL_MIN_CASES:
-                _test_partial(comp, diffs, [k for k, _, _ in pairs], base_values, policy, ledger)
+            keys = [k for k, _, _ in pairs]
+            _test_drop(comp, diffs, keys, policy, ledger)
+            level = bool(comp.history) and (not judge or basis == "samples")
+            if ledger and (level or continuous):  # the cases' own histories, read once for both tests
+                own = _own_histories(keys, name, ledger, base_values)  # asks for PARTIAL_MIN_CASES cases
+                if level:
+                    _test_level(comp, base_values, cur_values, own)
+                if continuous:
+                    _test_partial(comp, diffs, own, policy)
         else:
             comp.reasons.append("not compared: no case was evaluated in both runs")
         if not judge:
