@@ -147,6 +147,7 @@ from evalgate.stats import (
     satterthwaite,
     share_break_test,
     steady_drop_test,
+    steady_run_variance,
 )
 
 PARTIAL_MIN_CASES = 10  # cases with a history needed for the partial-drop test
@@ -757,7 +758,8 @@ def _test_partial(comp: CriterionComparison, diffs: list[float], own: tuple[list
     margin = policy.margin(comp.judge)
     comp.partial_cases = len(chosen)
     comp.lopsided_p, comp.fell, comp.rose = lopsided_test(moved, scales, margin)
-    comp.steady_p = steady_drop_test(moved, scales, margin, 2 * (comp.run_sd or 0.0) ** 2, _run_df(comp))
+    run_var, run_df = steady_run_variance(rows, scales)
+    comp.steady_p = steady_drop_test(moved, scales, margin, run_var, run_df)
     comp.partial_p = min(1.0, 2 * min(comp.lopsided_p, comp.steady_p))
 
 

@@ -55,6 +55,7 @@ from evalgate.stats import (
     run_variance,
     share_break_test,
     steady_drop_test,
+    steady_run_variance,
     t_quantile,
     t_sf,
 )
@@ -923,12 +924,48 @@ def test_steady_drop_test_by_hand():
     psi = [max(-2.5, min(2.5, x)) for x in z]  # the 0.3 rise counts 2.5, not 21
     t = sum(psi) / math.sqrt(sum(x * x for x in psi))
     assert steady_drop_test(diffs, scales) == pytest.approx(1 - t_sf(t, 3))  # n - 1 df without a run part
-    # A run-level variance is carried through the unclipped cases, with its df.
-    slope = sum(1 / u for x, u in zip(z, unit) if abs(x) < 2.5)
-    var = sum(x * x for x in psi) + slope**2 * 0.0002
-    within, run = sum(x * x for x in psi) / 16, slope**2 * 0.0002 / 16
+    # A run-level variance (of the mean clipped value per case and run) adds n^2 times itself, with its df.
+    within, run = sum(x * x for x in psi) / 16, 0.02
     df = (within + run) ** 2 / (within**2 / 3 + run**2 / 9)
-    assert steady_drop_test(diffs, scales, run_var=0.0002, run_df=9) == pytest.approx(1 - t_sf(sum(psi) / math.sqrt(var), df))
+    assert steady_drop_test(diffs, scales, run_var=0.02, run_df=9) == pytest.approx(1 - t_sf(sum(psi) / math.sqrt(sum(x * x for x in psi) + 16 * 0.02), df))
+
+
+def test_steady_run_variance_by_hand():
+    # Each value in units of its case's scale from the case's median, clipped at 2.5: case 2's
+    # off run (-0.3, 30 of its units) counts -2.5; then the run-level variance of those units.
+    rows = [[0.50, 0.52, 0.48, 0.50], [0.80, 0.81, 0.79, 0.50], [0.30, 0.30, 0.32, 0.30]]
+    scales = [0.02, 0.01, 0.01]
+    units = [[0.0, 1.0, -1.0, 0.0], [0.5, 1.5, -0.5, -2.5], [0.0, 0.0, 2.0, 0.0]]
+    var, df, _ = run_variance(units)
+    assert steady_run_variance(rows, scales) == pytest.approx((var, df))
+    with pytest.raises(ValueError):
+        steady_run_variance(rows, scales[:2])
+
+
+def test_steady_run_variance_sees_a_drift_and_not_a_flaky_cases_off_runs():
+    """Off runs of flaky cases move the run means as a drift would; in each case's own units,
+    clipped, they do not. A drift that moves every case is seen in both."""
+    rng = random.Random(3)
+    n, runs = 200, 9
+    spread = [rng.uniform(0.01, 0.04) for _ in range(n)]
+    flaky = [i < 30 for i in range(n)]
+
+    def rows_of(drift: float) -> list[list[float]]:
+        shifts = [rng.gauss(0, drift) for _ in range(runs)]
+        return [
+            [0.7 + shifts[t] + rng.gauss(0, spread[i]) - (rng.uniform(0.2, 0.5) if flaky[i] and rng.random() < 0.3 else 0.0) for t in range(runs)]
+            for i in range(n)
+        ]
+
+    quiet = [steady_run_variance(rows, case_scales(rows))[0] for rows in (rows_of(0.0) for _ in range(10))]
+    raw = [run_variance(rows)[0] for rows in (rows_of(0.0) for _ in range(10))]
+    drifting = [steady_run_variance(rows, case_scales(rows))[0] for rows in (rows_of(0.01) for _ in range(10))]
+    # In units: a drift of sd 0.01 is about half a typical case's spread, a variance near 0.2
+    # (measured 0.16: the most precise cases clip); without a drift, about 60x less.
+    assert sum(drifting) / 10 > 0.1 and sum(quiet) < sum(drifting) / 20, (quiet, drifting)
+    # The raw values' run-level variance, in the same units (x mean(1/scale)^2), is larger
+    # (measured 1.9x): the flaky cases' off runs pass for a drift.
+    assert sum(raw) * (sum(1 / s for s in spread) / n) ** 2 > 1.5 * sum(quiet), (raw, quiet)
 
 
 def _rouge_world(rng: random.Random, n: int, drift: float, flaky: float):
