@@ -35,6 +35,12 @@ ROUGE falls below its threshold, judge samples fail); a run whose ROUGE drops by
 quarter of the cases. Each is compared with the real `compare()` (default policy) with the
 ledger and without it. PRs are seeded by (seed, world, index): the table does not depend
 on --workers.
+
+Under each world's table, a bound on the trajectory-breakage row: the same pooled test
+(`stats.break_test`) alone at alpha / 7 (the gate's Holm family in these worlds), given
+the simulation's true chances, which no history measures: each stable case's own, and
+equal ones summing to the true total (a clean streak of 10 runs is all a robust case and
+a lucky flaky one show; the gate can at best estimate that total).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evalgate.compare import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
 from evalgate.criteria.judging import decided, next_round  # noqa: E402
 from evalgate.results import RunResults  # noqa: E402
+from evalgate.stats import break_test  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
 THRESHOLDS = {TRAJ: 1.0, ROUGE: 0.5, JUDGE: 0.8}
@@ -165,8 +172,9 @@ def _history(world: World, rng: random.Random, policy: GatePolicy, offsets: list
     return baseline, ledger
 
 
-def simulate(job: tuple[int, str, int, bool]) -> list[tuple[str, str]]:
-    """One simulated PR in one world: per scenario, (with history, without) overall verdicts."""
+def simulate(job: tuple[int, str, int, bool]) -> tuple[list[tuple[str, str]], tuple[float, float]]:
+    """One simulated PR in one world: per scenario, (with history, without) overall verdicts;
+    and the trajectory-breakage oracle's p-values (`_oracle`)."""
     seed, world_name, index, early_stop = job
     rng = random.Random(f"{seed}/{world_name}/{index}")
     params = WORLDS[world_name]
@@ -175,6 +183,7 @@ def simulate(job: tuple[int, str, int, bool]) -> list[tuple[str, str]]:
     baseline, ledger = _history(world, rng, policy, [0.0] * params["history"])
     n = params["cases"]
     out = []
+    oracle = (1.0, 1.0)
     for scenario in SCENARIOS:
         broken: dict[str, set[int]] = {}
         drop: set[int] = set()
@@ -186,7 +195,21 @@ def simulate(job: tuple[int, str, int, bool]) -> list[tuple[str, str]]:
             drop = set(rng.sample(range(n), n // 4))
         current = world.run(rng, broken, drop)
         out.append((compare(baseline, current, policy, ledger=ledger).verdict.value, compare(baseline, current, policy).verdict.value))
-    return out
+        if TRAJ in broken:
+            oracle = _oracle(world, current, _stable(ledger, TRAJ, n, policy))
+    return out, oracle
+
+
+def _oracle(world: World, current: RunResults, stable: list[int]) -> tuple[float, float]:
+    """The pooled breakage test of the trajectories, given what no history can measure: the
+    simulation's true chance that each stable case goes off (its trajectory then fails).
+    (p with each case's own chance, p with equal chances summing to the true total: all
+    that clean streaks of equal length can tell the cases apart by.)"""
+    scores = {c.eval_id: c.criteria[TRAJ].score for c in current.suites[0].cases}
+    broken = [scores[f"case{i:04d}"] == 0.0 for i in stable]
+    chances = [world.flip[i] for i in stable]
+    total = sum(chances)
+    return break_test(broken, chances), break_test(broken, [total / len(chances)] * len(chances))
 
 
 # --moved: the default branch's judge level moved (logit offset) three runs before the PR.
@@ -265,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     goals: list[tuple[str, bool]] = []
     for w in worlds:
-        rows = [r for job, r in zip(jobs, results) if job[1] == w]
+        rows = [r for job, (r, _) in zip(jobs, results) if job[1] == w]
+        oracles = [o for job, (_, o) in zip(jobs, results) if job[1] == w]
         p = WORLDS[w]
         print()
         print(f"### {w}: {p['cases']} cases, {p['history']} runs of history, judge mood sd {p['mood']} (logit), "
@@ -287,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
                 goals.append((f"{w}: detection >= 90% of {scenario} with history", share(0, "FAIL") >= 0.90))
             else:
                 goals.append((f"{w}: detection >= 95% of {scenario} with history", share(0, "FAIL") >= 0.95))
+        level = policy.alpha / 7  # the gate's Holm family here: 3 drop, 3 breakage and 1 partial-drop test
+        print()
+        print(f"What the history cannot know: the trajectory breakage test alone at alpha / 7 with the simulation's true "
+              f"chances caught {sum(o[0] < level for o in oracles) / len(oracles):.1%} with each case's own chance, "
+              f"{sum(o[1] < level for o in oracles) / len(oracles):.1%} with equal chances summing to the true total.")
     print()
     for text, ok in goals:
         print(f"{'met' if ok else 'MISSED'}: {text}")
