@@ -214,10 +214,10 @@ Partial drops of continuous criteria: `case_scales`, `lopsided_test`, `steady_dr
       raw run means as a drift would, so that estimate is noisy: where nothing drifts it
       is zero half the time and, the other half, up to the within-run variance itself.
       The off runs are where the raw estimate is noisiest, and they are what the test
-      clips. Measured (scratch runs, seed 1, the flaky agent's first 200 PRs, the test
-      gated as in `compare`): a 0.1 drop on a quarter of the cases caught 79.5 -> 88%;
-      unchanged PRs' steady p below 0.05 / 0.01 / 0.001: 2 / 0.5 / 0 -> 3 / 0.5 / 0%
-      (drifting serving: 7 / 2.5 / 0.5 -> 4 / 1 / 0%).
+      clips. Measured (scratch runs, seed 1, 500 unchanged PRs per world, this test's p
+      below 0.05 / 0.01 / 0.0014 / 0.0005, before -> after): steady world 3.2 / 0.6 / 0 / 0
+      -> 4.4 / 1.0 / 0.2 / 0.2, flaky agent 2.6 / 0.6 / 0 / 0 -> 3.0 / 0.8 / 0 / 0: near
+      nominal, where it was conservative. The gate's figures are below.
     The two enter Holm as one test, p = 2 * min of theirs (Bonferroni): one fails only on
     what it sees. In bench/bench_gate.py they catch a 0.1 drop on a quarter of the cases
     in 82% of the flaky agent's pull requests (63% before) and 98% under drifting serving
