@@ -270,10 +270,12 @@ class CriterionComparison:
     breakage_p_adjusted: Optional[float] = None
     # Partial drop (continuous criteria that are not judged, with a ledger; evalgate.stats):
     partial_cases: int = 0  # cases with a history of their own spread, tested
+    partial_runs: int = 0  # ... over this many runs before the baseline's
     fell: int = 0  # of them, the ones that fell beyond SHIFT_Z of their own spread, the run's shift taken out
     rose: int = 0  # ... and rose
     lopsided_p: Optional[float] = None  # fell against rose
     steady_p: Optional[float] = None  # the drop, each case in units of its own spread
+    steady_run_sd: Optional[float] = None  # ... allowing runs to move the cases by this sd, in units of their spreads
     partial_p: Optional[float] = None  # the two together (Bonferroni): one test in the Holm family
     partial_p_adjusted: Optional[float] = None
 
@@ -756,9 +758,10 @@ def _test_partial(comp: CriterionComparison, diffs: list[float], own: tuple[list
     scales = case_scales(rows)
     moved = [diffs[i] for i in chosen]
     margin = policy.margin(comp.judge)
-    comp.partial_cases = len(chosen)
+    comp.partial_cases, comp.partial_runs = len(chosen), len(rows[0])
     comp.lopsided_p, comp.fell, comp.rose = lopsided_test(moved, scales, margin)
     run_var, run_df = steady_run_variance(rows, scales)
+    comp.steady_run_sd = math.sqrt(run_var)
     comp.steady_p = steady_drop_test(moved, scales, margin, run_var, run_df)
     comp.partial_p = min(1.0, 2 * min(comp.lopsided_p, comp.steady_p))
 
@@ -1021,7 +1024,8 @@ def _partial_words(comp: CriterionComparison) -> str:
     return (
         f"some cases fell: {comp.fell} of {comp.partial_cases} cases fell by more than {SHIFT_Z:g} times their own "
         f"run-to-run spread and {comp.rose} rose, the run's common shift set aside (p = {_fmt_p(comp.lopsided_p)}); "
-        f"in units of each case's spread, outliers capped, the scores fell with p = {_fmt_p(comp.steady_p)}; "
+        f"in units of each case's spread, outliers capped, allowing runs to move them by {comp.steady_run_sd or 0.0:.2f} "
+        f"of a spread (sd, from {_plural(comp.partial_runs, 'run')}), the scores fell with p = {_fmt_p(comp.steady_p)}; "
         f"together p = {_fmt_p(comp.partial_p_adjusted)} after Holm"
     )
 

@@ -1008,6 +1008,10 @@ def test_some_cases_falling_is_caught_through_a_drift_that_hides_it_from_the_mea
     assert comp.partial_p_adjusted is not None and comp.partial_p_adjusted < POLICY.alpha
     assert fell.verdict is Verdict.FAIL
     assert any(r.startswith("rouge: some cases fell:") and f"{SHIFT_Z:g} times their own run-to-run spread" in r for r in fell.reasons)
+    # The drift (sd 0.012 on cases of spread 0.01-0.04) is what the steady-case test allowed
+    # for, in units of the cases' spreads, measured on the 9 runs before the baseline's.
+    assert comp.partial_runs == 9 and 0.2 < comp.steady_run_sd < 1.0, comp.steady_run_sd
+    assert any(f"allowing runs to move them by {comp.steady_run_sd:.2f} of a spread (sd, from 9 runs)" in r for r in fell.reasons)
     # The comment's criterion row shows the p-value of the test that decided it (here breakage: cases fell below 0.5).
     current = one(draw(set(range(0, 200, 4))))
     comparison = compare(baseline, current, POLICY, ledger=ledger)
