@@ -56,6 +56,7 @@ from evalgate.stats import (
     share_break_test,
     steady_drop_test,
     steady_run_variance,
+    steady_weights,
     t_quantile,
     t_sf,
 )
@@ -917,25 +918,33 @@ def test_lopsided_test_counts_moves_beyond_each_cases_own_spread():
     assert lopsided_test([0.1, -0.1, 0.1, -0.1, 0.0, 0.0], [0.01] * 6)[0] == pytest.approx(binomial_half_sf(2, 4))
 
 
+def test_steady_weights_by_hand():
+    # 1 / scale, scaled to a mean of 1: a case that moves a tenth as much weighs ten times more.
+    assert steady_weights([0.01, 0.01, 0.01, 0.1]) == pytest.approx([40 / 31, 40 / 31, 40 / 31, 4 / 31])
+    assert steady_weights([0.0, 0.0]) == pytest.approx([1.0, 1.0])  # replayed outputs: no spread anywhere
+
+
 def test_steady_drop_test_by_hand():
     diffs, scales = [-0.02, -0.01, 0.3, 0.0], [0.01, 0.01, 0.01, 0.1]
+    weights = [40 / 31, 40 / 31, 40 / 31, 4 / 31]
     unit = [s * math.sqrt(2) for s in scales]
     z = [d / u for d, u in zip(diffs, unit)]
-    psi = [max(-2.5, min(2.5, x)) for x in z]  # the 0.3 rise counts 2.5, not 21
+    psi = [w * max(-2.5, min(2.5, x)) for w, x in zip(weights, z)]  # the 0.3 rise counts 2.5 (weighted), not 21
     t = sum(psi) / math.sqrt(sum(x * x for x in psi))
     assert steady_drop_test(diffs, scales) == pytest.approx(1 - t_sf(t, 3))  # n - 1 df without a run part
-    # A run-level variance (of the mean clipped value per case and run) adds n^2 times itself, with its df.
+    # A run-level variance (of the mean weighted, clipped value per case and run) adds n^2 times itself, with its df.
     within, run = sum(x * x for x in psi) / 16, 0.02
     df = (within + run) ** 2 / (within**2 / 3 + run**2 / 9)
     assert steady_drop_test(diffs, scales, run_var=0.02, run_df=9) == pytest.approx(1 - t_sf(sum(psi) / math.sqrt(sum(x * x for x in psi) + 16 * 0.02), df))
 
 
 def test_steady_run_variance_by_hand():
-    # Each value in units of its case's scale from the case's median, clipped at 2.5: case 2's
-    # off run (-0.3, 30 of its units) counts -2.5; then the run-level variance of those units.
+    # Each value in units of its case's scale from the case's median, clipped at 2.5 (case 2's
+    # off run, -0.3 or 30 of its units, counts -2.5), weighted 1 / scale with mean 1 (0.6, 1.2,
+    # 1.2); then the run-level variance of those.
     rows = [[0.50, 0.52, 0.48, 0.50], [0.80, 0.81, 0.79, 0.50], [0.30, 0.30, 0.32, 0.30]]
     scales = [0.02, 0.01, 0.01]
-    units = [[0.0, 1.0, -1.0, 0.0], [0.5, 1.5, -0.5, -2.5], [0.0, 0.0, 2.0, 0.0]]
+    units = [[0.0, 0.6, -0.6, 0.0], [0.6, 1.8, -0.6, -3.0], [0.0, 0.0, 2.4, 0.0]]
     var, df, _ = run_variance(units)
     assert steady_run_variance(rows, scales) == pytest.approx((var, df))
     with pytest.raises(ValueError):
@@ -960,12 +969,14 @@ def test_steady_run_variance_sees_a_drift_and_not_a_flaky_cases_off_runs():
     quiet = [steady_run_variance(rows, case_scales(rows))[0] for rows in (rows_of(0.0) for _ in range(10))]
     raw = [run_variance(rows)[0] for rows in (rows_of(0.0) for _ in range(10))]
     drifting = [steady_run_variance(rows, case_scales(rows))[0] for rows in (rows_of(0.01) for _ in range(10))]
-    # In units: a drift of sd 0.01 is about half a typical case's spread, a variance near 0.2
-    # (measured 0.16: the most precise cases clip); without a drift, about 60x less.
+    # In the test's units (a shift r counts r / scale per case, weighted 1 / scale with mean 1),
+    # a drift of sd 0.01 is a variance near 0.25 (measured 0.23: the most precise cases clip);
+    # without a drift, about 70x less.
     assert sum(drifting) / 10 > 0.1 and sum(quiet) < sum(drifting) / 20, (quiet, drifting)
-    # The raw values' run-level variance, in the same units (x mean(1/scale)^2), is larger
-    # (measured 1.9x): the flaky cases' off runs pass for a drift.
-    assert sum(raw) * (sum(1 / s for s in spread) / n) ** 2 > 1.5 * sum(quiet), (raw, quiet)
+    # The raw values' run-level variance, in the same units (x (mean(1/scale^2) / mean(1/scale))^2),
+    # is larger (measured 2.2x): the flaky cases' off runs pass for a drift.
+    per_unit = sum(1 / s**2 for s in spread) / sum(1 / s for s in spread)
+    assert sum(raw) * per_unit**2 > 1.5 * sum(quiet), (raw, quiet)
 
 
 def _rouge_world(rng: random.Random, n: int, drift: float, flaky: float):
