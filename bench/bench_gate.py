@@ -196,7 +196,7 @@ def simulate(job: tuple[int, str, int, bool]) -> tuple[list[tuple[str, str]], tu
         current = world.run(rng, broken, drop)
         out.append((compare(baseline, current, policy, ledger=ledger).verdict.value, compare(baseline, current, policy).verdict.value))
         if TRAJ in broken:
-            oracle = _oracle(world, current, _stable(ledger, TRAJ, n, policy))
+            oracle = _oracle(world, current, stable)  # the trajectory's stable cases, drawn from above
     return out, oracle
 
 
