@@ -220,7 +220,7 @@ Partial drops of continuous criteria: `case_scales`, `lopsided_test`, `steady_dr
       spread from the case's median, clipped at HUBER_K, weighted as the test weighs it,
       through `run_variance`. A drift
       moves every case by drift / scale and is seen whole (a drift of sd 0.01 on cases of
-      sd 0.01-0.04 reads 60x a quiet history's, in tests/test_compare.py); a flaky case's
+      sd 0.01-0.04 reads 70x a quiet history's, in tests/test_compare.py); a flaky case's
       off run counts at most HUBER_K. Why not the criterion's sigma_r from the raw values,
       carried through the unclipped cases (as before): the off runs of flaky cases move the
       raw run means as a drift would, so that estimate is noisy: where nothing drifts it
