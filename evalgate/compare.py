@@ -942,11 +942,9 @@ def _draft(
 def _variation_words(comp: CriterionComparison) -> str:
     """The run-to-run variation a criterion's test allowed for, and where it came from."""
     sd = comp.run_sd or 0.0
-    if comp.history and comp.run_moved:
-        return (f"run-to-run sd {sd:.3f} from {_plural(comp.history, 'run')} of history, around the default "
-                f"branch's level before and after it moved {comp.run_moved} runs back")
     if comp.history:
-        return f"run-to-run sd {sd:.3f} from {_plural(comp.history, 'run')} of history"
+        moved = f", around the default branch's level before and after it moved {comp.run_moved} runs back" if comp.run_moved else ""
+        return f"run-to-run sd {sd:.3f} from {_plural(comp.history, 'run')} of history{moved}"
     return f"run-to-run sd {sd:.3f} assumed (no history yet)" if sd else "no run-to-run variation assumed (no history yet)"
 
 

@@ -485,6 +485,11 @@ def lopsided_test(diffs: Sequence[float], scales: Sequence[float], margin: float
     return binomial_half_sf(fell, fell + rose), fell, rose
 
 
+def _huber(z: float) -> float:
+    """Huber's psi: z clipped at +-HUBER_K, the steady-case test's cap on an outlier."""
+    return max(-HUBER_K, min(HUBER_K, z))
+
+
 def steady_weights(scales: Sequence[float]) -> list[float]:
     """Each case's weight in the steady-case test: 1 / its scale, scaled to a mean of 1. A
     drop of the same size in score says more of a case that moves little; this is the
@@ -506,7 +511,7 @@ def steady_run_variance(rows: Sequence[Sequence[float]], scales: Sequence[float]
     units = []
     for r, s, w in zip(rows, scales, steady_weights(scales)):
         centre, unit = _median(r), max(s, EPSILON)
-        units.append([w * max(-HUBER_K, min(HUBER_K, (v - centre) / unit)) for v in r])
+        units.append([w * _huber((v - centre) / unit) for v in r])
     var, df, _ = run_variance(units)
     return var, df
 
@@ -523,7 +528,7 @@ def steady_drop_test(diffs: Sequence[float], scales: Sequence[float], margin: fl
         raise ValueError("steady_drop_test needs at least 2 differences, one scale each")
     total = within = 0.0
     for d, s, w in zip(diffs, scales, steady_weights(scales)):
-        psi = w * max(-HUBER_K, min(HUBER_K, (d + margin) / max(s * math.sqrt(2), EPSILON)))
+        psi = w * _huber((d + margin) / max(s * math.sqrt(2), EPSILON))
         total += psi
         within += psi * psi
     n = len(diffs)
