@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Literal
 
 from evalgate.adk import Invocation
-from evalgate.criteria.base import Criterion, Outcome
+from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
 from evalgate.results import (
     CaseResult,
     CriterionResult,
@@ -91,7 +91,7 @@ def _invocation_result(outcome: Outcome, threshold: float) -> dict[str, Any]:
     # instead of one per invocation (scoring time is mostly object building otherwise).
     return {
         "score": outcome.score,
-        "status": _status_for(outcome.score, threshold),
+        "status": outcome.status or _status_for(outcome.score, threshold),
         "details": outcome.details,
         "error": outcome.error if outcome.score is None else None,
     }
@@ -131,6 +131,21 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     )
 
 
+def case_outcome_result(result: CaseOutcome, threshold: float) -> CriterionResult:
+    """A whole-case criterion's result: its overall outcome is the case's score and status
+    (the threshold applied unless the criterion set a status), its turns are kept as given."""
+    overall = result.overall
+    return CriterionResult.model_validate(
+        {
+            "score": overall.score,
+            "status": overall.status or _status_for(overall.score, threshold),
+            "threshold": threshold,
+            "per_invocation": [_invocation_result(o, threshold) for o in result.per_invocation],
+            "error": overall.error if overall.score is None else None,
+        }
+    )
+
+
 def _failed(threshold: float, error: str) -> CriterionResult:
     return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, error=error)
 
@@ -158,6 +173,11 @@ def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
                 crit.threshold,
                 f"{len(case.actual)} actual invocations for {len(case.expected)} expected; they must agree",
             )
+        if crit.scope == "case":
+            whole = crit.score_case(case.actual, case.expected, case.scenario)
+            if len(whole.per_invocation) != len(case.actual):
+                raise RuntimeError(f"{crit.name} gave {len(whole.per_invocation)} outcomes for {len(case.actual)} invocations")
+            return case_outcome_result(whole, crit.threshold)
         outcomes = crit.score_invocations(case.actual, case.expected)
         if len(outcomes) != len(case.actual):
             raise RuntimeError(f"{crit.name} gave {len(outcomes)} outcomes for {len(case.actual)} invocations")

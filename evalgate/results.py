@@ -28,6 +28,9 @@ class Status(str, Enum):
     PASSED = "PASSED"
     FAILED = "FAILED"
     NOT_EVALUATED = "NOT_EVALUATED"
+    # ADK's fourth status: a value shown, never a verdict (a custom metric may return it).
+    # A case's status ignores it, as ADK's does.
+    INFORMATIONAL = "INFORMATIONAL"
 
 
 class _Model(BaseModel):

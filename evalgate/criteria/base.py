@@ -14,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from evalgate.adk import Invocation
+from evalgate.results import Status
 
 InputKind = Literal["invocations", "trace"]
+Scope = Literal["invocation", "case"]
 
 
 @dataclass
@@ -29,6 +31,19 @@ class Outcome:
     score: float | None
     details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # Set only by a criterion that decides its own verdict (a custom metric returns its
+    # statuses, as in ADK); otherwise the engine applies the threshold to the score.
+    status: Status | None = None
+
+
+@dataclass
+class CaseOutcome:
+    """A whole-case criterion's result (scope "case"): its verdict on the case, and one
+    outcome per actual invocation (placeholders with score None where it judged no turn
+    on its own, as ADK's multi-turn metrics leave every turn but the last)."""
+
+    overall: Outcome
+    per_invocation: list[Outcome]
 
 
 class Criterion(BaseModel):
@@ -45,6 +60,10 @@ class Criterion(BaseModel):
     judge: ClassVar[bool] = False
     # The remote service a judge criterion calls ("gemini" or "vertex"), for credential checks.
     service: ClassVar[str | None] = None
+    # "invocation": scored turn by turn, the case score the mean (most of ADK's metrics).
+    # "case": the criterion judges the conversation as a whole (`score_case`) and gives the
+    # case's verdict itself; the engine does not average its turns.
+    scope: ClassVar[Scope] = "invocation"
 
     threshold: float = Field(ge=0.0, le=1.0, description="Pass when the score is at least this.")
     include_intermediate_responses_in_final: bool = Field(
@@ -66,6 +85,10 @@ class Criterion(BaseModel):
         needs the conversation so far (multi-turn metrics), which overrides this."""
         pairs = zip(actual, expected if expected is not None else [None] * len(actual))
         return [self.score_invocation(a, e) for a, e in pairs]
+
+    def score_case(self, actual: list[Invocation], expected: list[Invocation] | None, scenario: dict[str, Any] | None) -> CaseOutcome:
+        """Scope "case": the whole conversation at once."""
+        raise NotImplementedError(f"{self.name} does not score whole cases")
 
     def score_trace(self, trace: Any) -> Outcome:
         raise NotImplementedError(f"{self.name} does not score traces")

@@ -22,7 +22,7 @@ from evalgate.engine import CaseInput, SuitePlan
 from evalgate.results import CaseResult, CriterionResult, RunResults, Status, write_json
 
 # google.adk.evaluation.eval_metrics.EvalStatus
-ADK_STATUS = {Status.PASSED: 1, Status.FAILED: 2, Status.NOT_EVALUATED: 3}
+ADK_STATUS = {Status.PASSED: 1, Status.FAILED: 2, Status.NOT_EVALUATED: 3, Status.INFORMATIONAL: 4}
 
 SUFFIX = ".evalset_result.json"
 

@@ -63,7 +63,7 @@ REPORT_FILE = "report.html"
 MAX_TEXT = 20_000  # characters kept of one message, response, reason or details block
 MAX_REASONS = 200  # verdict and suite reasons listed in the overview
 
-_STATUS = {Status.PASSED: "P", Status.FAILED: "F", Status.NOT_EVALUATED: "N"}
+_STATUS = {Status.PASSED: "P", Status.FAILED: "F", Status.NOT_EVALUATED: "N", Status.INFORMATIONAL: "I"}
 # Characters shown as a visible "U+XXXX" mark instead of acting: controls (but newline and
 # tab), format characters that hide or reorder text (bidi overrides and isolates, zero-width
 # spaces, tag characters; not the joiners that emoji and Indic scripts need), surrogates.

@@ -17,7 +17,7 @@ MAX_REASON = 160
 MAX_FAILED = 20  # rows of the failed-cases table; the rest are counted, and are in results.json
 ELLIPSIS = "…"
 
-_STATUS_STYLE = {Status.PASSED: "32", Status.FAILED: "31", Status.NOT_EVALUATED: "33"}
+_STATUS_STYLE = {Status.PASSED: "32", Status.FAILED: "31", Status.NOT_EVALUATED: "33", Status.INFORMATIONAL: "36"}
 _BOLD = "1"
 
 
