@@ -284,3 +284,122 @@ def test_expected_digest_is_unchanged_and_ignores_ids_and_timestamps_anywhere():
     assert expected_digest(a) == expected_digest(b) == _digest_as_before(a)
     resaved["conversation"][0]["intermediate_data"]["tool_uses"][0]["args"]["q"] = "大阪"
     assert expected_digest(EvalCase.model_validate(resaved)) != expected_digest(a)
+
+
+# --- ADK's older named-case list: [{name, data: [turns], initial_session}] ----------------------
+
+NAMED_CASES = [
+    {
+        "name": "天気_東京",
+        "data": [
+            {
+                "query": "東京の天気は？",
+                "expected_tool_use": [{"tool_name": "get_weather", "tool_input": {"city": "東京", "単位": "摂氏"}}],
+                "expected_intermediate_agent_responses": [{"author": "planner", "text": "天気を調べます"}],
+                "reference": "東京は晴れ、気温は20度です。",
+            },
+            {"query": "ありがとう", "expected_tool_use": [], "reference": "どういたしまして。"},
+        ],
+        "initial_session": {"app_name": "weather_app", "user_id": "田中", "state": {"言語": "日本語", "履歴": [1, {"都市": "大阪"}]}},
+    },
+    {"name": "挨拶", "data": [{"query": "こんにちは"}], "initial_session": {}},  # no reference: ""; empty session: none
+    {"name": "予約", "data": [{"query": "明日の予約を確認して", "expected_tool_use": [{"tool_name": "find_booking", "tool_input": {}}], "reference": "明日10時に予約があります。"}], "initial_session": {"state": {"会員": True}}},
+]
+
+
+def _texts(content) -> str:
+    return "\n".join(p.text for p in (content.parts or []) if p.text) if content else ""
+
+
+def test_named_case_list_loads_as_adk_loads_it(tmp_path):
+    """The same file through ADK's loader (what `adk eval` calls) and ours: the same cases,
+    turns, expected responses, tool calls, intermediate responses and session input."""
+    from google.adk.evaluation.eval_case import get_all_tool_calls
+    from google.adk.evaluation.local_eval_sets_manager import load_eval_set_from_file
+
+    path = write_json(tmp_path / "evals" / "weather.test.json", NAMED_CASES)
+    loaded = load_evalset(path, base=tmp_path)
+    ours = loaded.eval_set
+    theirs = load_eval_set_from_file(str(path), str(path))  # as `adk eval` calls it: the id is the path given
+    assert not loaded.legacy and ours.eval_set_id == "evals/weather.test.json"
+    assert loaded.case_places == {"天気_東京": "[0]", "挨拶": "[1]", "予約": "[2]"}
+    assert [c.eval_id for c in ours.eval_cases] == [c.eval_id for c in theirs.eval_cases] == ["天気_東京", "挨拶", "予約"]
+    for a, b in zip(ours.eval_cases, theirs.eval_cases):
+        assert len(a.conversation) == len(b.conversation)
+        for inv_a, inv_b in zip(a.conversation, b.conversation):
+            assert inv_a.user_text() == _texts(inv_b.user_content)
+            assert inv_a.final_text() == _texts(inv_b.final_response)
+            assert [(c.name, c.args) for c in inv_a.tool_calls()] == [(c.name, c.args) for c in get_all_tool_calls(inv_b.intermediate_data)]
+            ours_steps = [(author, [p.text for p in parts]) for author, parts in inv_a.intermediate_data.intermediate_responses]
+            adk_steps = [(author, [p.text for p in parts]) for author, parts in inv_b.intermediate_data.intermediate_responses]
+            assert ours_steps == adk_steps
+        if b.session_input is None:
+            assert a.session_input is None, a.eval_id
+        else:
+            keys = ("app_name", "user_id", "state")  # ADK's model also has a session_id, never set here
+            assert a.session_input.model_dump(include=set(keys)) == b.session_input.model_dump(include=set(keys)), a.eval_id
+    assert ours.eval_cases[0].session_input.state == {"言語": "日本語", "履歴": [1, {"都市": "大阪"}]}
+    assert ours.eval_cases[2].session_input.app_name == ""  # ADK's defaults for what is left out
+
+
+def test_named_case_list_runs_against_adk_eval_history(tmp_path, cli):
+    """`adk eval agent evals/weather.test.json` names the eval set by the path it was given
+    and each case by its name; evalgate pairs that history with the file's cases."""
+    write_json(tmp_path / "evals" / "weather.test.json", [NAMED_CASES[0], NAMED_CASES[2]])
+    expected = load_evalset(tmp_path / "evals" / "weather.test.json").eval_set
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for i, case in enumerate(expected.eval_cases):
+        invocations = [inv.model_dump(mode="json", exclude_none=True) for inv in case.conversation]
+        (runs / f"{i}.evalset_result.json").write_text(_adk_history("agent/evals/weather.test.json", case.eval_id, invocations), encoding="utf-8")
+    (tmp_path / "evalgate.yaml").write_text(
+        "suites:\n  - name: weather\n    evalsets: evals/weather.test.json\n    actual: 'runs/*.evalset_result.json'\n"
+        "    criteria: {tool_trajectory_avg_score: 1.0, response_match_score: 0.8}\n",
+        encoding="utf-8",
+    )
+    code, out, err = cli("run", "--out", "o", "--no-color", cwd=tmp_path)
+    assert code == 0, (out, err)
+    results = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
+    cases = results["suites"][0]["cases"]
+    assert sorted((c["eval_set_id"], c["eval_id"], c["status"]) for c in cases) == [
+        ("evals/weather.test.json", "予約", "PASSED"),
+        ("evals/weather.test.json", "天気_東京", "PASSED"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "data, where, what, fix",
+    [
+        ([{"name": "a", "data": [{"query": "こんにちは"}]}, {"name": "a", "data": [{"query": "やあ"}]}], "[1].name", "duplicate name 'a' (first at [0])", "Give each case a unique name."),
+        ([{"data": [{"query": "こんにちは"}]}], "[0].name", "missing, empty or not a string", "Name the case (its eval_id) as 'name'."),
+        ([{"name": "a", "turns": [{"query": "こんにちは"}]}], "[0].data", "missing or not a list", "Give the case's turns as \"data\""),
+        ([{"name": "a", "data": []}], "[0].data", "the case has no turns", "Add at least one {query, reference} turn."),
+        ([{"name": "a", "data": [{"text": "こんにちは"}]}], "[0].data[0].query", "missing or not a string", "Add the user's message as 'query'."),
+        ([{"name": "a", "data": [{"query": "東京", "expected_tool_use": [{"tool_name": "f"}]}]}], "[0].data[0].expected_tool_use[0].tool_input", "missing or not an object", "'tool_input'"),
+        ([{"name": "a", "data": [{"query": "東京"}], "initial_session": {"state": "日本語"}}], "[0].initial_session.state", "must be an object", "Give the session state as"),
+        ([{"name": "a", "data": [{"query": "東京"}], "initial_session": ["x"]}], "[0].initial_session", "must be an object", '"initial_session": {"app_name"'),
+        ([{"name": "a", "data": [{"query": "東京"}]}, {"query": "迷子のターン"}], "[1]", "a turn among named cases", "Move it into a case's 'data' list"),
+        ([{"name": "a", "data": [{"query": "東京"}]}, "文字列"], "[1]", "a named case must be an object", 'Write {"name": "case_1"'),
+    ],
+    ids=["duplicate-name", "no-name", "no-data", "no-turns", "turn-without-query", "call-without-input", "state-not-object", "session-not-object", "stray-turn", "not-an-object"],
+)
+def test_a_malformed_named_case_list_names_file_place_and_fix(tmp_path, cli, data, where, what, fix):
+    write_json(tmp_path / "evals" / "bad.test.json", data)
+    (tmp_path / "evalgate.yaml").write_text("suites:\n  - name: x\n    evalsets: evals/bad.test.json\n    actual: runs.jsonl\n", encoding="utf-8")
+    (tmp_path / "runs.jsonl").write_text("", encoding="utf-8")
+    code, out, err = cli("validate", cwd=tmp_path)
+    assert code == 2 and "Traceback" not in err, err
+    line = next((ln for ln in err.splitlines() if "bad.test.json" in ln), "")
+    assert f"evals/bad.test.json: {where}: {what}" in line, err
+    assert fix in line, err
+
+
+def test_a_list_of_turns_is_still_one_case_named_by_its_path(tmp_path):
+    """The older turn list is unchanged: one case, named by the file's path."""
+    path = write_json(tmp_path / "l.test.json", [{"query": "東京の天気", "reference": "晴れ"}, {"query": "ありがとう"}])
+    loaded = load_evalset(path, base=tmp_path)
+    assert loaded.legacy and [c.eval_id for c in loaded.eval_set.eval_cases] == ["l.test.json"]
+    assert len(loaded.eval_set.eval_cases[0].conversation) == 2
+    with pytest.raises(InputError) as e:
+        load_evalset(write_json(tmp_path / "bad.test.json", [{"reference": "晴れ"}]))
+    assert "[0].query: missing or not a string. Add the user's message as 'query'." in str(e.value)

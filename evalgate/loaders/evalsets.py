@@ -1,9 +1,17 @@
 """Expected data: ADK eval sets (`*.evalset.json`, legacy and new `*.test.json`) and discovery.
 
-A legacy `*.test.json` is a list of turns `{query, expected_tool_use, reference, ...}`; as in
-ADK it becomes one multi-turn case whose eval_id (and here eval_set_id) is the file path.
-Unlike ADK, a file that fails the EvalSet schema is not silently retried as legacy: the
-real validation error is reported.
+ADK reads two older shapes besides the EvalSet schema, and so do we:
+
+- a list of turns `[{query, expected_tool_use, reference, ...}]` (`AgentEvaluator`'s
+  `*.test.json`): as in ADK, one multi-turn case whose eval_id (and here eval_set_id) is the
+  file path;
+- a list of named cases `[{name, data: [turns], initial_session: {app_name, user_id,
+  state}}]` (what `adk eval`'s loader converts, `convert_eval_set_to_pydantic_schema`): one
+  case per entry, its eval_id the `name`, its `session_input` the non-empty
+  `initial_session`, and the eval_set_id the file path (ADK uses the path it was given).
+
+Unlike ADK, a file that fails the EvalSet schema is not silently retried as an older shape:
+the real validation error is reported.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalgate.adk import Content, EvalCase, EvalSet, FunctionCall, IntermediateData, Invocation, Part, field_names
+from evalgate.adk import Content, EvalCase, EvalSet, FunctionCall, IntermediateData, Invocation, Part, SessionInput, field_names
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path, load_json_file, problems_from_validation
 
 EVALSET_SUFFIXES = (".evalset.json", ".test.json")
@@ -71,16 +79,22 @@ def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
     shown = display_path(path)
     data = load_json_file(path, shown)
     if isinstance(data, list):
-        legacy_id = display_path(path, base) if base is not None else shown
-        eval_set = _from_legacy(data, shown, legacy_id)
-        return LoadedEvalSet(path, shown, eval_set, legacy=True, case_places={legacy_id: "(whole file)"})
+        file_id = display_path(path, base) if base is not None else shown
+        if _named_cases(data):
+            eval_set, places = _from_named_cases(data, shown, file_id)
+            # Its cases have names of their own, so records match them as EvalSet cases.
+            return LoadedEvalSet(path, shown, eval_set, legacy=False, case_places=places)
+        eval_set = _from_legacy(data, shown, file_id)
+        return LoadedEvalSet(path, shown, eval_set, legacy=True, case_places={file_id: "(whole file)"})
     if not isinstance(data, dict) or not ({"eval_cases", "evalCases"} & data.keys()):
         raise InputError(
             Problem(
                 shown,
                 None,
                 "not an ADK eval set",
-                "Use the EvalSet schema ({eval_set_id, eval_cases: [...]}) or the legacy list of turns ([{query, expected_tool_use, reference}]).",
+                "Use the EvalSet schema ({eval_set_id, eval_cases: [...]}), the legacy list of turns "
+                "([{query, expected_tool_use, reference}]) or the legacy list of named cases "
+                "([{name, data: [turns], initial_session}]).",
             )
         )
     try:
@@ -98,11 +112,90 @@ def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
     return LoadedEvalSet(path, shown, eval_set, legacy=False, case_places=places)
 
 
+def _named_cases(items: list[Any]) -> bool:
+    """Is this list ADK's named cases rather than turns? A case has `data` (its turns) or a
+    `name` without a `query`; a turn always has a `query`."""
+    return any(isinstance(x, dict) and "query" not in x and ({"data", "name", "initial_session"} & x.keys()) for x in items)
+
+
 def _from_legacy(turns: list[Any], shown: str, legacy_id: str) -> EvalSet:
     problems = ProblemCollector()
+    conversation = _turns(turns, shown, "", problems)
+    if not turns:
+        problems.add(shown, None, "the legacy eval file has no turns", "Add at least one {query, reference} turn.")
+    problems.raise_if_any()
+
+    return EvalSet(eval_set_id=legacy_id, eval_cases=[EvalCase(eval_id=legacy_id, conversation=conversation)])
+
+
+def _from_named_cases(items: list[Any], shown: str, file_id: str) -> tuple[EvalSet, dict[str, str]]:
+    problems = ProblemCollector()
+    cases: list[EvalCase] = []
+    places: dict[str, str] = {}
+    shape = 'Write {"name": "case_1", "data": [{"query": ..., "expected_tool_use": [...], "reference": ...}], "initial_session": {"state": {}}}.'
+    for i, item in enumerate(items):
+        here = f"[{i}]"
+        if not isinstance(item, dict):
+            problems.add(shown, here, "a named case must be an object", shape)
+            continue
+        if "query" in item:
+            problems.add(shown, here, "a turn among named cases", "Move it into a case's 'data' list: a file holds either named cases or turns, not both.")
+            continue
+        name = item.get("name")
+        if not isinstance(name, str) or not name.strip():
+            problems.add(shown, f"{here}.name", "missing, empty or not a string", "Name the case (its eval_id) as 'name'.")
+            continue
+        if name in places:
+            problems.add(shown, f"{here}.name", f"duplicate name '{name}' (first at {places[name]})", "Give each case a unique name.")
+            continue
+        places[name] = here
+        turns = item.get("data")
+        if not isinstance(turns, list):
+            problems.add(shown, f"{here}.data", "missing or not a list", 'Give the case\'s turns as "data": [{"query": ..., "reference": ...}].')
+            continue
+        if not turns:
+            problems.add(shown, f"{here}.data", "the case has no turns", "Add at least one {query, reference} turn.")
+            continue
+        before = len(problems.problems)
+        conversation = _turns(turns, shown, f"{here}.data", problems)
+        session = _initial_session(item.get("initial_session"), shown, f"{here}.initial_session", problems)
+        if len(problems.problems) == before:
+            cases.append(EvalCase(eval_id=name, conversation=conversation, session_input=session))
+    if not items:
+        problems.add(shown, None, "the legacy eval file has no cases", "Add at least one {name, data} case.")
+    problems.raise_if_any()
+    return EvalSet(eval_set_id=file_id, eval_cases=cases), places
+
+
+def _initial_session(raw: Any, shown: str, here: str, problems: ProblemCollector) -> SessionInput | None:
+    """ADK's rule: an absent or empty initial_session is no session input; otherwise its
+    app_name, user_id and state, each defaulting to empty."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        problems.add(shown, here, "must be an object", 'Write "initial_session": {"app_name": ..., "user_id": ..., "state": {...}}.')
+        return None
+    if not raw:
+        return None
+    bad = False
+    for key in ("app_name", "user_id"):
+        if key in raw and not isinstance(raw[key], str):
+            problems.add(shown, f"{here}.{key}", "must be a string", f"Give '{key}' as text, or remove it.")
+            bad = True
+    if "state" in raw and not isinstance(raw["state"], dict):
+        problems.add(shown, f"{here}.state", "must be an object", 'Give the session state as {"key": value}, or remove it.')
+        bad = True
+    if bad:
+        return None
+    return SessionInput(app_name=raw.get("app_name", ""), user_id=raw.get("user_id", ""), state=raw.get("state", {}))
+
+
+def _turns(turns: list[Any], shown: str, prefix: str, problems: ProblemCollector) -> list[Invocation]:
+    """Legacy turns `{query, expected_tool_use, expected_intermediate_agent_responses,
+    reference}` as invocations; problems are named at `prefix[i]`."""
     conversation: list[Invocation] = []
     for i, turn in enumerate(turns):
-        here = f"[{i}]"
+        here = f"{prefix}[{i}]"
         if not isinstance(turn, dict):
             problems.add(shown, here, "a legacy turn must be an object", 'Write {"query": ..., "expected_tool_use": [...], "reference": ...}.')
             continue
@@ -142,11 +235,7 @@ def _from_legacy(turns: list[Any], shown: str, legacy_id: str) -> EvalSet:
                 intermediate_data=IntermediateData(tool_uses=calls, intermediate_responses=responses),
             )
         )
-    if not turns:
-        problems.add(shown, None, "the legacy eval file has no turns", "Add at least one {query, reference} turn.")
-    problems.raise_if_any()
-
-    return EvalSet(eval_set_id=legacy_id, eval_cases=[EvalCase(eval_id=legacy_id, conversation=conversation)])
+    return conversation
 
 
 def test_config_beside(path: Path) -> Path | None:
