@@ -184,11 +184,12 @@ def _gate(s: Settings, loaded) -> Any:
     return gate.model_copy(update=update) if update else gate
 
 
-def score(ctx: Context, loaded, outputs: Any = None) -> tuple[Any, list]:
+def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[list], None]] = None) -> tuple[Any, list]:
     """Score every suite (as `evalgate run`; only shard K of N on a matrix leg) and write
     results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead.
     With `outputs` (a pull request's inference records, mode publish), no agent runs: the
-    trusted config's cases are scored on those outputs (evalgate.trusted)."""
+    trusted config's cases are scored on those outputs (evalgate.trusted). `policy`, when
+    given, sets the plans' criteria before anything runs (PR mode: the base's)."""
     from evalgate import engine
     from evalgate.cli import _judge_runtime
     from evalgate.plan import build_plans, config_digest
@@ -202,6 +203,8 @@ def score(ctx: Context, loaded, outputs: Any = None) -> tuple[Any, list]:
 
     s = ctx.settings
     plans = build_plans(loaded)
+    if policy is not None:
+        policy(plans)
     digest = config_digest(loaded, plans)  # of the whole run, before a leg keeps its shard
     if s.mode == "merge":
         return merge_shards(ctx, loaded, digest), []
@@ -524,16 +527,86 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
     return out.comment_url or ""
 
 
+def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
+    """The config file as the base commit has it: through the contents API when there is a
+    token, else from git (the checkout's history). None when the base has no such file or
+    it cannot be read (warned)."""
+    from evalgate.github import GitHubError
+
+    s = ctx.settings
+    try:
+        rel = loaded.path.resolve().relative_to(s.workspace.resolve()).as_posix()
+    except ValueError:
+        ctx.warn("the config is outside the repository, so the base commit's gate policy cannot be read; the pull request's own was used")
+        return None
+    client = ctx.client()
+    if client is not None:
+        try:
+            found = client.get_file(rel, base_sha)
+        except GitHubError as e:
+            ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
+            return None
+        return found.content.decode("utf-8", errors="replace") if found is not None else None
+    try:
+        proc = subprocess.run(["git", "-C", str(s.workspace), "show", f"{base_sha}:{rel}"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0:
+        ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} from git (fetch-depth: 0 in actions/checkout gives the history); the pull request's own gate policy was used")
+        return None
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def _base_gate(ctx: Context, loaded, base_sha: str):
+    """The `gate:` section of the base commit's config (None: the base has no readable config,
+    as when this pull request adds evalgate)."""
+    import tempfile
+
+    from evalgate.config import load_config
+
+    text = _base_config_text(ctx, loaded, base_sha)
+    if text is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / loaded.path.name
+        path.write_text(text, encoding="utf-8")
+        try:
+            return load_config(path).config.gate
+        except InputError as e:
+            ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
+            return None
+
+
 def activity_pr(ctx: Context, loaded) -> Outcome:
+    """Score the pull request's code under its base's policy: the gate section comes from the
+    base commit's config and each suite's criteria from the baseline (evalgate.policy); the
+    baseline is read before the agent runs. A pull request that changes the policy is
+    judged by the base's, and the comment shows the change."""
     from evalgate.compare import compare
+    from evalgate.policy import base_criteria, diff, policy_of_plans, policy_of_results
 
     number, head_sha, base_sha = _pr_from_event(ctx.settings)
+    own_gate = loaded.config.gate
+    base_gate = _base_gate(ctx, loaded, base_sha)
+    if base_gate is not None:
+        loaded.config = loaded.config.model_copy(update={"gate": base_gate})
     gate = _gate(ctx.settings, loaded)
-    run, _ = score(ctx, loaded)
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, base_sha)
-    comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
+    past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)
+    own: dict[str, Any] = {}
+
+    def policy(plans: list) -> None:
+        own["policy"] = policy_of_plans(own_gate, plans)  # the pull request's, before the base's replace it
+        if baseline is not None:
+            for note in base_criteria(plans, baseline):
+                ctx.warn(note)
+
+    run, _ = score(ctx, loaded, policy=policy)
+    comparison = _incomplete(ctx, compare(baseline, run, gate, past, info))
+    if "policy" in own and (base_gate is not None or baseline is not None):
+        comparison.gate_change = diff(policy_of_results(base_gate or own_gate, baseline), own["policy"])
     return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha, history), baseline=baseline, trend=history)
 
 

@@ -153,3 +153,100 @@ def test_an_artifact_without_outputs_is_an_input_error_naming_the_step(action, b
     assert code == 2
     assert "inference.jsonl" in action.stdout and "docs/workflows.md" in action.stdout
     assert _writes(action.fake) == []
+
+
+# --- the base's policy (PR mode) ----------------------------------------------------------------
+
+
+def _pull_request(head: str, base: str) -> dict:
+    return {
+        "action": "synchronize",
+        "number": PR,
+        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
+        "repository": {"full_name": "octo/hello", "default_branch": "main"},
+    }
+
+
+@pytest.fixture
+def based(action):
+    """main's commit carries the config in its tree (the contents API serves it at that sha),
+    and has a baseline; the PR's agent then regresses lights-en."""
+    from test_entrypoint import _push, _set_outputs
+
+    fake = action.fake
+    config = (action.ws / "evalgate.yaml").read_bytes()
+    root = fake.add_commit([], "root", files={"evalgate.yaml": config})
+    base = fake.add_commit([root], "main", files={"evalgate.yaml": config})
+    fake.refs["refs/heads/main"] = base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    fake.log.clear()
+    _set_outputs(action.ws, regressed=True)
+    return base
+
+
+LOOSER = {
+    "no flips rule, huge margin": ("  deterministic_flips: fail\n", "  deterministic_flips: test\n  margin_deterministic: 1.0\n"),
+    "alpha 1e-9": ("  deterministic_flips: fail\n", "  deterministic_flips: test\n  alpha: 1.0e-9\n"),
+    "threshold zeroed": ("tool_trajectory_avg_score: {threshold: 1.0,", "tool_trajectory_avg_score: {threshold: 0.0,"),
+    "criterion dropped": ("      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n", ""),
+}
+
+
+@pytest.mark.parametrize("old, new", list(LOOSER.values()), ids=list(LOOSER))
+def test_a_pull_request_that_loosens_its_own_gate_is_judged_by_its_base(action, based, old, new):
+    config = action.ws / "evalgate.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert old in text
+    config.write_text(text.replace(old, new), encoding="utf-8")
+    head = action.fake.add_commit([based], "loosen the gate")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 1, action.stdout
+    [status] = action.fake.statuses[head]
+    assert status["state"] == "failure"
+    [comment] = action.fake.issue_comments(PR)
+    body = comment["body"]
+    assert "This pull request changes the gate" in body and "```diff" in body
+    removed = [line for line in body.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert removed, body  # the base's side of the change is shown
+
+
+def test_an_unchanged_policy_shows_no_gate_change(action, based):
+    head = action.fake.add_commit([based], "same config")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 1
+    [comment] = action.fake.issue_comments(PR)
+    assert "changes the gate" not in comment["body"]
+    assert "configuration changed" not in comment["body"]
+
+
+def test_a_stricter_pull_request_is_still_judged_by_its_base_and_told_so(action, based):
+    from test_entrypoint import _set_outputs
+
+    _set_outputs(action.ws, regressed=False)
+    config = action.ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("response_match_score: 0.8", "response_match_score: 0.95"), encoding="utf-8")
+    head = action.fake.add_commit([based], "stricter")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 0, action.stdout
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert results["suites"][0]["criteria"]["response_match_score"]["threshold"] == 0.8  # the base's
+    [comment] = action.fake.issue_comments(PR)
+    assert "+      threshold: 0.95" in comment["body"] or "threshold: 0.95" in comment["body"]
+
+
+def test_removed_cases_fail_when_the_base_says_so(action, history):
+    """gate.removed_cases: fail (opt-in): a pull request cannot pass by deleting the case it breaks."""
+    from test_entrypoint import _push
+    from test_inputs import CASES
+
+    fake = action.fake
+    config = action.ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "  removed_cases: fail\n", encoding="utf-8")
+    base = fake.add_commit([history[1]], "main", files={"evalgate.yaml": config.read_bytes()})
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    evals = action.ws / "evals" / "home.evalset.json"
+    data = json.loads(evals.read_text(encoding="utf-8"))
+    data["eval_cases"] = [c for c in data["eval_cases"] if c["eval_id"] != "lights-en"]
+    evals.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    assert set(CASES) == {"lights-en", "난방-ko"}
+    head = fake.add_commit([base], "drop the case")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    assert "1 baseline case removed (gate.removed\\_cases: fail)" in comment["body"], comment["body"]
