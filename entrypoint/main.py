@@ -184,9 +184,12 @@ def _gate(s: Settings, loaded) -> Any:
     return gate.model_copy(update=update) if update else gate
 
 
-def score(ctx: Context, loaded) -> tuple[Any, list]:
+def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[list], None]] = None) -> tuple[Any, list]:
     """Score every suite (as `evalgate run`; only shard K of N on a matrix leg) and write
-    results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead."""
+    results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead.
+    With `outputs` (a pull request's inference records, mode publish), no agent runs: the
+    trusted config's cases are scored on those outputs (evalgate.trusted). `policy`, when
+    given, sets the plans' criteria before anything runs (PR mode: the base's)."""
     from evalgate import engine
     from evalgate.cli import _judge_runtime
     from evalgate.plan import build_plans, config_digest
@@ -200,6 +203,8 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
 
     s = ctx.settings
     plans = build_plans(loaded)
+    if policy is not None:
+        policy(plans)
     digest = config_digest(loaded, plans)  # of the whole run, before a leg keeps its shard
     if s.mode == "merge":
         return merge_shards(ctx, loaded, digest), []
@@ -219,7 +224,14 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
     if needs_runtime(plans):
         runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False))
     try:
-        agent = _run_agents(ctx, plans, loaded, runtime, digest, commit, reuse)
+        if outputs is not None:
+            from evalgate.trusted import attach_outputs
+
+            for note in attach_outputs(plans, outputs):
+                ctx.warn(note)
+            agent: dict = {}
+        else:
+            agent = _run_agents(ctx, plans, loaded, runtime, digest, commit, reuse)
         run = engine.run(plans, digest, runtime=runtime, workers=workers)
         if runtime is not None:
             for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
@@ -228,11 +240,15 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
         if runtime is not None:
             runtime.close()
     run.run.agent = agent
+    if outputs is not None:
+        from evalgate.trusted import FORK_NOTE
+
+        run.run.outputs = FORK_NOTE
     if s.shard is not None:
         run.shard = ShardInfo(index=s.shard.index, count=s.shard.count, commit=commit)
     _write_results(ctx, run)
     try:
-        if agent:
+        if agent or outputs is not None:
             from evalgate.infer import write_inference
 
             write_inference(plans, s.out / "inference.jsonl")
@@ -502,6 +518,7 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
         per_suite=s.status_per_suite,
         target_url=s.run_url,
         counts=(results.counts.passed, results.counts.failed),
+        rescored=results.run.outputs is not None,
         inconclusive=gate.inconclusive,
         post_comment=s.comment,
     )
@@ -510,16 +527,86 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
     return out.comment_url or ""
 
 
+def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
+    """The config file as the base commit has it: through the contents API when there is a
+    token, else from git (the checkout's history). None when the base has no such file or
+    it cannot be read (warned)."""
+    from evalgate.github import GitHubError
+
+    s = ctx.settings
+    try:
+        rel = loaded.path.resolve().relative_to(s.workspace.resolve()).as_posix()
+    except ValueError:
+        ctx.warn("the config is outside the repository, so the base commit's gate policy cannot be read; the pull request's own was used")
+        return None
+    client = ctx.client()
+    if client is not None:
+        try:
+            found = client.get_file(rel, base_sha)
+        except GitHubError as e:
+            ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
+            return None
+        return found.content.decode("utf-8", errors="replace") if found is not None else None
+    try:
+        proc = subprocess.run(["git", "-C", str(s.workspace), "show", f"{base_sha}:{rel}"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0:
+        ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} from git (fetch-depth: 0 in actions/checkout gives the history); the pull request's own gate policy was used")
+        return None
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def _base_gate(ctx: Context, loaded, base_sha: str):
+    """The `gate:` section of the base commit's config (None: the base has no readable config,
+    as when this pull request adds evalgate)."""
+    import tempfile
+
+    from evalgate.config import load_config
+
+    text = _base_config_text(ctx, loaded, base_sha)
+    if text is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / loaded.path.name
+        path.write_text(text, encoding="utf-8")
+        try:
+            return load_config(path).config.gate
+        except InputError as e:
+            ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
+            return None
+
+
 def activity_pr(ctx: Context, loaded) -> Outcome:
+    """Score the pull request's code under its base's policy: the gate section comes from the
+    base commit's config and each suite's criteria from the baseline (evalgate.policy); the
+    baseline is read before the agent runs. A pull request that changes the policy is
+    judged by the base's, and the comment shows the change."""
     from evalgate.compare import compare
+    from evalgate.policy import base_criteria, diff, policy_of_plans, policy_of_results
 
     number, head_sha, base_sha = _pr_from_event(ctx.settings)
+    own_gate = loaded.config.gate
+    base_gate = _base_gate(ctx, loaded, base_sha)
+    if base_gate is not None:
+        loaded.config = loaded.config.model_copy(update={"gate": base_gate})
     gate = _gate(ctx.settings, loaded)
-    run, _ = score(ctx, loaded)
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, base_sha)
-    comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
+    past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)
+    own: dict[str, Any] = {}
+
+    def policy(plans: list) -> None:
+        own["policy"] = policy_of_plans(own_gate, plans)  # the pull request's, before the base's replace it
+        if baseline is not None:
+            for note in base_criteria(plans, baseline):
+                ctx.warn(note)
+
+    run, _ = score(ctx, loaded, policy=policy)
+    comparison = _incomplete(ctx, compare(baseline, run, gate, past, info))
+    if "policy" in own and (base_gate is not None or baseline is not None):
+        comparison.gate_change = diff(policy_of_results(base_gate or own_gate, baseline), own["policy"])
     return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha, history), baseline=baseline, trend=history)
 
 
@@ -636,21 +723,17 @@ def _default_head(ctx: Context, gate, default: Optional[str]) -> Optional[str]:
 
 
 def _artifact(ctx: Context) -> tuple[Any, int, str]:
-    """The pull request run's results and PR number from the artifact; the head sha checked against the event."""
-    from evalgate import results
-    from evalgate.errors import load_json_file
+    """The pull request run's agent outputs and PR number from the artifact; the head sha
+    checked against the event. Nothing else in the artifact is read: no verdict, status,
+    count, digest, threshold or policy (evalgate.trusted)."""
+    from evalgate.trusted import read_outputs, read_pr_json
 
     s = ctx.settings
     if s.artifact_dir is None:
         raise InputError(
-            Problem(None, "EVALGATE_ARTIFACT_DIR (the step's env)", "the publish mode needs the folder holding the pull request run's results.json and pr.json", "Download the artifact into the workspace first (actions/download-artifact with run-id: ${{ github.event.workflow_run.id }}), then set EVALGATE_ARTIFACT_DIR to that folder in the evalgate step's env.")
+            Problem(None, "EVALGATE_ARTIFACT_DIR (the step's env)", "the publish mode needs the folder holding the pull request run's inference.jsonl and pr.json", "Download the artifact into the workspace first (actions/download-artifact with run-id: ${{ github.event.workflow_run.id }}), then set EVALGATE_ARTIFACT_DIR to that folder in the evalgate step's env.")
         )
-    run = results.read(s.artifact_dir / "results.json")
-    if run.shard is not None:
-        raise InputError(
-            Problem(str(s.artifact_dir / "results.json"), "shard", f"holds shard {run.shard.index} of {run.shard.count}, not the whole run", "Upload the merged results (the merge job's output-dir) as the artifact this run publishes.")
-        )
-    pr = load_json_file(s.artifact_dir / "pr.json")
+    pr = read_pr_json(s.artifact_dir / "pr.json")
     try:
         number, head_sha = int(pr["number"]), str(pr["head_sha"]).lower()
     except (TypeError, KeyError, ValueError):
@@ -660,15 +743,14 @@ def _artifact(ctx: Context) -> tuple[Any, int, str]:
         raise InputError(
             Problem(str(s.artifact_dir / "pr.json"), "head_sha", f"{head_sha[:12]} is not the commit the triggering run tested ({trusted[:12]})", "Publish only the artifact of the workflow_run that triggered this run.")
         )
-    return run, number, head_sha
+    return read_outputs(s.artifact_dir / "inference.jsonl"), number, head_sha
 
 
 def activity_publish(ctx: Context, loaded) -> Outcome:
     from evalgate.compare import compare
     from evalgate.github import GitHubError
 
-    run, number, head_sha = _artifact(ctx)
-    _write_results(ctx, run)
+    outputs, number, head_sha = _artifact(ctx)
     gate = _gate(ctx.settings, loaded)
     client = ctx.client(required_for="publishing a pull request's results")
     # The PR's base comes from GitHub, not the artifact: a fork must not choose its baseline.
@@ -676,13 +758,16 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
         pull = client.get_pull(number)
     except GitHubError as e:
         raise InputError(Problem(None, "pr.json", f"cannot read pull request #{number}: {e}", "Check the artifact's PR number.")) from None
+    current = str((pull.get("head") or {}).get("sha") or "").lower()
+    if not current:
+        raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))
+    # The trusted checkout's config and eval sets, the trusted job's judge credentials; the
+    # artifact gives the agent's outputs only.
+    run, _ = score(ctx, loaded, outputs=outputs)
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, pull.get("base", {}).get("sha"))
     comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
     history = trend(ctx, store, gate)
-    current = str((pull.get("head") or {}).get("sha") or "").lower()
-    if not current:
-        raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))
     if current != head_sha:
         # Routine: the PR was pushed again while its earlier run was finishing. The newer
         # run publishes its own results; these are for a commit that is no longer the head.
@@ -824,8 +909,8 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
         ctx = Context(settings, workflow, env)
         activity = choose_activity(settings)
         workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
-        if activity != "publish" or settings.config is not None or _has_config():
-            loaded = _load(settings)
+        # Every activity reads the config; publish re-scores the pull request's outputs under it.
+        loaded = _load(settings)
         outcome = ACTIVITIES[activity](ctx, loaded)
         return report(ctx, activity, outcome, _gate(settings, loaded))
     except InputError as e:

@@ -242,7 +242,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if shard is not None:
         run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit)
     with _gc_paused():
-        _write_outputs(run, plans, out, inference=bool(agent), gate=loaded.config.gate)
+        _write_outputs(run, plans, out, gate=loaded.config.gate)
         _print_summary(run, out, args, agent, resumed_from=args.resume)
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
@@ -257,15 +257,14 @@ def _journal(out: Path, digest: str, commit, shard):
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
 
-def _write_outputs(run, plans, out: Path, inference: bool, gate) -> None:
+def _write_outputs(run, plans, out: Path, gate) -> None:
     from evalgate import infer, results
     from evalgate.errors import InputError, Problem
     from evalgate.reports.adk_results import write_adk_results
     from evalgate.reports.junit import junit_xml
 
     try:
-        if inference:
-            infer.write_inference(plans, out / "inference.jsonl")
+        infer.write_inference(plans, out / "inference.jsonl")
         results.write(run, out / "results.json")
         (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
         write_adk_results(run, plans, out / "adk")

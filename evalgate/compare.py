@@ -206,6 +206,11 @@ class GatePolicy(BaseModel):
         "every case at once); with history it is measured.",
     )
     inconclusive: Literal["pass", "fail"] = Field(default="pass", description="What an inconclusive drop does (it always warns).")
+    removed_cases: Literal["list", "fail"] = Field(
+        default="list",
+        description="Baseline cases (or suites) missing from this run: 'list' names them; 'fail' fails the gate, so a "
+        "pull request cannot pass by deleting the cases it breaks.",
+    )
     history_runs: int = Field(default=10, ge=1, le=100, description="K: outcomes kept per case and criterion in the flake ledger.")
     stable_min_runs: int = Field(default=5, ge=5, description="Runs a case must have passed, all of them, to count as stable.")
     permutations: int = Field(default=10000, ge=100, description="Unused: the tests are closed form now (kept so that configs that set it stay valid).")
@@ -320,6 +325,9 @@ class Comparison:
     baseline: Optional[BaselineInfo]  # None: no baseline found, absolute thresholds only
     config_changed: bool
     mode: Literal["absolute", "regression"]
+    # PR mode: how the pull request's own gate policy differs from its base's, as a unified
+    # diff (evalgate.policy); the gate ran under the base's. None: no change, or not known.
+    gate_change: Optional[str] = None
 
 
 # The flake ledger: per (suite, eval_set_id, eval_id, criterion), the last K outcomes of
@@ -1163,6 +1171,9 @@ def compare(
                         comp.reasons.append(_below(failed, total, comp.threshold))
         else:
             verdict, reasons = _regression_verdict(d, policy)
+        if policy.removed_cases == "fail" and d.removed and verdict is not Verdict.ERROR:
+            verdict = Verdict.FAIL
+            reasons.insert(0, f"{_plural(len(d.removed), 'baseline case')} removed (gate.removed_cases: fail)")
         changes = list(d.changes)
         by_key = {c.key: c for c in changes}
         cur_cases = _cases_by_key(d.current)
@@ -1197,11 +1208,13 @@ def compare(
         )
     for name in sorted(set(base_suites) - {s.name for s in current.suites}):
         old = base_suites[name]
+        removed_fails = policy.removed_cases == "fail" and bool(old.cases)
         suites.append(
             SuiteComparison(
                 name=name,
-                verdict=Verdict.PASS,
-                reasons=[f"not in this run (removed from the config): {_plural(len(old.cases), 'baseline case')} not compared"],
+                verdict=Verdict.FAIL if removed_fails else Verdict.PASS,
+                reasons=[f"not in this run (removed from the config): {_plural(len(old.cases), 'baseline case')} not compared"
+                         + (" (gate.removed_cases: fail)" if removed_fails else "")],
                 criteria=[],
                 changes=[],
                 added=[],

@@ -273,9 +273,13 @@ def run_agents(
 
 
 def write_inference(plans: list[SuitePlan], path: Path) -> None:
-    """`<out>/inference.jsonl`: every agent run of every case (see inference_lines)."""
+    """`<out>/inference.jsonl`: the outputs of every case scored (see inference_lines); not
+    written when there are none (a run of trace suites only)."""
+    lines = inference_lines(plans)
+    if not lines and not path.exists():
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in inference_lines(plans)), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 async def _one(
@@ -382,13 +386,15 @@ def _rubrics_on_generated(case: CaseInput) -> None:
 
 def inference_lines(plans: list[SuitePlan]) -> list[str]:
     """evalgate inference JSONL for every agent run: {eval_set_id, eval_id, run, invocations}
-    or, for a failed run, {..., error}. Read back with `actual:`, it scores the same."""
+    or, for a failed run, {..., error}. Read back with `actual:`, it scores the same. Suites
+    of recorded outputs are written too, so that the file holds every output scored (the
+    fork-safe flow's trusted job re-scores them from it); trace suites have none."""
     lines = []
     for plan in plans:
-        if plan.agent is None:
-            continue
         for case in sorted(plan.cases, key=lambda c: (c.eval_set_id, c.eval_id)):
-            for run in case.runs:
+            if plan.agent is None and case.actual is None:
+                continue
+            for run in (case.runs if plan.agent is not None else case.agent_runs()):
                 lines.append(inference_line(plan.name, case, run))
     return lines
 
@@ -398,8 +404,8 @@ def inference_record(suite: str, case: CaseInput, run: AgentRun) -> dict[str, An
     expected_digest, invocations (and ended, for a simulated conversation)} or, for a
     failed run, {..., error}."""
     record: dict[str, Any] = {"suite": suite, "eval_set_id": case.eval_set_id, "eval_id": case.eval_id, "run": run.run}
-    if run.expected_digest is not None:
-        record["expected_digest"] = run.expected_digest
+    if run.expected_digest is not None or not case.runs:  # recorded outputs: scored against this case's data
+        record["expected_digest"] = run.expected_digest or case.expected_digest
     if run.ended is not None:
         record["ended"] = run.ended
     if run.error is not None:

@@ -73,7 +73,10 @@ def config_digest(loaded: LoadedConfig, plans: list[SuitePlan]) -> str:
             # What changes the measurement, not where the agent is served or how fast.
             entry["agent"] = {"num_runs": plan.agent.num_runs, "tools": plan.agent.tools}
         effective.append(entry)
-    return digest(effective)
+    # The gate's policy decides verdicts too: a change to it is a config change.
+    from evalgate.policy import gate_policy
+
+    return digest({"suites": effective, "gate": gate_policy(loaded.config.gate)})
 
 
 def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:

@@ -31,7 +31,11 @@ def status_state(verdict: Verdict, inconclusive: Literal["pass", "fail"] = "pass
     return _STATE[verdict]
 
 
-def status_description(verdict: Verdict, passed: int, failed: int, regressions: int) -> str:
+# Per-suite statuses (per_suite): at most this many, so no run posts an unbounded number.
+MAX_SUITE_STATUSES = 20
+
+
+def status_description(verdict: Verdict, passed: int, failed: int, regressions: int, rescored: bool = False) -> str:
     """A commit status line (GitHub allows 140 characters).
 
     It names the verdict, not the state: an INCONCLUSIVE verdict is a success or a failure
@@ -48,7 +52,8 @@ def status_description(verdict: Verdict, passed: int, failed: int, regressions: 
         Verdict.FAIL: "failed",
         Verdict.ERROR: "could not compare",
     }[verdict]
-    return truncate(f"evalgate {words}: {detail}", 140)
+    source = " (fork's outputs, re-scored)" if rescored else ""
+    return truncate(f"evalgate {words}{source}: {detail}", 140)
 
 
 def publish(
@@ -65,6 +70,7 @@ def publish(
     counts: tuple[int, int] = (0, 0),
     inconclusive: Literal["pass", "fail"] = "pass",
     post_comment: bool = True,
+    rescored: bool = False,
 ) -> Published:
     """Post or update the gate's comment (when there is a PR) and set the status(es) on the head commit.
 
@@ -81,9 +87,9 @@ def publish(
             out.warnings.append(f"could not post the PR comment: {e}")
 
     regressions = sum(1 for s in comparison.suites for c in s.changes if c.kind in ("regressed", "broken_stable"))
-    targets = [(context, comparison.verdict, status_description(comparison.verdict, *counts, regressions))]
+    targets = [(context, comparison.verdict, status_description(comparison.verdict, *counts, regressions, rescored))]
     if per_suite:
-        for suite in comparison.suites:
+        for suite in comparison.suites[:MAX_SUITE_STATUSES]:
             reason = suite.reasons[0] if suite.reasons else "no change"
             targets.append((f"{context}/{suite.name}", suite.verdict, truncate(f"{suite.verdict.value}: {reason}", 140)))
     for ctx, verdict, description in targets:

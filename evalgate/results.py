@@ -165,6 +165,12 @@ class RunInfo(_Model):
         description="Running the agent: seconds (wall time of the whole step) and, per suite, case_runs, failed, "
         "duration_s (sum of case-run wall times), tokens (the agent's model tokens), tools (replayed / live calls under tools: replay).",
     )
+    outputs: Optional[str] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Where the agent's outputs came from when not from this run: mode publish re-scores a pull request's "
+        "uploaded outputs (a fork's) under the trusted config, and says so here.",
+    )
     scoring: dict[str, Any] = Field(
         default_factory=dict,
         exclude_if=lambda v: not v,

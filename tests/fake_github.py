@@ -184,10 +184,12 @@ class FakeGitHub:
     def issue_comments(self, number: int) -> list[dict[str, Any]]:
         return [c for c in self.comments.values() if c["_issue"] == number]
 
-    def add_commit(self, parents: tuple[str, ...] | list[str] = (), message: str = "", sha: Optional[str] = None) -> str:
-        """A commit with the given parents and an empty tree; returns its sha."""
+    def add_commit(
+        self, parents: tuple[str, ...] | list[str] = (), message: str = "", sha: Optional[str] = None, files: Optional[dict[str, bytes]] = None
+    ) -> str:
+        """A commit with the given parents and a tree of `files` (default: empty); returns its sha."""
         with self._lock:
-            tree = self._tree({})
+            tree = self._tree({path: self._blob(content) for path, content in (files or {}).items()})
             sha = sha or _sha1_of({"tree": tree, "parents": list(parents), "message": message, "n": self._next_tick()})
             self.commits[sha] = {"tree": tree, "parents": list(parents), "message": message}
             return sha

@@ -369,7 +369,7 @@ def test_annotation_paths_are_relative_to_the_repository_root(action, history, t
     assert errors == [
         "::error file=agents/home/evalgate.yaml,line=9,title=evalgate%3A bad input::evalgate.yaml: gate.deterministic_flip (line 9): "
         "unknown key 'deterministic_flip'. Remove it or fix the spelling. Did you mean 'deterministic_flips'?"
-        " Valid names: alpha, baseline, deterministic_flips, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, permutations, resolution, run_sd_deterministic, run_sd_judge, seed, stable_min_runs."
+        " Valid names: alpha, baseline, deterministic_flips, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, permutations, removed_cases, resolution, run_sd_deterministic, run_sd_judge, seed, stable_min_runs."
     ]
     assert sub.is_dir()
 
@@ -553,12 +553,14 @@ def test_a_manual_run_on_a_feature_branch_leaves_the_tracking_issue_alone(action
     assert any("tracking issue were left alone" in line for line in action.stdout.splitlines() if line.startswith("::warning"))
 
 
-def test_inconclusive_status_line_never_says_passed_when_the_state_is_failure(action, baseline):
-    head = action.fake.add_commit([baseline])
+def test_inconclusive_status_line_never_says_passed_when_the_state_is_failure(action, history):
     (action.ws / "evalgate.yaml").write_text(
         CONFIG.replace("      response_match_score: 0.8\n", "      response_match_score: 0.8\n      final_response_match_v2: 0.5\n"),
         encoding="utf-8",
     )  # a judge criterion without credentials: NOT_EVALUATED, so INCONCLUSIVE
+    baseline = history[1]
+    assert action("push", _push(baseline), sha=baseline) == 0  # the base's policy has the judge criterion
+    head = action.fake.add_commit([baseline])
     assert action("pull_request", _pull_request(head, baseline), sha=head, fail_on="inconclusive") == 1
     [status] = action.fake.statuses[head]
     assert status["state"] == "failure"

@@ -296,6 +296,8 @@ class _View:
     reasons: list[str]
     hidden_reasons: int
     config_changed: bool
+    rescored: bool  # mode publish: the outputs came from a pull request's own run (a fork's)
+    gate_change: Optional[str]  # untrusted: a unified diff of the PR's policy against its base's
     baseline: list[Any]  # alternating Markdown and untrusted str, printed by type
     suites: list[_Suite]
     attention: Optional[_List]  # regressed, broken stable, (absolute mode) failing: with details
@@ -802,6 +804,8 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         reasons=reasons[:MAX_REASONS],
         hidden_reasons=max(len(reasons) - MAX_REASONS, 0),
         config_changed=plan.comparison.config_changed,
+        rescored=plan.current.run.outputs is not None,
+        gate_change=plan.comparison.gate_change,
         baseline=_baseline_line(plan.comparison, plan.current),
         suites=[_suite_view(s, plan.with_baseline, budget, trends) for s in plan.comparison.suites],
         attention=_List(Markdown(f"{title} ({len(plan.attention):,})"), None, detailed, len(plan.attention), False)

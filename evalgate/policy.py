@@ -1,0 +1,104 @@
+"""The gate's policy as the base commit has it: a pull request is judged by its base's rules.
+
+The policy is what decides a verdict: the `gate:` section of the config (margins, alpha,
+flips, where the baseline is kept) and, per suite, its criteria with their thresholds and
+options. A pull request that changes its own config could otherwise loosen the gate that
+judges it. So in PR mode the gate section is read from the config file at the base commit,
+and each suite's criteria are those the baseline (written by a trusted run of the default
+branch) recorded; the pull request's own policy is only compared with it, and the
+difference is shown in the comment. It takes effect once merged.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Optional
+
+import yaml
+
+from evalgate.results import RunResults
+
+# The longest diff the comment shows, in lines; the rest is counted.
+MAX_DIFF_LINES = 80
+
+
+def gate_policy(gate: Any) -> dict[str, Any]:
+    """The parts of a `gate:` section that decide a verdict or choose the baseline (the gate's
+    id only names its comment and ledger)."""
+    return gate.model_dump(mode="json", exclude={"id"})
+
+
+def suites_policy(suites: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per suite, its criteria as {threshold, options...}, from CriterionSpec-like objects."""
+    return {
+        name: {c: {"threshold": spec.threshold, **spec.options} for c, spec in sorted(criteria.items())}
+        for name, criteria in sorted(suites.items())
+    }
+
+
+def policy_of_results(gate: Any, results: Optional[RunResults]) -> dict[str, Any]:
+    out: dict[str, Any] = {"gate": gate_policy(gate)}
+    if results is not None:
+        out["suites"] = suites_policy({s.name: s.criteria for s in results.suites})
+    return out
+
+
+def policy_of_plans(gate: Any, plans: list) -> dict[str, Any]:
+    """A config's own policy as it takes effect: its gate, and each suite's criteria (those
+    of its first case, as results record them)."""
+    from evalgate.engine import _specs
+
+    return {"gate": gate_policy(gate), "suites": suites_policy({p.name: _specs(p.cases) for p in plans})}
+
+
+def diff(base: dict[str, Any], pr: dict[str, Any]) -> Optional[str]:
+    """A unified diff of the two policies (YAML, keys sorted), or None when they agree. Only
+    the parts the base has are compared: without a baseline, the suites are not."""
+    if "suites" not in base:
+        pr = {k: v for k, v in pr.items() if k != "suites"}
+    a, b = _yaml(base), _yaml(pr)
+    if a == b:
+        return None
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "base", "pull request", lineterm="", n=2))
+    if len(lines) > MAX_DIFF_LINES:
+        lines = lines[:MAX_DIFF_LINES] + [f"... {len(lines) - MAX_DIFF_LINES} more lines"]
+    return "\n".join(lines)
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=True, allow_unicode=True, default_flow_style=False)
+
+
+def base_criteria(plans: list, baseline: RunResults) -> list[str]:
+    """Give each suite the baseline has the criteria the baseline recorded, in place of the
+    pull request's: for a case the baseline scored, its criteria and thresholds (eval sets
+    of one suite may have their own test_config.json); for a new case, the suite's. Options
+    are the suite's (results record them per suite). Returns a note per suite where that
+    could not be done."""
+    from evalgate.config import parse_criteria
+    from evalgate.errors import InputError, json_path
+
+    notes = []
+    for plan in plans:
+        suite = next((s for s in baseline.suites if s.name == plan.name), None)
+        if suite is None or not suite.criteria:
+            continue
+        options = {name: spec.options for name, spec in suite.criteria.items()}
+        thresholds_of = {
+            (c.eval_set_id, c.eval_id): tuple(sorted((n, r.threshold) for n, r in c.criteria.items() if n in options))
+            for c in suite.cases
+        }
+        default = tuple(sorted((n, spec.threshold) for n, spec in suite.criteria.items()))
+        built: dict[tuple, Any] = {}
+        try:
+            for case in plan.cases:
+                wanted = thresholds_of.get((case.eval_set_id, case.eval_id)) or default
+                if wanted not in built:
+                    raw = {name: {"threshold": threshold, **options[name]} for name, threshold in wanted}
+                    built[wanted] = parse_criteria(raw, f"the baseline's criteria of suite {plan.name}", lambda *loc: json_path(loc))
+        except InputError as e:
+            notes.append(f"suite {plan.name}: the baseline's criteria cannot be read by this evalgate ({e.problems[0].what}); the pull request's were used")
+            continue
+        for case in plan.cases:
+            case.criteria = built[thresholds_of.get((case.eval_set_id, case.eval_id)) or default]
+    return notes

@@ -1,0 +1,187 @@
+"""A pull request's agent outputs re-scored under trusted config: the publish half of the fork-safe flow.
+
+A fork's run (phase 1) is the fork's own: whatever it uploads, it could have written by
+hand. The only part of it that is inherently the fork's to give is what its agent said: the
+invocations in `inference.jsonl`. Everything else (which suites and cases exist, their
+expected data, criteria, thresholds, statuses, counts, the policy) is taken here from the
+trusted checkout (the default branch's config and eval sets) and computed anew by the
+engine, with the trusted job's judge credentials.
+
+So: every trusted case gets the runs the artifact holds for it (at most the suite's
+`num_runs`, matched by suite, eval set and case, and only when they ran on the same
+expected data); a trusted case the artifact lacks is NOT_EVALUATED with the reason; a suite
+for which the artifact holds nothing is an agent error (the gate's verdict for it is
+ERROR). Rubrics inside the artifact's invocations are dropped (a fork could plant easy
+ones); the trusted case's rubrics are attached as a run of the agent would. Trace suites
+read their traces from files, which phase 2 does not have from the pull request, so their
+cases are NOT_EVALUATED.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from evalgate.engine import AgentRun, CaseInput, SuitePlan
+from evalgate.errors import InputError, Problem, display_path
+from evalgate.loaders.actual import InferenceRecord
+
+# Size limits on what is read from the artifact (a fork chooses its size): the whole file,
+# one line, and the records kept per case (num_runs is at most 100).
+MAX_OUTPUTS_BYTES = 512 * 1024 * 1024
+MAX_LINE_BYTES = 32 * 1024 * 1024
+MAX_RUNS = 100
+MAX_PR_JSON_BYTES = 64 * 1024
+FORK_NOTE = "the agent's outputs came from the pull request's own run (a fork): re-scored here under the default branch's config and eval sets"
+
+CaseKey = tuple[str, str]  # (eval_set_id, eval_id)
+
+
+@dataclass
+class Outputs:
+    """The artifact's inference records, by suite and case. Records that name no suite
+    (older evalgate) are kept apart and serve any suite that has the case."""
+
+    by_suite: dict[str, dict[CaseKey, list[InferenceRecord]]] = field(default_factory=dict)
+    unnamed: dict[CaseKey, list[InferenceRecord]] = field(default_factory=dict)
+    skipped: int = 0  # lines that were not records
+
+    def of(self, suite: str, key: CaseKey) -> list[InferenceRecord]:
+        named = self.by_suite.get(suite)
+        if named is not None:
+            return named.get(key, [])
+        return self.unnamed.get(key, [])
+
+    def has_suite(self, suite: str) -> bool:
+        return bool(self.by_suite.get(suite)) or bool(self.unnamed)
+
+
+def read_outputs(path: Path) -> Outputs:
+    """The artifact's `inference.jsonl`, within the size limits. A missing file is an input
+    error naming the step to fix; a bad line is skipped (counted), never trusted."""
+    shown = display_path(path)
+    if not path.is_file():
+        raise InputError(
+            Problem(
+                shown,
+                None,
+                "the artifact has no inference.jsonl (the agent's outputs), which is all the publish mode takes from a pull request's run",
+                "In the pull request's workflow, copy the output folder's inference.jsonl into the artifact beside pr.json (docs/workflows.md, fork-safe flow).",
+            )
+        )
+    size = path.stat().st_size
+    if size > MAX_OUTPUTS_BYTES:
+        raise InputError(Problem(shown, None, f"is {size:,} bytes, over the {MAX_OUTPUTS_BYTES:,}-byte limit for a pull request's outputs", "Upload only the run's inference.jsonl."))
+    out = Outputs()
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.strip():
+                continue
+            if len(raw) > MAX_LINE_BYTES:
+                out.skipped += 1
+                continue
+            try:
+                rec = InferenceRecord.model_validate_json(raw)
+            except (ValidationError, ValueError):
+                out.skipped += 1
+                continue
+            key = (rec.eval_set_id, rec.eval_id)
+            table = out.unnamed if rec.suite is None else out.by_suite.setdefault(rec.suite, {})
+            runs = table.setdefault(key, [])
+            if len(runs) < MAX_RUNS:
+                runs.append(rec)
+    return out
+
+
+NO_RUN = "the pull request's outputs have no run of this case"
+OTHER_DATA = "the pull request's run used other data for this case (its eval set differs from the default branch's)"
+
+
+def _missing(n: int, why: str) -> AgentRun:
+    return AgentRun(None, why, run=n)
+
+
+def _runs_for(case: CaseInput, records: list[InferenceRecord], num_runs: int) -> list[AgentRun]:
+    """The case's runs 1..num_runs from the artifact's records: one per run number, the
+    first record of each; a run it lacks, or that ran on other expected data, is missing."""
+    by_run: dict[int, InferenceRecord] = {}
+    for rec in records:
+        n = rec.run or 1
+        if 1 <= n <= num_runs and n not in by_run:
+            by_run[n] = rec
+    runs = []
+    for n in range(1, num_runs + 1):
+        rec = by_run.get(n)
+        if rec is None:
+            runs.append(_missing(n, NO_RUN))
+        elif rec.expected_digest is not None and rec.expected_digest != case.expected_digest:
+            runs.append(_missing(n, OTHER_DATA))
+        elif rec.error is not None:
+            runs.append(AgentRun(None, rec.error[:2000], run=n, expected_digest=case.expected_digest))
+        else:
+            for inv in rec.invocations:
+                inv.rubrics = None  # the trusted case's rubrics only (below)
+            runs.append(AgentRun(rec.invocations, run=n, ended=rec.ended, expected_digest=case.expected_digest))
+    if case.rubrics and case.expected is None:
+        for run in runs:
+            for inv in run.invocations or []:
+                inv.rubrics = list(case.rubrics)
+    return runs
+
+
+def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
+    """Give every trusted case its runs from the artifact (see the module's docstring).
+    Returns notes for the report: what could not be taken from the artifact."""
+    notes = []
+    for plan in plans:
+        num_runs = plan.agent.num_runs if plan.agent is not None else 1
+        if any(case.trace is not None for case in plan.cases):
+            for case in plan.cases:
+                case.trace = None  # the checkout's traces are the default branch's, not the pull request's
+            plan.agent_error = "trace suites are not re-scored from a fork's run: their traces are files of the pull request, which the trusted job does not read"
+            notes.append(f"suite {plan.name}: {plan.agent_error}")
+            continue
+        if not outputs.has_suite(plan.name):
+            plan.agent_error = "the pull request's outputs hold nothing for this suite, so none of its cases was scored"
+            for case in plan.cases:
+                case.runs = [_missing(n, NO_RUN) for n in range(1, num_runs + 1)]
+                case.actual = None
+            notes.append(f"suite {plan.name}: {plan.agent_error}")
+            continue
+        reasons: Counter = Counter()
+        for case in plan.cases:
+            case.runs = _runs_for(case, outputs.of(plan.name, (case.eval_set_id, case.eval_id)), num_runs)
+            first = next((r for r in case.runs if r.error is None), None)
+            case.actual = first.invocations if first is not None else None
+            reasons.update(r.error for r in case.runs if r.error is not None)
+        runs = sum(len(case.runs) for case in plan.cases)
+        missing = sum(1 for case in plan.cases if any(r.error in (NO_RUN, OTHER_DATA) for r in case.runs))
+        if missing:
+            # A run of evalgate writes a record for every case run, failed or not: a case
+            # without one was dropped from the artifact, or the pull request changed its
+            # data. Either way the suite cannot pass on what is left.
+            plan.agent_error = (
+                f"{missing} of {len(plan.cases)} cases have no output in the pull request's run, or ran on other "
+                "eval data than the default branch's, so the suite cannot be judged from it"
+            )
+        elif runs and sum(reasons.values()) == runs:
+            from evalgate.infer import agent_error
+
+            plan.agent_error = agent_error(reasons)
+    if outputs.skipped:
+        notes.append(f"{outputs.skipped} lines of the pull request's inference.jsonl were not inference records and were skipped")
+    return notes
+
+
+def read_pr_json(path: Path) -> dict:
+    """The artifact's pr.json, within its size limit."""
+    from evalgate.errors import load_json_file
+
+    if path.is_file() and path.stat().st_size > MAX_PR_JSON_BYTES:
+        raise InputError(Problem(display_path(path), None, f"is over {MAX_PR_JSON_BYTES:,} bytes", 'Write {"number": N, "head_sha": "..."} only.'))
+    data = load_json_file(path)
+    return data if isinstance(data, dict) else {}
+

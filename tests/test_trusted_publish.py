@@ -1,0 +1,252 @@
+"""The fork-safe flow's trusted half re-scores the pull request's outputs: forged artifacts never pass.
+
+Each test is an attack a fork can make on the artifact its own run uploads. Before the
+trusted re-scoring, the publish job believed the artifact's results.json, and every one of
+these turned a regressed pull request's `failure` into `success` on the `evalgate` context.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from test_entrypoint import PR, _artifact, _writes, action, baseline, history, ws  # noqa: F401  (fixtures)
+from fake_github import fake_github  # noqa: F401  (fixture)
+from evalgate.reports.markdown import marker
+
+
+def _records(artifact: Path) -> list[dict]:
+    return [json.loads(line) for line in (artifact / "inference.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write_records(artifact: Path, records: list[dict]) -> None:
+    (artifact / "inference.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+
+
+def _forge_results_as_passed(artifact: Path) -> None:
+    """Everything in results.json a fork could flip: statuses, thresholds, counts, digest."""
+    data = json.loads((artifact / "results.json").read_text(encoding="utf-8"))
+    data["status"] = "PASSED"
+    data["config_digest"] = "0" * 64
+    data["counts"] = {"cases": 999, "passed": 999, "failed": 0, "not_evaluated": 0, "incomplete": 0}
+    for suite in data["suites"]:
+        suite["status"] = "PASSED"
+        suite["not_evaluated_policy"] = "ignore"
+        suite["counts"] = dict(data["counts"])
+        for spec in suite["criteria"].values():
+            spec["threshold"] = 0.0
+        for case in suite["cases"]:
+            case["status"] = "PASSED"
+            for crit in case["criteria"].values():
+                crit["status"], crit["threshold"], crit["score"] = "PASSED", 0.0, 1.0
+    (artifact / "results.json").write_text(json.dumps(data), encoding="utf-8")
+
+
+def _publish(action, baseline: str, forge=None) -> tuple[int, str]:  # noqa: F811
+    fake = action.fake
+    head = fake.add_commit([baseline], "fork head")
+    fake.add_pull(PR, head, baseline, fork=True)
+    artifact = _artifact(action, baseline, head)  # the fork's run: lights-en regressed
+    if forge is not None:
+        forge(artifact)
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    code = action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact", status_per_suite="true")
+    return code, head
+
+
+def test_a_regressed_fork_run_fails_and_says_its_outputs_were_re_scored(action, baseline):  # noqa: F811
+    code, head = _publish(action, baseline)
+    assert code == 1, action.stdout
+    [status, suite_status] = action.fake.statuses[head]
+    assert (status["context"], status["state"]) == ("evalgate", "failure")
+    assert status["description"].startswith("evalgate failed (fork's outputs, re-scored): 1 passed, 1 failed")
+    assert suite_status["context"] == "evalgate/home"
+    [comment] = action.fake.issue_comments(PR)
+    assert comment["body"].startswith(marker("evalgate"))
+    assert "came from the pull request's own run (a fork)" in comment["body"]
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert results["run"]["outputs"].startswith("the agent's outputs came from the pull request's own run")
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(_forge_results_as_passed, id="results.json says everything passed"),
+        pytest.param(lambda a: (a / "results.json").unlink(), id="no results.json at all"),
+    ],
+)
+def test_nothing_in_results_json_is_believed(action, baseline, forge):  # noqa: F811
+    code, head = _publish(action, baseline, forge)
+    assert code == 1, action.stdout
+    states = {s["context"]: s["state"] for s in action.fake.statuses[head]}
+    assert states == {"evalgate": "failure", "evalgate/home": "failure"}
+    [comment] = action.fake.issue_comments(PR)
+    assert "999" not in comment["body"] and "1 failed" in comment["body"]
+    assert "configuration changed" not in comment["body"]  # the digest is the trusted config's own
+
+
+def _drop_case(artifact: Path) -> None:
+    _write_records(artifact, [r for r in _records(artifact) if r["eval_id"] != "lights-en"])
+
+
+def _rename_case(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, eval_id="lights-en-2") if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
+def _other_digest(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, expected_digest="f" * 64) if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
+def _rename_suite(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, suite="evil") for r in _records(artifact)])
+
+
+def _empty(artifact: Path) -> None:
+    (artifact / "inference.jsonl").write_text("not json\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "forge, reason",
+    [
+        pytest.param(_drop_case, "1 of 2 cases have no output", id="the failing case dropped"),
+        pytest.param(_rename_case, "1 of 2 cases have no output", id="the failing case renamed"),
+        pytest.param(_other_digest, "1 of 2 cases have no output", id="the failing case's digest changed"),
+        pytest.param(_rename_suite, "hold nothing for this suite", id="the suite renamed"),
+        pytest.param(_empty, "hold nothing for this suite", id="no records"),
+    ],
+)
+def test_a_case_or_suite_taken_out_of_the_outputs_cannot_pass(action, baseline, forge, reason):  # noqa: F811
+    code, head = _publish(action, baseline, forge)
+    assert code != 0, action.stdout
+    states = {s["context"]: s["state"] for s in action.fake.statuses[head]}
+    assert states["evalgate"] in ("failure", "error") and "success" not in states.values()
+    assert set(states) == {"evalgate", "evalgate/home"}  # contexts from the trusted config's suites, never "evil"
+    [comment] = action.fake.issue_comments(PR)
+    assert reason in comment["body"]
+
+
+def test_planted_rubrics_and_an_unchanged_case_are_taken_as_the_agent_said(action, baseline):  # noqa: F811
+    """Only the invocations' own content counts: rubrics in them are dropped, and a case the fork
+    did not touch scores as in its own run (here: the Korean case passes)."""
+
+    def plant(artifact: Path) -> None:
+        records = _records(artifact)
+        for r in records:
+            for inv in r.get("invocations", []):
+                inv["rubrics"] = [{"rubric_id": "easy", "rubric_content": {"text_property": "always true"}}]
+        _write_records(artifact, records)
+
+    code, _ = _publish(action, baseline, plant)
+    assert code == 1
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    [suite] = results["suites"]
+    statuses = {c["eval_id"]: c["status"] for c in suite["cases"]}
+    assert statuses == {"lights-en": "FAILED", "난방-ko": "PASSED"}
+    written = _records(action.ws / "evalgate-results")
+    assert all("rubrics" not in inv for r in written for inv in r.get("invocations", []))
+
+
+def test_an_artifact_without_outputs_is_an_input_error_naming_the_step(action, baseline):  # noqa: F811
+    code, head = _publish(action, baseline, lambda a: (a / "inference.jsonl").unlink())
+    assert code == 2
+    assert "inference.jsonl" in action.stdout and "docs/workflows.md" in action.stdout
+    assert _writes(action.fake) == []
+
+
+# --- the base's policy (PR mode) ----------------------------------------------------------------
+
+
+def _pull_request(head: str, base: str) -> dict:
+    return {
+        "action": "synchronize",
+        "number": PR,
+        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
+        "repository": {"full_name": "octo/hello", "default_branch": "main"},
+    }
+
+
+@pytest.fixture
+def based(action):
+    """main's commit carries the config in its tree (the contents API serves it at that sha),
+    and has a baseline; the PR's agent then regresses lights-en."""
+    from test_entrypoint import _push, _set_outputs
+
+    fake = action.fake
+    config = (action.ws / "evalgate.yaml").read_bytes()
+    root = fake.add_commit([], "root", files={"evalgate.yaml": config})
+    base = fake.add_commit([root], "main", files={"evalgate.yaml": config})
+    fake.refs["refs/heads/main"] = base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    fake.log.clear()
+    _set_outputs(action.ws, regressed=True)
+    return base
+
+
+LOOSER = {
+    "no flips rule, huge margin": ("  deterministic_flips: fail\n", "  deterministic_flips: test\n  margin_deterministic: 1.0\n"),
+    "alpha 1e-9": ("  deterministic_flips: fail\n", "  deterministic_flips: test\n  alpha: 1.0e-9\n"),
+    "threshold zeroed": ("tool_trajectory_avg_score: {threshold: 1.0,", "tool_trajectory_avg_score: {threshold: 0.0,"),
+    "criterion dropped": ("      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n", ""),
+}
+
+
+@pytest.mark.parametrize("old, new", list(LOOSER.values()), ids=list(LOOSER))
+def test_a_pull_request_that_loosens_its_own_gate_is_judged_by_its_base(action, based, old, new):
+    config = action.ws / "evalgate.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert old in text
+    config.write_text(text.replace(old, new), encoding="utf-8")
+    head = action.fake.add_commit([based], "loosen the gate")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 1, action.stdout
+    [status] = action.fake.statuses[head]
+    assert status["state"] == "failure"
+    [comment] = action.fake.issue_comments(PR)
+    body = comment["body"]
+    assert "This pull request changes the gate" in body and "```diff" in body
+    removed = [line for line in body.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert removed, body  # the base's side of the change is shown
+
+
+def test_an_unchanged_policy_shows_no_gate_change(action, based):
+    head = action.fake.add_commit([based], "same config")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 1
+    [comment] = action.fake.issue_comments(PR)
+    assert "changes the gate" not in comment["body"]
+    assert "configuration changed" not in comment["body"]
+
+
+def test_a_stricter_pull_request_is_still_judged_by_its_base_and_told_so(action, based):
+    from test_entrypoint import _set_outputs
+
+    _set_outputs(action.ws, regressed=False)
+    config = action.ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("response_match_score: 0.8", "response_match_score: 0.95"), encoding="utf-8")
+    head = action.fake.add_commit([based], "stricter")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 0, action.stdout
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert results["suites"][0]["criteria"]["response_match_score"]["threshold"] == 0.8  # the base's
+    [comment] = action.fake.issue_comments(PR)
+    assert "+      threshold: 0.95" in comment["body"] or "threshold: 0.95" in comment["body"]
+
+
+def test_removed_cases_fail_when_the_base_says_so(action, history):
+    """gate.removed_cases: fail (opt-in): a pull request cannot pass by deleting the case it breaks."""
+    from test_entrypoint import _push
+    from test_inputs import CASES
+
+    fake = action.fake
+    config = action.ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "  removed_cases: fail\n", encoding="utf-8")
+    base = fake.add_commit([history[1]], "main", files={"evalgate.yaml": config.read_bytes()})
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    evals = action.ws / "evals" / "home.evalset.json"
+    data = json.loads(evals.read_text(encoding="utf-8"))
+    data["eval_cases"] = [c for c in data["eval_cases"] if c["eval_id"] != "lights-en"]
+    evals.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    assert set(CASES) == {"lights-en", "난방-ko"}
+    head = fake.add_commit([base], "drop the case")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    assert "1 baseline case removed (gate.removed\\_cases: fail)" in comment["body"], comment["body"]
