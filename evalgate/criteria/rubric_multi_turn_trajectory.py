@@ -270,7 +270,7 @@ def read_entries(value: Any, rubrics: Sequence[Rubric]) -> tuple[Entry, ...]:
     items = value.get("verdicts") if isinstance(value, dict) else value
     if not isinstance(items, list):
         raise ReplyError("the reply has no 'verdicts' list")
-    by_id = {r.rubric_id: r.rubric_id for r in rubrics}
+    ids = {r.rubric_id for r in rubrics}
     by_text = {normalized(r.rubric_content.text_property): r.rubric_id for r in rubrics}
     found: dict[str, list[Entry]] = {}
     for item in items:
@@ -279,7 +279,7 @@ def read_entries(value: Any, rubrics: Sequence[Rubric]) -> tuple[Entry, ...]:
         raw_id = item.get("rubric_id")
         rid = str(raw_id).strip() if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else ""
         prop = item.get("property")
-        matched = by_id.get(rid) or by_text.get(normalized(unescape(prop) if isinstance(prop, str) else prop))
+        matched = rid if rid in ids else by_text.get(normalized(unescape(prop) if isinstance(prop, str) else prop))
         if matched is None:
             continue  # ADK drops an answer to a property it did not ask about
         rationale = item.get("rationale")
