@@ -161,6 +161,7 @@ def test_every_adk_judge_criterion_is_registered_as_judge():
         "hallucinations_v1",
         "per_turn_user_simulator_quality_v1",
         "rubric_based_final_response_quality_v1",
+        "rubric_based_multi_turn_trajectory_quality_v1",
         "rubric_based_tool_use_quality_v1",
     ]
     assert REGISTRY["final_response_match_v2"].needs_expected is True
