@@ -197,3 +197,174 @@ def test_the_same_test_config_scores_as_in_adk_eval(tmp_path, monkeypatch, cli):
     assert ours["seoul_ko"]["criteria"]["broken"]["error"] == "agent.my_metrics.broken raised ValueError: 날씨 데이터가 없습니다"
     warnings = project.results()["suites"][0]["warnings"]
     assert any("custom metric 'never_named' is not named in criteria" in w for w in warnings), warnings
+
+
+# --- recorded outputs: no agent runs; `agent.` is the agent folder holding the test_config.json
+
+
+def _invocation(user: str, answer: str, calls: tuple = ()) -> dict:
+    return {
+        "invocation_id": "i",
+        "user_content": {"parts": [{"text": user}], "role": "user"},
+        "final_response": {"parts": [{"text": answer}], "role": "model"},
+        "intermediate_data": {"tool_uses": [{"name": n, "args": a} for n, a in calls], "tool_responses": [], "intermediate_responses": []},
+    }
+
+
+def recorded_project(tmp_path: Path, package: str, test_config: dict | None = None, suite: dict | None = None) -> Path:
+    """An ADK agent folder (as `adk web` lays it out: eval sets inside) with the metric file,
+    recorded outputs for its cases, and an evalgate.yaml reading them. `package` names the
+    folder (a fresh name per test: Python caches imported modules by name)."""
+    root = tmp_path / "project"
+    agent = root / package
+    (agent / "evals").mkdir(parents=True)
+    (agent / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+    (agent / "agent.py").write_text("root_agent = None  # never run here: the outputs are recorded\n", encoding="utf-8")
+    (agent / "my_metrics.py").write_text(METRICS, encoding="utf-8")
+    order = _invocation("주문 상태는요?", "주문이 발송되었습니다.", (("track", {"order": "A1"}),))
+    write_json(agent / "evals" / "shop.evalset.json", {
+        "eval_set_id": "shop",
+        "eval_cases": [
+            {"eval_id": "order_ko", "conversation": [order]},
+            {"eval_id": "late", "conversation": [_invocation("Where is my parcel?", "It arrives Monday.")]},
+            {"eval_id": "cancel_plan", "conversation_scenario": {"starting_prompt": "주문을 취소하고 싶어요", "conversation_plan": "Cancel order A1, then say thanks."}},
+        ],
+    })
+    lines = [
+        {"eval_set_id": "shop", "eval_id": "order_ko", "invocations": [order]},
+        {"eval_set_id": "shop", "eval_id": "late", "invocations": [_invocation("Where is my parcel?", "It arrives Friday.")]},
+        {"eval_set_id": "shop", "eval_id": "cancel_plan", "invocations": [
+            _invocation("주문을 취소하고 싶어요", "취소했습니다.", (("cancel", {"order": "A1"}),)), _invocation("고마워요", "천만에요.")]},
+    ]
+    (root / "inference.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+    if test_config is not None:
+        write_json(agent / "evals" / "test_config.json", test_config)
+    body = {"name": "shop", "evalsets": [f"{package}/evals"], "actual": ["inference.jsonl"], **(suite or {})}
+    (root / "evalgate.yaml").write_text(yaml.safe_dump({"suites": [body]}, allow_unicode=True), encoding="utf-8")
+    return root
+
+
+def _cases(out: Path) -> dict[str, dict]:
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    return {c["eval_id"]: c for s in results["suites"] for c in s["cases"]}
+
+
+def test_recorded_outputs_get_adk_arguments_scenario_included(tmp_path, cli):
+    root = recorded_project(tmp_path, "shop_a", {
+        "criteria": {"exact_answer": 1.0, "tool_calls": 0},
+        "custom_metrics": {"exact_answer": {"code_config": {"name": "agent.my_metrics.exact_answer"}},
+                           "tool_calls": {"code_config": {"name": "agent.my_metrics.tool_calls"}}},
+    })
+    code, out, err = cli("run", "--config", str(root / "evalgate.yaml"), "--out", str(root / "out"))
+    assert code == 1, out + err  # 'late' answers differently
+    cases = _cases(root / "out")
+    assert {k: c["criteria"]["exact_answer"]["status"] for k, c in cases.items()} == {"order_ko": "PASSED", "late": "FAILED", "cancel_plan": "FAILED"}
+    assert {k: c["status"] for k, c in cases.items()} == {"order_ko": "PASSED", "late": "FAILED", "cancel_plan": "FAILED"}
+    seen = json.loads(cases["order_ko"]["criteria"]["exact_answer"]["per_invocation"][0]["details"]["rubric_scores"][1]["rationale"])
+    assert seen["users"] == ["주문 상태는요?"] and seen["expected"] == ["주문이 발송되었습니다."] and seen["scenario"] is None
+    # A scenario case: no expected turns, ADK's ConversationScenario instead.
+    seen = json.loads(cases["cancel_plan"]["criteria"]["exact_answer"]["per_invocation"][1]["details"]["rubric_scores"][1]["rationale"])
+    assert seen["expected"] is None and seen["types"][2] is None and seen["types"][3] == "ConversationScenario"
+    assert seen["scenario"] == "주문을 취소하고 싶어요" and seen["users"] == ["주문을 취소하고 싶어요", "고마워요"]
+    # INFORMATIONAL, async: shown per turn, never a verdict.
+    info = cases["cancel_plan"]["criteria"]["tool_calls"]
+    assert (info["status"], info["score"], [p["score"] for p in info["per_invocation"]]) == ("INFORMATIONAL", 1.0, [1.0, 0.0])
+    assert {p["status"] for p in info["per_invocation"]} == {"INFORMATIONAL"}
+
+
+def test_a_function_that_fails_is_its_cases_not_evaluated_and_the_run_goes_on(tmp_path, cli):
+    root = recorded_project(tmp_path, "shop_b", {
+        "criteria": {"exact_answer": 1.0, "broken": 0.5, "not_a_result": 0.5, "verdict_without_turns": 0.5, "nothing_to_say": 0.5},
+        "custom_metrics": {name: {"code_config": {"name": f"agent.my_metrics.{name}"}}
+                           for name in ("exact_answer", "broken", "not_a_result", "verdict_without_turns", "nothing_to_say")},
+    })
+    code, out, err = cli("run", "--config", str(root / "evalgate.yaml"), "--out", str(root / "out"))
+    assert code == 1, out + err
+    assert "Traceback" not in out + err
+    cases = _cases(root / "out")
+    order = cases["order_ko"]["criteria"]
+    assert cases["order_ko"]["status"] == "PASSED"  # exact_answer passed; the rest were not evaluated, as in ADK
+    assert {n: order[n]["status"] for n in ("broken", "not_a_result", "verdict_without_turns", "nothing_to_say")} == dict.fromkeys(
+        ("broken", "not_a_result", "verdict_without_turns", "nothing_to_say"), "NOT_EVALUATED")
+    assert order["broken"]["error"] == "agent.my_metrics.broken raised ValueError: 날씨 데이터가 없습니다"
+    assert order["not_a_result"]["error"] == "agent.my_metrics.not_a_result returned dict, not an EvaluationResult (google.adk.evaluation.evaluator)"
+    assert order["verdict_without_turns"]["error"] == (
+        "agent.my_metrics.verdict_without_turns returned PASSED with 0 per-invocation results for 1 actual invocations; "
+        "a verdict needs exactly one per actual invocation")
+    # NOT_EVALUATED without per-turn results is allowed (ADK keeps placeholders).
+    assert [p["status"] for p in cases["cancel_plan"]["criteria"]["nothing_to_say"]["per_invocation"]] == ["NOT_EVALUATED"] * 2
+    assert cases["late"]["status"] == "FAILED"
+
+
+def test_bad_function_paths_and_signatures_are_one_error_each_before_anything_runs(tmp_path, cli):
+    bad = {"keyword_only": "agent.my_metrics.keyword_only", "two_args": "agent.my_metrics.two_args", "constant": "agent.my_metrics.NOT_CALLABLE",
+           "no_module": "agent.nowhere.score", "no_function": "agent.my_metrics.exact_answr", "no_dot": "exact_answer",
+           "absent_pkg": "not_installed_pkg_xyz.metrics.score"}
+    root = recorded_project(tmp_path, "shop_c", {"criteria": dict.fromkeys(bad, 0.5), "custom_metrics": {k: {"code_config": {"name": v}} for k, v in bad.items()}})
+    for command in ("validate", "run"):
+        args = [command, "--config", str(root / "evalgate.yaml")] + (["--out", str(root / "out")] if command == "run" else [])
+        code, out, err = cli(*args, cwd=root)
+        assert code == 2, out + err
+        assert "Traceback" not in err
+    assert not (root / "out" / "results.json").exists()
+    lines = [line for line in err.splitlines() if "custom_metrics." in line]
+    by_name = {name: next(line for line in lines if f"custom_metrics.{name}.code_config.name" in line) for name in bad}
+    assert all(line.startswith("error: shop_c/evals/test_config.json: custom_metrics.") for line in by_name.values()), lines
+    assert "takes eval_metric, actual_invocations, expected_invocations, conversation_scenario as keyword-only" in by_name["keyword_only"]
+    assert "Take ADK's four arguments by position: def fn(eval_metric, actual_invocations, expected_invocations, conversation_scenario)" in by_name["keyword_only"]
+    assert "cannot take ADK's four positional arguments" in by_name["two_args"]
+    assert "'agent.my_metrics.NOT_CALLABLE' is a value of type int, not a function" in by_name["constant"]
+    assert "cannot import module 'agent.nowhere'" in by_name["no_module"] and "(no shop_c/nowhere.py in the agent folder)" in by_name["no_module"]
+    assert "has no 'exact_answr'" in by_name["no_function"] and "Did you mean 'exact_answer'?" in by_name["no_function"]
+    assert "is not a module path and a function name" in by_name["no_dot"]
+    assert "cannot import module 'not_installed_pkg_xyz.metrics'" in by_name["absent_pkg"] and "PYTHONPATH" in by_name["absent_pkg"]
+    assert len(lines) == len(bad)
+
+
+def test_suite_custom_metrics_in_evalgate_yaml(tmp_path, cli):
+    """Our own config is strict; `agent.` needs an agent folder there, absolute names use the
+    config's folder; a custom threshold may be any number (the function decides)."""
+    root = recorded_project(tmp_path, "shop_d", suite={
+        "criteria": {"calls": 5, "exact_answer": {"threshold": 1.0, "ignore_case": True}},
+        "custom_metrics": {"calls": {"code_config": {"name": "shop_d.my_metrics.tool_calls"}, "description": "도구 호출 수"},
+                           "exact_answer": {"code_config": {"name": "shop_d.my_metrics.exact_answer"},
+                                            "metric_info": {"metric_value_info": {"interval": {"min_value": 0, "max_value": 1}}}}},
+    })
+    code, out, err = cli("run", "--config", str(root / "evalgate.yaml"), "--out", str(root / "out"))
+    assert code == 1, out + err
+    cases = _cases(root / "out")
+    assert cases["order_ko"]["criteria"]["calls"]["status"] == "INFORMATIONAL" and cases["order_ko"]["criteria"]["calls"]["threshold"] == 5
+    seen = json.loads(cases["late"]["criteria"]["exact_answer"]["per_invocation"][0]["details"]["rubric_scores"][1]["rationale"])
+    assert seen["criterion"] == {"threshold": 1.0, "ignore_case": True, "include_intermediate_responses_in_final": False}
+
+    config = root / "evalgate.yaml"
+    suite = yaml.safe_load(config.read_text(encoding="utf-8"))["suites"][0]
+    suite["custom_metrics"] = {"calls": {"code_conf": {"name": "x.y"}}}
+    config.write_text(yaml.safe_dump({"suites": [suite]}, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("validate", "--config", str(config))
+    assert code == 2 and "suites[0].custom_metrics.calls.code_conf" in err and "Did you mean 'code_config'?" in err, err
+
+    suite["criteria"] = {"calls": 5}
+    suite["custom_metrics"] = {"calls": {"code_config": {"name": "agent.my_metrics.tool_calls"}}, "unused": {"code_config": {"name": "shop_d.my_metrics.tool_calls"}}}
+    config.write_text(yaml.safe_dump({"suites": [suite]}, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("validate", "--config", str(config))
+    assert code == 2, err
+    assert "suites[0].custom_metrics.unused" in err and "custom metric 'unused' is not named in the suite's criteria, so it would never run" in err
+    # evalgate.yaml sits outside the agent folder and the suite runs no agent: `agent.` names nothing.
+    suite["custom_metrics"].pop("unused")
+    config.write_text(yaml.safe_dump({"suites": [suite]}, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("validate", "--config", str(config))
+    assert code == 2 and "suites[0].custom_metrics.calls.code_config.name" in err and "this suite has no agent folder" in err, err
+
+    suite["criteria"] = "shop_d/evals/test_config.json"
+    config.write_text(yaml.safe_dump({"suites": [suite]}, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("validate", "--config", str(config))
+    assert code == 2 and "custom_metrics go with the suite's inline criteria" in err, err
+
+
+def test_without_google_adk_custom_metrics_are_a_setup_error(tmp_path, cli, monkeypatch):
+    root = recorded_project(tmp_path, "shop_e", {"criteria": {"exact_answer": 1.0}, "custom_metrics": {"exact_answer": {"code_config": {"name": "agent.my_metrics.exact_answer"}}}})
+    monkeypatch.setitem(sys.modules, "google.adk", None)  # what the import system reads as "not installed"
+    code, out, err = cli("validate", "--config", str(root / "evalgate.yaml"))
+    assert code == 2, out + err
+    assert "'exact_answer' needs google.adk, which is not installed" in err and "pip install 'adk-evalgate[adk]'" in err

@@ -32,11 +32,12 @@ from pydantic.alias_generators import to_camel
 
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome, Scope
-from evalgate.errors import Problem
+from evalgate.errors import Problem, did_you_mean, display_path
 from evalgate.results import Status
 
 # The package name `adk eval` gives the agent folder (google/adk/cli/cli_eval.py::_get_agent_module).
 AGENT_PACKAGE = "agent"
+SIGNATURE = "def fn(eval_metric, actual_invocations, expected_invocations, conversation_scenario)"
 
 
 class CustomMetric(Criterion):
@@ -116,24 +117,22 @@ class CustomMetric(Criterion):
                 _agent_package(agent_folder)
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
-            shown = f"{agent_folder}/{module_name[len(AGENT_PACKAGE) + 1:].replace('.', '/')}.py" if in_agent and agent_folder else None
+            shown = display_path(agent_folder / f"{module_name[len(AGENT_PACKAGE) + 1:].replace('.', '/')}.py") if in_agent and agent_folder and module_name != AGENT_PACKAGE else None
             if e.name and not (module_name == e.name or module_name.startswith(e.name + ".")):
                 return problem(f"importing '{module_name}' failed: {e}", f"Install the module it imports ('{e.name}').")
-            where_from = f"no {shown}" if shown else "not found on sys.path (the config file's folder included)"
+            where_from = f"no {shown} in the agent folder" if shown else "not found on sys.path (the config file's folder included)"
             return problem(f"cannot import module '{module_name}' ({where_from})", "Fix the module path, or put the module on PYTHONPATH.")
         except Exception as e:  # any error of the user's module at import
             return problem(f"importing '{module_name}' failed: {type(e).__name__}: {e}", "Fix the module so it imports.")
         fn = getattr(module, attr, None)
         if fn is None:
-            names = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None))]
-            from evalgate.errors import did_you_mean
-
+            names = [n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__ and not n.startswith("_")]
             return problem(f"module '{module_name}' has no '{attr}'", "Fix the function name. " + did_you_mean(attr, names))
         if not callable(fn):
-            return problem(f"'{self._path}' is a {type(fn).__name__}, not a function", "Name a function taking (eval_metric, actual_invocations, expected_invocations, conversation_scenario).")
+            return problem(f"'{self._path}' is a value of type {type(fn).__name__}, not a function", f"Name a function: {SIGNATURE}.")
         why = _signature_problem(fn)
         if why:
-            return problem(f"'{self._path}' {why}", "ADK calls it with four positional arguments: def fn(eval_metric, actual_invocations, expected_invocations, conversation_scenario).")
+            return problem(f"'{self._path}' {why}", f"Take ADK's four arguments by position: {SIGNATURE}.")
         self._fn = fn
         return []
 
@@ -239,7 +238,7 @@ def _signature_problem(fn: Callable[..., Any]) -> Optional[str]:
     except TypeError:
         kinds = [p for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
         if kinds:
-            return f"takes {', '.join(p.name for p in kinds)} as keyword-only, and ADK passes its arguments positionally"
+            return f"takes {', '.join(p.name for p in kinds)} as keyword-only, and ADK passes its arguments by position (adk eval fails on it at run time)"
         return f"cannot take ADK's four positional arguments (its signature is {sig})"
     return None
 
