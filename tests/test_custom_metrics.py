@@ -368,3 +368,26 @@ def test_without_google_adk_custom_metrics_are_a_setup_error(tmp_path, cli, monk
     code, out, err = cli("validate", "--config", str(root / "evalgate.yaml"))
     assert code == 2, out + err
     assert "'exact_answer' needs google.adk, which is not installed" in err and "pip install 'adk-evalgate[adk]'" in err
+
+
+def test_several_runs_pool_turns_and_informational_stays_informational(tmp_path, cli):
+    root = recorded_project(tmp_path, "shop_f", {
+        "criteria": {"exact_answer": 1.0, "tool_calls": 0},
+        "custom_metrics": {"exact_answer": {"code_config": {"name": "agent.my_metrics.exact_answer"}},
+                           "tool_calls": {"code_config": {"name": "agent.my_metrics.tool_calls"}}},
+    })
+    order = _invocation("주문 상태는요?", "주문이 발송되었습니다.", (("track", {"order": "A1"}),))
+    other = _invocation("주문 상태는요?", "모르겠습니다.")
+    records = [{"eval_set_id": "shop", "eval_id": "order_ko", "run": 1, "invocations": [order]},
+               {"eval_set_id": "shop", "eval_id": "order_ko", "run": 2, "invocations": [other]}]
+    (root / "inference.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    suite = yaml.safe_load((root / "evalgate.yaml").read_text(encoding="utf-8"))["suites"][0]
+    (root / "shop_f" / "evals" / "shop.evalset.json").write_text(json.dumps({"eval_set_id": "shop", "eval_cases": [
+        {"eval_id": "order_ko", "conversation": [order]}]}, ensure_ascii=False), encoding="utf-8")
+    (root / "evalgate.yaml").write_text(yaml.safe_dump({"suites": [suite]}, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("run", "--config", str(root / "evalgate.yaml"), "--out", str(root / "out"))
+    assert code == 1, out + err
+    case = _cases(root / "out")["order_ko"]
+    assert (case["criteria"]["exact_answer"]["runs"], case["criteria"]["exact_answer"]["status"]) == ([1.0, 0.0], "FAILED")
+    info = case["criteria"]["tool_calls"]
+    assert (info["runs"], info["score"], info["status"]) == ([1.0, 0.0], 0.5, "INFORMATIONAL")
