@@ -218,7 +218,7 @@ def recorded_project(tmp_path: Path, package: str, test_config: dict | None = No
     root = tmp_path / "project"
     agent = root / package
     (agent / "evals").mkdir(parents=True)
-    (agent / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+    (agent / "__init__.py").write_text("from . import agent\nfrom .my_metrics import exact_answer as same_answer\n", encoding="utf-8")
     (agent / "agent.py").write_text("root_agent = None  # never run here: the outputs are recorded\n", encoding="utf-8")
     (agent / "my_metrics.py").write_text(METRICS, encoding="utf-8")
     order = _invocation("주문 상태는요?", "주문이 발송되었습니다.", (("track", {"order": "A1"}),))
@@ -251,8 +251,9 @@ def _cases(out: Path) -> dict[str, dict]:
 
 def test_recorded_outputs_get_adk_arguments_scenario_included(tmp_path, cli):
     root = recorded_project(tmp_path, "shop_a", {
-        "criteria": {"exact_answer": 1.0, "tool_calls": 0},
+        "criteria": {"exact_answer": 1.0, "tool_calls": 0, "from_init": 1.0},
         "custom_metrics": {"exact_answer": {"code_config": {"name": "agent.my_metrics.exact_answer"}},
+                           "from_init": {"code_config": {"name": "agent.same_answer"}},  # a name in the folder's __init__.py
                            "tool_calls": {"code_config": {"name": "agent.my_metrics.tool_calls"}}},
     })
     code, out, err = cli("run", "--config", str(root / "evalgate.yaml"), "--out", str(root / "out"))
@@ -260,6 +261,7 @@ def test_recorded_outputs_get_adk_arguments_scenario_included(tmp_path, cli):
     cases = _cases(root / "out")
     assert {k: c["criteria"]["exact_answer"]["status"] for k, c in cases.items()} == {"order_ko": "PASSED", "late": "FAILED", "cancel_plan": "FAILED"}
     assert {k: c["status"] for k, c in cases.items()} == {"order_ko": "PASSED", "late": "FAILED", "cancel_plan": "FAILED"}
+    assert {k: c["criteria"]["from_init"]["status"] for k, c in cases.items()} == {"order_ko": "PASSED", "late": "FAILED", "cancel_plan": "FAILED"}
     seen = json.loads(cases["order_ko"]["criteria"]["exact_answer"]["per_invocation"][0]["details"]["rubric_scores"][1]["rationale"])
     assert seen["users"] == ["주문 상태는요?"] and seen["expected"] == ["주문이 발송되었습니다."] and seen["scenario"] is None
     # A scenario case: no expected turns, ADK's ConversationScenario instead.

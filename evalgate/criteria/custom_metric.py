@@ -97,8 +97,10 @@ class CustomMetric(Criterion):
         """Import the function and check that it takes ADK's four positional arguments.
         `agent_folder` is what `agent.` names (None: nothing); `search` folders are added
         to the end of sys.path for absolute names. Returns the problems, each with its fix."""
-        where = self._place
-        problem = lambda what, fix: [Problem(self._declared_in, where, what, fix)]  # noqa: E731
+
+        def problem(what: str, fix: str) -> list[Problem]:
+            return [Problem(self._declared_in, self._place, what, fix)]
+
         module_name, _, attr = self._path.rpartition(".")
         if not module_name or not attr:
             return problem(f"'{self._path}' is not a module path and a function name", "Write 'module.function', e.g. 'agent.my_metrics.score'.")
@@ -114,7 +116,8 @@ class CustomMetric(Criterion):
                         "Give the suite an ADK agent ('agent: {adk: my_agent}', its own or the top-level one), keep the test_config.json inside the agent folder, "
                         "or name the module absolutely (my_agent.my_metrics.fn; the config file's folder is on sys.path).",
                     )
-                _agent_package(agent_folder)
+                # `agent.fn` is a name in the folder's __init__.py, which then has to run.
+                _agent_package(agent_folder, run_init=module_name == AGENT_PACKAGE)
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
             shown = display_path(agent_folder / f"{module_name[len(AGENT_PACKAGE) + 1:].replace('.', '/')}.py") if in_agent and agent_folder and module_name != AGENT_PACKAGE else None
@@ -243,19 +246,22 @@ def _signature_problem(fn: Callable[..., Any]) -> Optional[str]:
     return None
 
 
-def _agent_package(folder: Path) -> None:
+def _agent_package(folder: Path, run_init: bool = False) -> None:
     """Make `agent` the package of this folder, as `adk eval` does, so `agent.x` imports
-    `<folder>/x.py` (with relative imports working). The folder's __init__.py is not run:
-    only the package's path is needed, and a recorded-output suite must not have to
-    import the agent's dependencies. A package `agent` of another folder (loaded earlier
-    in this process) is dropped first, so it cannot answer for this one."""
+    `<folder>/x.py` (with relative imports working). The folder's __init__.py runs only when
+    the function is defined there: otherwise only the package's path is needed, and a
+    recorded-output suite must not have to import the agent's dependencies. A package
+    `agent` of another folder (loaded earlier in this process) is dropped first, so it
+    cannot answer for this one."""
     folder = folder.resolve()
-    current = sys.modules.get(AGENT_PACKAGE)
-    if current is not None and [str(Path(p).resolve()) for p in getattr(current, "__path__", [])] == [str(folder)]:
-        return
-    for name in [m for m in sys.modules if m == AGENT_PACKAGE or m.startswith(AGENT_PACKAGE + ".")]:
-        del sys.modules[name]
-    spec = importlib.util.spec_from_file_location(AGENT_PACKAGE, folder / "__init__.py", submodule_search_locations=[str(folder)])
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[AGENT_PACKAGE] = module
+    module = sys.modules.get(AGENT_PACKAGE)
+    if module is None or [str(Path(p).resolve()) for p in getattr(module, "__path__", [])] != [str(folder)]:
+        for name in [m for m in sys.modules if m == AGENT_PACKAGE or m.startswith(AGENT_PACKAGE + ".")]:
+            del sys.modules[name]
+        spec = importlib.util.spec_from_file_location(AGENT_PACKAGE, folder / "__init__.py", submodule_search_locations=[str(folder)])
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[AGENT_PACKAGE] = module
+    if run_init and not getattr(module, "_evalgate_init_ran", False) and module.__spec__ is not None and module.__spec__.loader is not None:
+        module._evalgate_init_ran = True
+        module.__spec__.loader.exec_module(module)
