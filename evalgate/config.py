@@ -21,6 +21,7 @@ from evalgate.criteria import REGISTRY, Criterion
 from evalgate.simulated_user import UserSimulatorConfig
 from evalgate.errors import (
     InputError,
+    closest,
     Problem,
     ProblemCollector,
     did_you_mean,
@@ -588,6 +589,16 @@ def _custom_metric_keys(loc: tuple) -> list[str] | None:
     return list(model.model_fields)
 
 
+def _custom_hint(problem: Problem, custom: dict[str, CustomMetricConfig]) -> Problem:
+    """An unknown criterion's fix, also pointing at custom_metrics (a typo'd custom name, or
+    a custom metric not declared)."""
+    if not problem.what.startswith("unknown criterion '"):
+        return problem
+    near = closest(problem.what.split("'")[1], custom)
+    hint = f"Did you mean the custom metric '{near}'?" if near else "A custom metric needs an entry in custom_metrics (code_config: {name: module.fn})."
+    return Problem(problem.file, problem.where, problem.what, f"{problem.fix} {hint}" if problem.fix and not near else hint)
+
+
 def parse_custom_criteria(
     raw: dict[str, Any],
     custom: dict[str, CustomMetricConfig],
@@ -602,7 +613,11 @@ def parse_custom_criteria(
     from evalgate.criteria.custom_metric import CustomMetric
 
     problems = ProblemCollector()
-    ours = problems.run(parse_criteria, {k: v for k, v in raw.items() if k not in custom}, shown, where) or {}
+    try:
+        ours = parse_criteria({k: v for k, v in raw.items() if k not in custom}, shown, where)
+    except InputError as e:
+        ours = {}
+        problems.extend(_custom_hint(p, custom) for p in e.problems)
     out: dict[str, Criterion] = {}
     for name, value in raw.items():
         if name not in custom:

@@ -393,3 +393,16 @@ def test_several_runs_pool_turns_and_informational_stays_informational(tmp_path,
     assert (case["criteria"]["exact_answer"]["runs"], case["criteria"]["exact_answer"]["status"]) == ([1.0, 0.0], "FAILED")
     info = case["criteria"]["tool_calls"]
     assert (info["runs"], info["score"], info["status"]) == ([1.0, 0.0], 0.5, "INFORMATIONAL")
+
+
+def test_an_unknown_criterion_points_at_custom_metrics(tmp_path, cli):
+    root = recorded_project(tmp_path, "shop_g", {
+        "criteria": {"exact_answr": 1.0, "my_new_metric": 0.5},
+        "custom_metrics": {"exact_answer": {"code_config": {"name": "agent.my_metrics.exact_answer"}}},
+    })
+    code, out, err = cli("validate", "--config", str(root / "evalgate.yaml"))
+    assert code == 2, out + err
+    typo = next(line for line in err.splitlines() if "criteria.exact_answr" in line)
+    assert typo.endswith("unknown criterion 'exact_answr'. Did you mean the custom metric 'exact_answer'?"), typo
+    new = next(line for line in err.splitlines() if "criteria.my_new_metric" in line)
+    assert new.endswith("A custom metric needs an entry in custom_metrics (code_config: {name: module.fn})."), new
