@@ -14,12 +14,14 @@ from typing import Any, Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel, to_snake
 
 from evalgate.compare import GatePolicy
 from evalgate.criteria import REGISTRY, Criterion
 from evalgate.simulated_user import UserSimulatorConfig
 from evalgate.errors import (
     InputError,
+    closest,
     Problem,
     ProblemCollector,
     did_you_mean,
@@ -95,6 +97,53 @@ class AgentConfig(BaseModel):
         return "adk" if self.adk else "url" if self.url else "command"
 
 
+class CodeConfig(BaseModel):
+    """Where a custom metric's function lives (ADK's CodeConfig)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        min_length=1,
+        description="module.function, split at the last dot. 'agent.x.fn' is x.py in the ADK agent folder, as under `adk eval`; "
+        "other names import through sys.path (plus the config file's folder).",
+    )
+
+
+class Interval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_value: float
+    max_value: float
+    open_at_min: bool = False
+    open_at_max: bool = False
+
+
+class MetricValueInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    interval: Optional[Interval] = None
+
+
+class MetricInfo(BaseModel):
+    """ADK's MetricInfo: metadata only (scoring never reads it); the name is the entry's key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric_name: Optional[str] = Field(default=None, description="Ignored: the custom_metrics key names the metric, as in ADK.")
+    description: Optional[str] = None
+    metric_value_info: MetricValueInfo
+
+
+class CustomMetricConfig(BaseModel):
+    """One custom metric, as in ADK's test_config.json; it runs only when `criteria` names it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code_config: CodeConfig = Field(description="The function: fn(eval_metric, actual_invocations, expected_invocations, conversation_scenario) -> EvaluationResult.")
+    metric_info: Optional[MetricInfo] = Field(default=None, description="Metadata (value interval, description); default: [0, 1].")
+    description: str = Field(default="", description="What the metric measures.")
+
+
 class SuiteConfig(BaseModel):
     """One suite: eval sets with their actual outputs (or traces), and criteria."""
 
@@ -127,6 +176,11 @@ class SuiteConfig(BaseModel):
     )
     not_evaluated: Literal["fail", "warn", "ignore"] = Field(
         default="warn", description="What a NOT_EVALUATED case does to the suite: fail it, warn, or nothing."
+    )
+    custom_metrics: Optional[dict[str, CustomMetricConfig]] = Field(
+        default=None,
+        description="ADK custom metrics for the inline criteria: {name: {code_config: {name: module.fn}}}. "
+        "A metric runs when criteria names it (with its threshold); a name of ADK's replaces that metric.",
     )
 
     @field_validator("evalsets", "actual", "traces", mode="before")
@@ -287,6 +341,8 @@ def _valid_keys(model: type[BaseModel]):
             return list(AgentConfig.model_fields)
         if loc[0] == "suites" and len(loc) == 3 and loc[2] == "user_simulator":
             return list(UserSimulatorConfig.model_fields)
+        if loc[0] == "suites" and len(loc) >= 4 and loc[2] == "custom_metrics":
+            return _custom_metric_keys(loc[4:])
         return None
 
     return keys_at
@@ -338,8 +394,34 @@ def load_config(path: Path) -> LoadedConfig:
                     "the suite names no actual outputs and no agent to run",
                     "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.",
                 )
+        custom = suite.custom_metrics or {}
+        if custom and not isinstance(suite.criteria, dict):
+            source = f"'{suite.criteria}'" if isinstance(suite.criteria, str) else "the test_config.json beside each eval set"
+            problems.add(
+                shown,
+                loaded.where("suites", i, "custom_metrics"),
+                f"custom_metrics go with the suite's inline criteria, and this suite reads its criteria from {source}",
+                "Write the criteria inline in the suite, or declare custom_metrics in that test_config.json.",
+            )
         if isinstance(suite.criteria, dict):
-            parsed = problems.run(parse_criteria, suite.criteria, shown, lambda *loc, i=i: loaded.where("suites", i, "criteria", *loc))
+            for name in custom:
+                if name not in suite.criteria:
+                    # ADK skips such an entry silently; in our own config it is surely a slip.
+                    problems.add(
+                        shown,
+                        loaded.where("suites", i, "custom_metrics", name),
+                        f"custom metric '{name}' is not named in the suite's criteria, so it would never run",
+                        f"Add '{name}: <threshold>' to criteria, or remove the entry.",
+                    )
+            parsed = problems.run(
+                parse_custom_criteria,
+                suite.criteria,
+                custom,
+                shown,
+                lambda *loc, i=i: loaded.where("suites", i, "criteria", *loc),
+                lambda *loc, i=i: loaded.where("suites", i, "custom_metrics", *loc),
+                path,
+            )
             if parsed is not None:
                 loaded.inline_criteria[i] = parsed
         if suite.traces and suite.criteria is None:
@@ -433,16 +515,128 @@ def _option_names(cls: type[Criterion]) -> list[str]:
     return list(cls.model_fields)
 
 
-def read_test_config(path: Path) -> dict[str, Criterion]:
-    """Criteria from an ADK test_config.json (`{"criteria": {...}}`); other ADK keys are ignored."""
+def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[str, Criterion]:
+    """Criteria from an ADK test_config.json (`{"criteria": {...}, "custom_metrics": {...}}`);
+    other ADK keys are ignored. A custom metric that `criteria` does not name never runs, as
+    in `adk eval`; it is reported in `warnings`, not refused, so the file stays ADK's."""
     shown = display_path(path)
     data = parse_json(read_text(path, shown), shown)
     if not isinstance(data, dict) or not isinstance(data.get("criteria", {}), dict):
         raise InputError(Problem(shown, "criteria", "an ADK test_config.json holds an object with a 'criteria' object", 'Write {"criteria": {"tool_trajectory_avg_score": 1.0}}.'))
     raw = data.get("criteria")
+    custom = _adk_custom_metrics(data, shown)
     if not raw:  # ADK runs no metric at all then; a gate that checks nothing must not pass
         raise InputError(Problem(shown, "criteria", "names no criteria", 'Add criteria, e.g. {"criteria": {"tool_trajectory_avg_score": 1.0}}, or delete the file to use ADK\'s defaults.'))
-    return parse_criteria(raw, shown, lambda *loc: json_path(("criteria",) + loc))
+    unused = [name for name in custom if name not in raw]
+    if unused and warnings is not None:
+        for name in unused:
+            warnings.append(f"{shown}: custom metric '{name}' is not named in criteria, so it never runs (nor under adk eval); add it to criteria with a threshold to run it")
+    return parse_custom_criteria(
+        raw, custom, shown, lambda *loc: json_path(("criteria",) + loc), lambda *loc: json_path(("custom_metrics",) + loc), path
+    )
+
+
+def _adk_custom_metrics(data: dict[str, Any], shown: str) -> dict[str, CustomMetricConfig]:
+    """`custom_metrics` of an ADK file, read as ADK reads it: either casing, unknown keys of
+    an entry ignored; `code_config` and `metric_info` strict, as ADK's own models are."""
+    raw = data.get("custom_metrics", data.get("customMetrics"))
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(Problem(shown, "custom_metrics", "must be an object: {name: {code_config: {name: module.fn}}}", 'Write {"custom_metrics": {"my_metric": {"code_config": {"name": "agent.my_metrics.score"}}}}.'))
+    problems = ProblemCollector()
+    out: dict[str, CustomMetricConfig] = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, dict):
+            problems.add(shown, json_path(("custom_metrics", name)), "must be an object with 'code_config'", 'Write {"code_config": {"name": "agent.my_metrics.score"}}.')
+            continue
+        fields = {key: _snake_keys(entry[alias]) for key, alias in _present(entry, ("code_config", "metric_info", "description"))}
+        try:
+            out[name] = CustomMetricConfig.model_validate(fields)
+        except ValidationError as e:
+            problems.extend(problems_from_validation(e, shown, prefix=json_path(("custom_metrics", name)) + ".", valid_keys_for=_custom_metric_keys))
+    problems.raise_if_any()
+    return out
+
+
+def _present(entry: dict[str, Any], keys: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(field, the key it is spelled with in entry) for each field present in either casing."""
+    out = []
+    for key in keys:
+        camel = to_camel(key)
+        if key in entry:
+            out.append((key, key))
+        elif camel in entry:
+            out.append((key, camel))
+    return out
+
+
+def _snake_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {to_snake(k) if isinstance(k, str) else k: _snake_keys(v) for k, v in value.items()}
+    return value
+
+
+def _custom_metric_keys(loc: tuple) -> list[str] | None:
+    model: Any = CustomMetricConfig
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = field.annotation if field else None
+        inner = next((a for a in getattr(inner, "__args__", (inner,)) if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if inner is None:
+            return None
+        model = inner
+    return list(model.model_fields)
+
+
+def _custom_hint(problem: Problem, custom: dict[str, CustomMetricConfig]) -> Problem:
+    """An unknown criterion's fix, also pointing at custom_metrics (a typo'd custom name, or
+    a custom metric not declared)."""
+    if not problem.what.startswith("unknown criterion '"):
+        return problem
+    near = closest(problem.what.split("'")[1], custom)
+    hint = f"Did you mean the custom metric '{near}'?" if near else "A custom metric needs an entry in custom_metrics (code_config: {name: module.fn})."
+    return Problem(problem.file, problem.where, problem.what, f"{problem.fix} {hint}" if problem.fix and not near else hint)
+
+
+def parse_custom_criteria(
+    raw: dict[str, Any],
+    custom: dict[str, CustomMetricConfig],
+    shown: str,
+    where,
+    where_custom,
+    declared_path: Optional[Path],
+) -> dict[str, Criterion]:
+    """`criteria` with ADK's `custom_metrics`: a name declared there is that custom metric
+    (replacing ADK's metric of the same name, as ADK's registry does); the rest are ours.
+    `where(*loc)` names a place under criteria, `where_custom(*loc)` one under custom_metrics."""
+    from evalgate.criteria.custom_metric import CustomMetric
+
+    problems = ProblemCollector()
+    try:
+        ours = parse_criteria({k: v for k, v in raw.items() if k not in custom}, shown, where)
+    except InputError as e:
+        ours = {}
+        problems.extend(_custom_hint(p, custom) for p in e.problems)
+    out: dict[str, Criterion] = {}
+    for name, value in raw.items():
+        if name not in custom:
+            if name in ours:
+                out[name] = ours[name]
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+            problems.add(shown, where(name), f"'{name}' must be a threshold number or an object with 'threshold'", f"Write '{name}: 0.5' or '{name}: {{threshold: 0.5, ...}}'.")
+            continue
+        try:
+            out[name] = CustomMetric.declare(name, custom[name].code_config.name, value, shown, where_custom(name, "code_config", "name"), declared_path)
+        except ValidationError as e:
+            for err in e.errors(include_url=False):
+                loc = tuple(err.get("loc", ()))
+                what = err.get("msg", "invalid value").removeprefix("Value error, ")
+                fix = f"Add '{loc[-1]}'." if err.get("type") == "missing" and loc else "Give a number."
+                problems.add(shown, where(name, *loc) if isinstance(value, dict) else where(name), what[:1].lower() + what[1:], fix)
+    problems.raise_if_any()
+    return out
 
 
 def read_simulator_config(path: Path) -> Optional[UserSimulatorConfig]:
@@ -478,7 +672,12 @@ def json_schema() -> dict[str, Any]:
             "description": (cls.__doc__ or "").strip().splitlines()[0],
             "anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, options],
         }
-    criteria_schema = {"type": "object", "properties": props, "additionalProperties": False}
+    custom = {
+        "description": "A custom metric declared in the suite's custom_metrics: its threshold (any number), or an object with "
+        "'threshold' and the metric's own parameters (given to the function in eval_metric.criterion).",
+        "anyOf": [{"type": "number"}, {"type": "object", "properties": {"threshold": {"type": "number"}}, "required": ["threshold"]}],
+    }
+    criteria_schema = {"type": "object", "properties": props, "additionalProperties": custom}
     suite = schema["$defs"]["SuiteConfig"]["properties"]
     suite["criteria"] = {
         "description": suite["criteria"].get("description"),

@@ -239,6 +239,10 @@ def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:
     error = "; ".join(missing) if missing else None
     if missing and status is Status.PASSED:
         status = Status.NOT_EVALUATED
+    statuses = {r.status for r in each}
+    if Status.INFORMATIONAL in statuses and not statuses & {Status.PASSED, Status.FAILED}:
+        # A value shown, never a verdict, however many runs (as ADK's AgentEvaluator treats it).
+        status = Status.INFORMATIONAL
     return CriterionResult(
         score=score,
         status=status,

@@ -81,7 +81,8 @@ def config_digest(loaded: LoadedConfig, plans: list[SuitePlan]) -> str:
 
 def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     shown, base = loaded.shown, loaded.base
-    explicit = _explicit_criteria(loaded, i, suite)
+    warnings: list[str] = []
+    explicit = _explicit_criteria(loaded, i, suite, warnings)
     if suite.traces:
         return _trace_suite(loaded, i, suite, explicit or {})
     agent = suite_agent(loaded.config, suite)
@@ -99,7 +100,6 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
         # One inference.jsonl from a run of several suites over the same cases: this suite's own.
         records = [r for r in records if r.suite in (None, suite.name)]
 
-    warnings: list[str] = []
     actual_index = _ActualIndex(records, {es.eval_set.eval_set_id for es in evalsets}, problems)
     test_configs: dict[Path, dict[str, Criterion]] = {}
     simulators: dict[Path, Optional[UserSimulatorConfig]] = {}
@@ -120,7 +120,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 criteria = default_criteria()
             else:
                 if tc not in test_configs:
-                    test_configs[tc] = problems.run(read_test_config, tc) or {}
+                    test_configs[tc] = problems.run(read_test_config, tc, warnings) or {}
                 criteria = test_configs[tc]
         simulator = suite.user_simulator
         if simulator is None and tc is not None and agent is not None:
@@ -204,6 +204,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
             problems.add(shown, loaded.where("suites", i, "criteria", name), f"'{name}' scores traces, not eval sets", "Put it in a suite with 'traces:', or remove it.")
     if not cases and not problems.problems:
         problems.add(shown, loaded.where("suites", i), "the suite has no eval cases", "Add cases to its eval sets; a suite that scores nothing cannot pass.")
+    problems.extend(_resolve_custom_metrics(loaded, suite, cases))
     problems.raise_if_any()
     unused = actual_index.unused()
     if unused:
@@ -211,6 +212,40 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
         warnings.append(f"{len(unused)} actual records match no eval case (e.g. {sample}); they were not scored")
     where = ("suites", i, "agent") if suite.agent else ("agent",)
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings, agent=agent, agent_where=where)
+
+
+def _resolve_custom_metrics(loaded: LoadedConfig, suite: SuiteConfig, cases: list[CaseInput]) -> list[Problem]:
+    """Import every custom metric's function and check its signature, before any agent runs.
+
+    `agent.` names the ADK agent folder, as under `adk eval`: the folder of the agent the
+    suite runs (its own `agent: {adk: folder}` or the top-level one); for a suite without
+    such an agent (recorded outputs), the top-level agent's folder if it has one, else the
+    ADK agent folder holding the file that declares the metric (the layout `adk web` keeps:
+    eval sets and test_config.json inside the agent folder). Other names import through
+    sys.path, with the config file's folder added at its end."""
+    from evalgate.criteria.custom_metric import CustomMetric
+
+    if not _installed("google.adk"):
+        return []  # the missing extra is reported once, by _missing_extras
+    found = {id(c): c for case in cases for c in case.criteria.values() if isinstance(c, CustomMetric)}
+    problems: list[Problem] = []
+    for crit in found.values():
+        problems.extend(crit.resolve(_agent_folder(loaded, suite, crit.declared_path), [loaded.base]))
+    return problems
+
+
+def _agent_folder(loaded: LoadedConfig, suite: SuiteConfig, declared_in: Optional[Path]) -> Optional[Path]:
+    for agent in (suite_agent(loaded.config, suite), loaded.config.agent):
+        if agent is not None and agent.adk:
+            folder = Path(agent.adk)
+            folder = folder if folder.is_absolute() else loaded.base / folder
+            if folder.is_dir():
+                return folder
+    if declared_in is not None:
+        for folder in Path(declared_in).resolve().parents:
+            if (folder / "__init__.py").is_file() and ((folder / "agent.py").is_file() or (folder / "agent" / "__init__.py").is_file()):
+                return folder
+    return None
 
 
 def _criteria_file(loaded: LoadedConfig, suite: SuiteConfig) -> Optional[Path]:
@@ -235,7 +270,7 @@ def _attach_case_rubrics(rubrics, invocations, shown: str, place: str) -> None:
     problems.raise_if_any()
 
 
-def _explicit_criteria(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> dict[str, Criterion] | None:
+def _explicit_criteria(loaded: LoadedConfig, i: int, suite: SuiteConfig, warnings: list[str]) -> dict[str, Criterion] | None:
     if suite.criteria is None:
         return None
     if isinstance(suite.criteria, str):
@@ -243,7 +278,7 @@ def _explicit_criteria(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> dict
         path = path if path.is_absolute() else loaded.base / path
         if not path.is_file():
             raise InputError(Problem(loaded.shown, loaded.where("suites", i, "criteria"), f"'{suite.criteria}' is not a file", "Point 'criteria' at an ADK test_config.json, or write the criteria inline."))
-        return read_test_config(path)
+        return read_test_config(path, warnings)
     criteria = loaded.inline_criteria[i]
     if not criteria:
         raise InputError(Problem(loaded.shown, loaded.where("suites", i, "criteria"), "no criteria given", "Name at least one criterion, or drop 'criteria' to use the defaults."))

@@ -2,9 +2,11 @@
 
 from evalgate.criteria.base import REGISTRY, Criterion, Outcome, criterion
 
-# Importing a criterion's module registers it. Heavy SDKs are imported inside the
+# Importing a criterion's module registers it (custom_metric is not registered: its names
+# are the user's, declared in custom_metrics). Heavy SDKs are imported inside the
 # criteria that need them, never at module level.
 from evalgate.criteria import (  # noqa: F401,E402
+    custom_metric,
     final_response_match_v2,
     hallucinations,
     per_turn_user_simulator,
