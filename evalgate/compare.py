@@ -421,7 +421,7 @@ def case_samples(result: CriterionResult) -> list[float]:
 
 def outcome(result: CriterionResult, judge: bool) -> Optional[float]:
     """What the ledger records for one case and criterion in one run."""
-    if result.status is Status.NOT_EVALUATED:
+    if result.status in (Status.NOT_EVALUATED, Status.INFORMATIONAL):
         return None
     if not judge and _run_scores(result) is None:
         return 1.0 if result.status is Status.PASSED else 0.0
@@ -508,7 +508,9 @@ def _cases_by_key(suite: SuiteResult) -> dict[CaseKey, CaseResult]:
 
 
 def _evaluated(result: Optional[CriterionResult]) -> bool:
-    return result is not None and result.status is not Status.NOT_EVALUATED and result.score is not None
+    """Scored with a verdict: an INFORMATIONAL value (a custom metric may return one) is
+    shown, never compared, as ADK never lets one decide a case."""
+    return result is not None and result.status not in (Status.NOT_EVALUATED, Status.INFORMATIONAL) and result.score is not None
 
 
 _INVOCATION_PREFIX = re.compile(r"^(\d+ of \d+ invocations not evaluated: )?(invocation \d+: )?")

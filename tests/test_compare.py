@@ -1164,3 +1164,15 @@ def _with_runs(results: RunResults, runs_by_id: dict[str, list]) -> RunResults:
 
 
 # (the agent-runs test is above, beside the other breakage tests)
+
+
+def test_an_informational_criterion_is_shown_never_compared_nor_recorded_as_failing():
+    """A custom metric may return INFORMATIONAL (ADK's fourth status): it never decides a case,
+    so the gate neither tests it for a drop nor records it in the ledger as a failure."""
+    from evalgate.compare import outcome
+    from evalgate.results import CriterionResult, Status
+
+    info = CriterionResult(score=0.2, status=Status.INFORMATIONAL, threshold=0.5)
+    assert outcome(info, judge=False) is None
+    scored = CriterionResult(score=0.2, status=Status.FAILED, threshold=0.5)
+    assert outcome(scored, judge=False) == 0.0
