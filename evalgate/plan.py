@@ -275,11 +275,14 @@ def select_cases(plans: list[SuitePlan], patterns: list[str]) -> Selection:
     problems = ProblemCollector()
     for pattern in patterns:
         if not any(case_matches(eval_id, [pattern]) for eval_id in every):
+            # A glob matches the whole id: 'refund' is not 'refund_1'.
+            wider = next((w for w in (f"{pattern}*", f"*{pattern}*") if any(fnmatch.fnmatchcase(e, w) for e in every)), None)
+            hint = f"Did you mean '{wider}'? " if wider else ""
             problems.add(
                 None,
                 "--case",
                 f"'{pattern}' matches no eval case",
-                f"Eval ids here, closest first: {shown_ids(pattern, sorted(set(every)))}. A pattern is a glob on eval_id (*, ?, [abc]), case-sensitive.",
+                f"{hint}Eval ids here, closest first: {shown_ids(pattern, sorted(set(every)))}. A pattern is a glob on the whole eval_id (*, ?, [abc]), case-sensitive.",
             )
     problems.raise_if_any()
     for plan in plans:

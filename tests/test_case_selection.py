@@ -230,7 +230,10 @@ def test_case_that_matches_nothing_lists_ids(tmp_path, cli):
     config = echo_project(tmp_path)
     code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"), "--case", "refund", "--case", "返品*")
     assert code == 2 and out == ""
-    assert "error: --case: 'refund' matches no eval case. Eval ids here, closest first: 'refund_1', 'refund_2', 'refund_10'," in err, err
+    assert "error: --case: 'refund' matches no eval case. Did you mean 'refund*'? Eval ids here, closest first: 'refund_1', 'refund_2', 'refund_10'," in err, err
+    code, _, err = cli("validate", "--config", str(config), "--case", "質問", "--case", "nothing")
+    assert code == 2 and "'質問' matches no eval case. Did you mean '*質問*'?" in err
+    assert "'nothing' matches no eval case. Eval ids here" in err
     assert "返品*" not in err  # that one matches
     assert not (tmp_path / "calls.log").exists() and not (tmp_path / "out").exists()
     with pytest.raises(SystemExit) as e:
@@ -304,3 +307,23 @@ def test_case_with_shards_merge_and_resume(tmp_path, cli):
     assert first_leg and calls(tmp_path) == sorted(set(ECHO_IDS) - set(first_leg))
     assert f"{len(first_leg)} reused from" in out
     assert "selection" not in results(tmp_path / "all") and case_ids(tmp_path / "all") == sorted(ECHO_IDS)
+
+
+def test_a_selector_over_recorded_outputs_leaves_the_other_records_unscored_without_a_warning(tmp_path, cli):
+    config = echo_project(tmp_path)
+    assert cli("run", "--config", str(config), "--out", str(tmp_path / "first"), "-q")[0] == 0
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data.pop("agent")
+    data["suites"][0].update(evalsets=["evals/echo.evalset.json:返品_質問,refund_2"], actual=["first/inference.jsonl"])
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "second"))
+    assert code == 0, out + err
+    assert case_ids(tmp_path / "second") == sorted(["返品_質問", "refund_2"])
+    assert "match no eval case" not in out + err and results(tmp_path / "second")["suites"][0]["warnings"] == []
+    data["suites"][0]["evalsets"] = ["evals/echo.evalset.json"]
+    lines = (tmp_path / "first" / "inference.jsonl").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "two.jsonl").write_text("".join(x + "\n" for x in lines if json.loads(x)["eval_id"] in ("返品_質問", "refund_2")), encoding="utf-8")
+    data["suites"][0]["actual"] = ["two.jsonl"]
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    code, _, err = cli("validate", "--config", str(config))
+    assert code == 2 and "no actual outputs for eval case '주문_상태'" in err  # the check still bites
