@@ -98,7 +98,8 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     records = [r for rs in (problems.run(load_actual, p) for p in actual_files) if rs for r in rs]
     problems.raise_if_any()
     for f, es in loaded_sets:
-        problems.extend(_unknown_ids(loaded, i, suite, f, es))  # type: ignore[arg-type]
+        if es is not None:
+            problems.extend(_unknown_ids(loaded, i, suite, f, es))
     problems.raise_if_any()
     chosen = {id(es): f.ids for f, es in loaded_sets}
     if any(r.suite == suite.name for r in records):
