@@ -45,6 +45,15 @@ def _shard_count(text: str) -> int:
     return _shard(f"1/{text}").count
 
 
+def _pattern(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty pattern; write a glob on eval_id, e.g. 'refund_*'")
+    return text.strip()
+
+
+_CASE_HELP = "run only the cases whose eval_id matches PATTERN (a glob: * ? [abc]); repeat for more. For trying changes: such results are not a baseline"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evalgate",
@@ -61,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
     run.add_argument("--judge-concurrency", type=_concurrency, metavar="N", help="judge requests in flight at once, 1-256 (default: the config's, 8)")
     run.add_argument("--shard", type=_shard, metavar="K/N", help="run only shard K of N (a CI matrix leg); `evalgate merge` puts the shards together")
+    run.add_argument("--case", action="append", type=_pattern, metavar="PATTERN", help=_CASE_HELP)
     run.add_argument("--resume", metavar="DIR", help="reuse the finished agent runs of an earlier, interrupted or partly failed run of this config in DIR (its --out); run only the rest")
     run.set_defaults(func=cmd_run)
 
@@ -76,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="check the config and every data file without scoring")
     validate.add_argument("--config", "-c", help="config file")
+    validate.add_argument("--case", action="append", type=_pattern, metavar="PATTERN", help="count only the cases whose eval_id matches PATTERN, as `run --case` would run them")
     validate.add_argument("--shards", type=_shard_count, metavar="N", help="also say how many cases each of N shards would hold")
     validate.set_defaults(func=cmd_validate)
 
@@ -125,6 +136,15 @@ def _load(config_arg: str | None):
     return loaded, build_plans(loaded)
 
 
+def _select(plans, patterns: list[str] | None):
+    """`--case`: keep the matching cases in the plans; None when every case runs."""
+    if not patterns:
+        return None
+    from evalgate.plan import select_cases
+
+    return select_cases(plans, patterns)
+
+
 def _judge_runtime(loaded, args: argparse.Namespace):
     """The run's judge runtime, from the config's judge section and the command line."""
     from evalgate.judge.runtime import JudgeRuntime
@@ -160,8 +180,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     loaded, plans = _load(args.config)
     infer.check(plans, loaded)
+    selection = _select(plans, args.case)
     cases = sum(len(p.cases) for p in plans)
     print(f"{loaded.shown}: OK, {len(plans)} suites, {cases} cases")
+    if selection is not None:
+        print(f"  {selection}")
     for plan in plans:
         if plan.agent is not None:
             runs = f", {plan.agent.num_runs} runs each" if plan.agent.num_runs > 1 else ""
@@ -200,12 +223,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         loaded, plans = _load(args.config)
 
     from evalgate import engine, infer
-    from evalgate.plan import config_digest
+    from evalgate.plan import config_digest, selected_digest
     from evalgate.reports.terminal import Progress
-    from evalgate.results import ShardInfo
+    from evalgate.results import SelectionInfo, ShardInfo
     from evalgate.shards import current_commit, select
 
     digest = config_digest(loaded, plans)  # of the whole run: every shard's is the same
+    selection = _select(plans, args.case)
+    if selection is not None and not args.quiet:
+        print(selection, file=sys.stderr)
     shard = args.shard
     commit = current_commit(loaded.base) if shard or args.resume or infer.total_runs(plans) else None
     if shard is not None:
@@ -230,7 +256,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             finally:
                 journal.close()
         with Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet) as progress, _gc_paused(runtime is None):
-            run = engine.run(plans, digest, progress=progress.advance, runtime=runtime, workers=workers)
+            # A selection's results carry their own digest (the journal keeps the config's, so
+            # --resume reuses a case's runs whatever chose it).
+            scored = digest if selection is None else selected_digest(digest, selection.patterns)
+            run = engine.run(plans, scored, progress=progress.advance, runtime=runtime, workers=workers)
     finally:
         if runtime is not None:
             runtime.close()
@@ -239,6 +268,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
 
     run.run.agent = agent
+    if selection is not None:
+        run.selection = SelectionInfo(patterns=selection.patterns, cases=selection.cases, of=selection.of)
     if shard is not None:
         run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit)
     with _gc_paused():
@@ -376,6 +407,35 @@ def _whole_run(run, shown: str) -> None:
         )
 
 
+def _not_a_selection(run, shown: str) -> None:
+    """The results of `run --case` hold some cases only: as a baseline, every other case would
+    read as removed on the next pull request (and come back as added after it)."""
+    from evalgate.errors import InputError, Problem
+
+    if run.selection is not None:
+        s = run.selection
+        raise InputError(
+            Problem(shown, "selection", f"holds the {s.cases} of {s.of} cases `run --case` chose, not the whole run", "Run every case (evalgate run without --case) to make a baseline.")
+        )
+
+
+def _selected_baseline(baseline, selection):
+    """The baseline's cases that `selection`'s patterns choose, as `run --case` would have run
+    them: suites derived again from those cases, and the digest a selection of it would carry."""
+    from evalgate.engine import finish_run, finish_suite, incomplete_warning
+    from evalgate.plan import case_matches, selected_digest
+
+    suites = []
+    for suite in baseline.suites:
+        cases = [c for c in suite.cases if case_matches(c.eval_id, selection.patterns)]
+        if cases:
+            kept = [w for w in suite.warnings if w not in (suite.agent_error, incomplete_warning(suite.counts))]
+            suites.append(finish_suite(suite.name, suite.not_evaluated_policy, cases, suite.criteria, kept, suite.agent_error))
+    out = finish_run(suites, selected_digest(baseline.config_digest, selection.patterns), baseline.run)
+    out.evalgate_version, out.selection = baseline.evalgate_version, selection
+    return out
+
+
 def _exit_for(verdict, gate) -> int:
     from evalgate.compare import Verdict
 
@@ -407,7 +467,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             baseline, info = found[0].results, found[1]
         ledger = store.load_ledger(gate.id)
         trend = store.load_trend(gate.id)
+    if baseline is not None and current.selection is not None and baseline.selection is None:
+        baseline = _selected_baseline(baseline, current.selection)
+        print(f"compared the cases --case chose ({current.selection.cases} of {current.selection.of}) with the same cases of the baseline ({baseline.counts.cases})", file=sys.stderr)
     comparison = compare(baseline, current, gate, ledger, info)
+    if current.selection is not None:
+        s = current.selection
+        comparison.reasons.insert(0, f"a selection: {s.cases} of the config's {s.of} cases, chosen by run --case {' --case '.join(s.patterns)}")
     report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url, trend=trend)
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
@@ -432,6 +498,7 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     gate, base = _gate_config(args.config)
     run = results.read(Path(args.results))
     _whole_run(run, args.results)
+    _not_a_selection(run, args.results)
     store = _store(gate, base)
     now = datetime.now(timezone.utc)
     store.save(make_baseline(run, args.commit, args.ref, now))

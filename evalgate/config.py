@@ -152,7 +152,8 @@ class SuiteConfig(BaseModel):
     name: str = Field(min_length=1, description="Unique; used in reports and commit status contexts.")
     evalsets: Patterns = Field(
         default_factory=list,
-        description="ADK eval set files, globs or folders (a folder means every *.test.json and *.evalset.json under it).",
+        description="ADK eval set files, globs or folders (a folder means every *.test.json and *.evalset.json under it). "
+        "A file may pick cases as for adk eval: 'file.evalset.json:id1,id2'.",
     )
     actual: Patterns = Field(
         default_factory=list,

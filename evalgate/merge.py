@@ -252,6 +252,7 @@ def _merged(shards: list[ShardOutput]) -> RunResults:
     )
     merged = finish_run(suites, first.config_digest, info)
     merged.evalgate_version = first.evalgate_version
+    merged.selection = first.selection  # run --case: every shard's is the same (their config digests are)
     return merged
 
 

@@ -6,8 +6,12 @@ reported together: `evalgate validate` is this step alone.
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import importlib.util
+import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -16,7 +20,7 @@ from evalgate.criteria import Criterion
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.loaders.actual import ActualRecord, load_actual
-from evalgate.loaders.evalsets import EVALSET_SUFFIXES, expand, expected_digest, load_evalset, test_config_beside
+from evalgate.loaders.evalsets import LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
 from evalgate.results import digest
 from evalgate.simulated_user import BUILT_IN_PERSONAS, UserSimulatorConfig, known_persona
 
@@ -87,15 +91,21 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
         return _trace_suite(loaded, i, suite, explicit or {})
     agent = suite_agent(loaded.config, suite)
     problems = ProblemCollector()
-    set_files = problems.run(expand, suite.evalsets, base, EVALSET_SUFFIXES, shown, lambda j: loaded.where("suites", i, "evalsets", j)) or []
+    set_files = problems.run(expand_evalsets, suite.evalsets, base, shown, lambda j: loaded.where("suites", i, "evalsets", j)) or []
     actual_files = []
     if agent is None:
         actual_files = problems.run(expand, suite.actual, base, (".evalset_result.json", ".jsonl"), shown, lambda j: loaded.where("suites", i, "actual", j)) or []
     problems.raise_if_any()
 
-    evalsets = [es for es in (problems.run(load_evalset, p, base) for p in set_files) if es is not None]
+    loaded_sets = [(f, problems.run(load_evalset, f.path, base)) for f in set_files]
+    evalsets = [es for _, es in loaded_sets if es is not None]
     records = [r for rs in (problems.run(load_actual, p) for p in actual_files) if rs for r in rs]
     problems.raise_if_any()
+    for f, es in loaded_sets:
+        if es is not None:
+            problems.extend(_unknown_ids(loaded, i, suite, f, es))
+    problems.raise_if_any()
+    chosen = {id(es): f.ids for f, es in loaded_sets}
     if any(r.suite == suite.name for r in records):
         # One inference.jsonl from a run of several suites over the same cases: this suite's own.
         records = [r for r in records if r.suite in (None, suite.name)]
@@ -129,6 +139,10 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
             simulator = simulators[tc]
         for case in es.eval_set.eval_cases:
             key = (es.eval_set.eval_set_id, case.eval_id)
+            if chosen[id(es)] and case.eval_id not in chosen[id(es)]:
+                if agent is None:  # its recorded output is not an unused record
+                    actual_index.match(key, es.path if es.legacy else None)
+                continue
             place = es.case_places.get(case.eval_id, "")
             if key in seen:
                 problems.add(es.shown, place, f"eval case '{case.eval_id}' of eval set '{key[0]}' is also in {seen[key]}", "Keep one copy of each case.")
@@ -246,6 +260,80 @@ def _agent_folder(loaded: LoadedConfig, suite: SuiteConfig, declared_in: Optiona
             if (folder / "__init__.py").is_file() and ((folder / "agent.py").is_file() or (folder / "agent" / "__init__.py").is_file()):
                 return folder
     return None
+
+
+SHOWN_IDS = 10  # eval ids listed in an error; a set may hold thousands
+
+
+def _unknown_ids(loaded: LoadedConfig, i: int, suite: SuiteConfig, selected: SelectedFile, es: LoadedEvalSet) -> list[Problem]:
+    """A selector's ids that name no case of its file: `adk eval` skips them silently, so a
+    typo would quietly gate on fewer cases; here each is an error listing the ids there are."""
+    out = []
+    for eval_id, j in selected.ids.items():
+        if eval_id not in es.case_places:
+            path = split_selector(suite.evalsets[j])[0]
+            out.append(
+                Problem(
+                    loaded.shown,
+                    loaded.where("suites", i, "evalsets", j),
+                    f"{path} has no eval case '{eval_id}'",
+                    f"Its eval ids, closest first: {shown_ids(eval_id, list(es.case_places))}. Fix the id, or remove it from the selector.",
+                )
+            )
+    return out
+
+
+def shown_ids(near: str, ids: list[str]) -> str:
+    """Up to SHOWN_IDS ids, the most like `near` first, quoted; with how many more there are."""
+    ranked = sorted(ids, key=lambda x: -difflib.SequenceMatcher(None, near, x).ratio())
+    more = len(ranked) - SHOWN_IDS
+    return ", ".join(f"'{x}'" for x in ranked[:SHOWN_IDS]) + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass
+class Selection:
+    """What `--case` kept: the patterns, and how many of how many cases."""
+
+    patterns: list[str]
+    cases: int
+    of: int
+
+    def __str__(self) -> str:
+        return f"selected {self.cases} of {self.of} cases (--case {' --case '.join(shlex.quote(p) for p in self.patterns)})"
+
+
+def case_matches(eval_id: str, patterns: list[str]) -> bool:
+    """Does an eval_id match one of the --case patterns (a glob, case-sensitive, or the id itself)?"""
+    return any(eval_id == p or fnmatch.fnmatchcase(eval_id, p) for p in patterns)
+
+
+def select_cases(plans: list[SuitePlan], patterns: list[str]) -> Selection:
+    """Keep the cases whose eval_id matches a pattern (in place); a suite left with no case is
+    dropped. A pattern that matches no case is an error that lists some of the ids there are."""
+    every = [c.eval_id for p in plans for c in p.cases]
+    problems = ProblemCollector()
+    for pattern in patterns:
+        if not any(case_matches(eval_id, [pattern]) for eval_id in every):
+            # A glob matches the whole id: 'refund' is not 'refund_1'.
+            wider = next((w for w in (f"{pattern}*", f"*{pattern}*") if any(fnmatch.fnmatchcase(e, w) for e in every)), None)
+            hint = f"Did you mean '{wider}'? " if wider else ""
+            problems.add(
+                None,
+                "--case",
+                f"'{pattern}' matches no eval case",
+                f"{hint}Eval ids here, closest first: {shown_ids(pattern, sorted(set(every)))}. A pattern is a glob on the whole eval_id (*, ?, [abc]), case-sensitive.",
+            )
+    problems.raise_if_any()
+    for plan in plans:
+        plan.cases = [c for c in plan.cases if case_matches(c.eval_id, patterns)]
+    plans[:] = [p for p in plans if p.cases]
+    return Selection(patterns=list(patterns), cases=sum(len(p.cases) for p in plans), of=len(every))
+
+
+def selected_digest(config_digest: str, patterns: list[str]) -> str:
+    """The config digest of a run of the cases --case chose: not the whole run's, so its results
+    are not merged with, or taken for, the whole run's."""
+    return digest({"config_digest": config_digest, "case": sorted(set(patterns))})
 
 
 def _criteria_file(loaded: LoadedConfig, suite: SuiteConfig) -> Optional[Path]:

@@ -149,6 +149,14 @@ class ShardInfo(_Model):
     commit: Optional[str] = Field(None, description="The commit evaluated (GITHUB_SHA, or the checkout's HEAD); shards of different commits are not merged.")
 
 
+class SelectionInfo(_Model):
+    """Which cases `evalgate run --case PATTERN` chose: these results are not the whole run's."""
+
+    patterns: list[str] = Field(description="The --case patterns, globs on eval_id, as given.")
+    cases: int = Field(ge=0, description="How many cases they chose.")
+    of: int = Field(ge=0, description="How many cases the config holds.")
+
+
 class RunInfo(_Model):
     """Not part of the comparable payload."""
 
@@ -190,6 +198,12 @@ class RunResults(_Model):
         None,
         exclude_if=lambda v: v is None,
         description="Set when these results are one shard of a run: merge the shards (`evalgate merge`) before comparing.",
+    )
+    selection: Optional[SelectionInfo] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Set when `evalgate run --case` ran only some cases: the config digest is then the selection's, "
+        "and `evalgate baseline save` refuses these results.",
     )
     run: RunInfo = Field(default_factory=RunInfo)
 

@@ -4,9 +4,12 @@ three workflows that gate on them, without ever overwriting a file.
 Agents are found as `adk eval` loads them, by reading the code (nothing is imported or run):
 a folder whose `__init__.py` defines `root_agent` (or `get_agent_async`, or `app = App(...)`),
 or imports the folder's `agent` module (`from . import agent`) whose `agent.py` defines it.
-Eval sets are the `*.evalset.json` and `*.test.json` files that hold ADK eval cases; a
-`test_config.json` beside them gives their criteria, as in `adk eval`. Virtual environments,
-`.git`, `node_modules` and other hidden or generated folders are not searched.
+A folder inside an agent's folder (its sub-agents' packages) is part of that agent, not
+another one. Eval sets are the `*.evalset.json` and `*.test.json` files that hold ADK eval
+cases; a `test_config.json` beside them gives their criteria, as in `adk eval`. A project
+that keeps its criteria in an `eval_config.json` instead (passed to `adk eval
+--config_file_path`) gets it as the suite's `criteria`. Virtual environments, `.git`,
+`node_modules` and other hidden or generated folders are not searched.
 """
 
 from __future__ import annotations
@@ -76,11 +79,19 @@ def discover(root: Path) -> Found:
         folder = Path(here)
         dirs[:] = sorted(d for d in dirs if not _pruned(folder, d))
         names = set(files)
-        _agent_in(folder, names, found)
+        if not _inside_an_agent(folder, found):
+            _agent_in(folder, names, found)
         for name in sorted(files):
             if name.endswith(EVALSET_SUFFIXES):
                 _evalset_in(folder / name, found)
     return found
+
+
+def _inside_an_agent(folder: Path, found: Found) -> bool:
+    """A package inside an agent's folder (or one that nearly is) is that agent's: its
+    sub-agents, tools or prompts. `adk eval` loads the agent folder, never these."""
+    outer = [a.folder for a in found.agents] + [p for p, _ in found.near_misses]
+    return any(folder != o and folder.is_relative_to(o) for o in outer)
 
 
 def _bound_names(tree: ast.Module) -> dict[str, ast.AST]:
@@ -241,6 +252,48 @@ class Suite:
     evalsets: list[str]  # folders or files, relative to the config
     files: list[EvalSetFile]
     criteria: list[str]  # test_config.json files in use, relative to the config
+    criteria_file: Optional[str] = None  # an eval_config.json written as the suite's `criteria`, relative to the config
+    unused_configs: list[tuple[str, str]] = field(default_factory=list)  # eval configs found but not written, and why
+
+
+EVAL_CONFIG = "eval_config.json"
+
+
+def eval_config_near(path: Path, root: Path) -> Optional[Path]:
+    """The eval config a project keeps for `adk eval --config_file_path` rather than beside the
+    eval set as test_config.json: an `eval_config.json` in the eval set's folder or the one
+    above it (a common template keeps eval sets in tests/eval/evalsets/ and the config in
+    tests/eval/), inside the project, holding a `criteria` object. ADK itself never looks
+    for it, so without `criteria:` evalgate, like `adk eval` without the flag, would use
+    ADK's defaults."""
+    for folder in (path.parent, path.parent.parent):
+        candidate = folder / EVAL_CONFIG
+        if not folder.is_relative_to(root) or not candidate.is_file():
+            continue
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("criteria"), dict) and data["criteria"]:
+            return candidate
+    return None
+
+
+def _eval_config(files: list[EvalSetFile], root: Path, base: Path) -> tuple[Optional[str], list[tuple[str, str]]]:
+    """The eval_config.json to write as a suite's `criteria` (one path for the whole suite, as
+    `--config_file_path` is one file for the whole `adk eval`): only when every eval set of
+    the suite finds the same one and none has a test_config.json beside it. Otherwise the
+    configs found, each with why it was not written."""
+    if all(test_config_beside(es.path) is not None for es in files):
+        return None, []
+    near = {es.path: eval_config_near(es.path, root) for es in files}
+    found = sorted({c for c in near.values() if c is not None})
+    if not found:
+        return None, []
+    if len(found) == 1 and all(c == found[0] for c in near.values()) and not any(test_config_beside(p) for p in near):
+        return display_path(found[0], base), []
+    why = "the suite's eval sets do not all use it; set each suite's criteria by hand"
+    return None, [(display_path(c, base), why) for c in found]
 
 
 def _evalset_entries(files: list[EvalSetFile], base: Path) -> list[str]:
@@ -270,7 +323,8 @@ def plan_suites(found: Found, claimed: dict[int, list[EvalSetFile]]) -> list[Sui
             continue
         name = agent.folder.name if names.count(agent.folder.name) == 1 else display_path(agent.folder, base)
         configs = sorted({display_path(tc, base) for es in files if (tc := test_config_beside(es.path)) is not None})
-        suites.append(Suite(name, agent.folder, display_path(agent.folder, base), _evalset_entries(files, base), files, configs))
+        criteria_file, unused = _eval_config(files, found.root, base)
+        suites.append(Suite(name, agent.folder, display_path(agent.folder, base), _evalset_entries(files, base), files, configs, criteria_file, unused))
     return suites
 
 
@@ -295,13 +349,21 @@ def config_text(suites: list[Suite]) -> str:
             f"    evalsets: [{', '.join(_scalar(e) for e in s.evalsets)}]  # {sets}",
             f"    agent: {{adk: {_scalar(s.agent)}}}  # options: num_runs, tools: replay, concurrency, timeout_s",
         ]
-        if s.criteria:
+        if s.criteria_file:
+            lines.append(f"    criteria: {_scalar(s.criteria_file)}  # the eval config adk eval takes as --config_file_path")
+        elif s.criteria:
             lines.append(f"    # criteria: from {', '.join(s.criteria)}")
         else:
             lines.append("    # criteria: ADK's defaults (no test_config.json beside these eval sets); set them here, e.g.")
             lines.append("    # criteria: {tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
     text = "\n".join(lines) + "\n"
-    expected = {"version": 1, "suites": [{"name": s.name, "evalsets": s.evalsets, "agent": {"adk": s.agent}} for s in suites]}
+    expected = {
+        "version": 1,
+        "suites": [
+            {"name": s.name, "evalsets": s.evalsets, "agent": {"adk": s.agent}, **({"criteria": s.criteria_file} if s.criteria_file else {})}
+            for s in suites
+        ],
+    }
     assert yaml.safe_load(text) == expected, text  # the comments and quoting changed nothing
     return text
 
@@ -559,8 +621,13 @@ def _print_found(found: Found, suites: list[Suite], left: list[tuple[EvalSetFile
         out.write(f"  {display_path(agent.folder)} ({agent.source}{named})\n")
         for es in suite.files:
             out.write(f"    {display_path(es.path)}: {_plural(es.cases, 'case')}\n")
-        criteria = ", ".join(suite.criteria) if suite.criteria else "ADK's defaults (no test_config.json beside the eval sets)"
+        if suite.criteria_file:
+            criteria = f"{suite.criteria_file} (an eval config for `adk eval --config_file_path`; written as the suite's criteria)"
+        else:
+            criteria = ", ".join(suite.criteria) if suite.criteria else "ADK's defaults (no test_config.json beside the eval sets)"
         out.write(f"    criteria: {criteria}\n")
+        for path, why in suite.unused_configs:
+            out.write(f"    not used: {path}: {why}\n")
     for es, why in left:
         out.write(f"  left out: {display_path(es.path)}, which {why}; add it to a suite by hand\n")
     for path, why in found.near_misses:

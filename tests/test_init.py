@@ -357,3 +357,102 @@ def test_readme_five_minutes_runs_as_written(tmp_path, monkeypatch):
     for line in _readme_block("run output").splitlines():
         assert line in run_out.splitlines(), f"README shows {line!r}; the run printed:\n{run_out}"
     assert (root / "evalgate-results" / "inference.jsonl").is_file()
+
+
+# --- an eval config under another name, and sub-agents --------------------------------------------
+
+
+def _starter_layout(root: Path, config: Optional[dict] = None) -> Path:
+    """A common project template: the agent, eval sets in tests/eval/evalsets/, and the criteria in
+    tests/eval/eval_config.json, which its Makefile passes to `adk eval --config_file_path`."""
+    adk_project(root, evalset="tests/eval/evalsets/weather.evalset.json", ids={"paris": "パリの天気"})
+    config = config or {"criteria": {"response_match_score": 0.3}, "user_simulator_config": {"max_allowed_invocations": 4}}
+    (root / "tests" / "eval" / "eval_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return root
+
+
+@needs_adk
+def test_an_eval_config_for_adk_evals_flag_becomes_the_suites_criteria(tmp_path, cli, monkeypatch):
+    root = _starter_layout(tmp_path / "project")
+    code, out, err = cli("init", cwd=root)
+    assert code == 0, out + err
+    assert "    criteria: tests/eval/eval_config.json (an eval config for `adk eval --config_file_path`; written as the suite's criteria)" in out
+    text = (root / "evalgate.yaml").read_text(encoding="utf-8")
+    assert "    criteria: tests/eval/eval_config.json  # the eval config adk eval takes as --config_file_path" in text
+    assert yaml.safe_load(text)["suites"] == [
+        {"name": "weather_agent", "evalsets": ["tests/eval/evalsets"], "agent": {"adk": "weather_agent"}, "criteria": "tests/eval/eval_config.json"}
+    ]
+    assert cli("validate", cwd=root)[0] == 0
+    with agent_model_server(monkeypatch):
+        code, out, err = cli("run", "--out", "out", "-q", cwd=root)
+    assert code == 0, out + err
+    [suite] = json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))["suites"]
+    assert {n: c["threshold"] for n, c in suite["criteria"].items()} == {"response_match_score": 0.3}  # not ADK's defaults
+
+
+@pytest.mark.parametrize(
+    "layout, expected",
+    [
+        ("no criteria object", None),
+        ("another name", None),
+        ("two folders up", None),
+        ("beside the eval set", "tests/eval/evalsets/eval_config.json"),
+        ("a test_config.json beside wins", None),
+    ],
+)
+def test_which_eval_config_init_takes(tmp_path, cli, layout, expected):
+    root = _starter_layout(tmp_path / "project")
+    evals, config = root / "tests" / "eval", root / "tests" / "eval" / "eval_config.json"
+    if layout == "no criteria object":
+        config.write_text('{"user_simulator_config": {}}', encoding="utf-8")
+    elif layout == "another name":
+        config.rename(evals / "safety_config.json")
+    elif layout == "two folders up":
+        nested = evals / "evalsets" / "deep"
+        nested.mkdir()
+        (evals / "evalsets" / "weather.evalset.json").rename(nested / "weather.evalset.json")
+    elif layout == "beside the eval set":
+        config.rename(evals / "evalsets" / "eval_config.json")
+    else:
+        (evals / "evalsets" / "test_config.json").write_text('{"criteria": {"tool_trajectory_avg_score": 1.0}}', encoding="utf-8")
+    code, out, err = cli("init", "--dry-run", cwd=root)
+    assert code == 0, out + err
+    [suite] = yaml.safe_load(out.split("would write evalgate.yaml (", 1)[1].split("):\n", 1)[1].split("would write", 1)[0].replace("\n    ", "\n"))["suites"]
+    assert suite.get("criteria") == expected
+    if layout == "a test_config.json beside wins":
+        assert "criteria: tests/eval/evalsets/test_config.json" in out
+
+
+def test_an_eval_config_only_some_eval_sets_would_use_is_named_not_written(tmp_path, cli):
+    root = _starter_layout(tmp_path / "project")
+    shutil.copy(EVALSET, root / "weather_agent" / "own.evalset.json")  # no eval config near it
+    code, out, err = cli("init", "--dry-run", cwd=root)
+    assert code == 0, out + err
+    assert "    criteria: ADK's defaults (no test_config.json beside the eval sets)" in out
+    assert "    not used: tests/eval/eval_config.json: the suite's eval sets do not all use it; set each suite's criteria by hand" in out
+    assert "    criteria: tests" not in out
+
+
+def test_sub_agent_packages_are_part_of_their_agent(tmp_path, cli):
+    """ADK's multi-agent layout: sub_agents/<name>/ packages whose agent.py defines a sub-agent,
+    not root_agent. `adk eval` loads the outer folder only; init must not offer advice for them."""
+    root = adk_project(tmp_path / "project")
+    subs = root / "weather_agent" / "sub_agents"
+    (subs / "billing").mkdir(parents=True)
+    (subs / "__init__.py").write_text("", encoding="utf-8")
+    (subs / "billing" / "__init__.py").write_text("from .agent import billing_agent\n", encoding="utf-8")
+    (subs / "billing" / "agent.py").write_text("from google.adk.agents import Agent\nbilling_agent = Agent(name='billing', model='m')\n", encoding="utf-8")
+    (subs / "예약").mkdir()
+    (subs / "예약" / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+    (subs / "예약" / "agent.py").write_text("from google.adk.agents import Agent\nbooking = Agent(name='booking', model='m')\n", encoding="utf-8")
+    (subs / "tools").mkdir()
+    (subs / "tools" / "agent.py").write_text("root_agent = None  # a helper a sub-agent imports\n", encoding="utf-8")
+    lonely = root / "lonely"  # beside the agent, not inside it: still worth a word
+    lonely.mkdir()
+    (lonely / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+    (lonely / "agent.py").write_text("helper = 1\n", encoding="utf-8")
+    code, out, err = cli("init", "--dry-run", cwd=root)
+    assert code == 0, out + err
+    assert "found 1 agent," in out and "weather_agent (agent.py: root_agent)" in out
+    assert "sub_agents" not in out
+    assert "not an agent evalgate can run: lonely: agent.py defines no root_agent" in out

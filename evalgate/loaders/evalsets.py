@@ -70,6 +70,64 @@ def expand(patterns: list[str], base: Path, suffixes: tuple[str, ...] | None, sh
     return list(unique)
 
 
+def split_selector(item: str) -> tuple[str, list[str] | None]:
+    """`path[:id1,id2]` as `adk eval` reads it (google.adk cli_eval.parse_and_get_evals_to_run):
+    the path ends at the first ':' (after a Windows drive's `C:\\`), the ids are split on ','
+    and blank ones dropped. Unlike ADK, ids are trimmed, and a second ':' (where ADK stops
+    reading, silently dropping what follows) is a ValueError. None: no selector, every case."""
+    drive = len(item) >= 3 and item[0].isascii() and item[0].isalpha() and item[1] == ":" and item[2] in "\\/"
+    at = item.find(":", 3 if drive else 0)
+    if at < 0:
+        return item, None
+    path, selector = item[:at], item[at + 1 :]
+    if not path.strip():
+        raise ValueError("names no eval set file before ':'")
+    if ":" in selector:
+        raise ValueError(f"has a second ':' in its selector ('{selector}'); adk eval would read only '{selector.split(':')[0]}' and drop the rest")
+    return path, [s.strip() for s in selector.split(",") if s.strip()]
+
+
+@dataclass
+class SelectedFile:
+    """An eval set file a suite names, and which of its cases it runs."""
+
+    path: Path
+    ids: dict[str, int] = field(default_factory=dict)  # eval_id -> index of the config item naming it; empty: every case
+
+
+def expand_evalsets(items: list[str], base: Path, shown_config: str, where) -> list[SelectedFile]:
+    """A suite's `evalsets`: files, globs and folders, each file optionally with a case selector
+    (`file.evalset.json:id1,id2`). As in `adk eval`, the ids of every item naming one file are
+    put together, and a file is run whole only when no item names ids of it. A selector names
+    cases of one file, so it cannot follow a glob or a folder."""
+    problems = ProblemCollector()
+    out: dict[Path, SelectedFile] = {}
+    for j, item in enumerate(items):
+        try:
+            path, ids = split_selector(item)
+        except ValueError as e:
+            problems.add(shown_config, where(j), f"'{item}' {e}", "Write file.evalset.json:id1,id2 (ids separated by ',').")
+            continue
+        if ids is not None:
+            full = path if Path(path).is_absolute() else str(base / path)
+            if glob.has_magic(path) or Path(full).is_dir():
+                kind = "glob" if glob.has_magic(path) else "folder"
+                problems.add(
+                    shown_config,
+                    where(j),
+                    f"'{item}': a case selector needs one eval set file, and '{path}' is a {kind}",
+                    "Name the file (file.evalset.json:id1,id2), or keep the whole folder and pick cases with `evalgate run --case PATTERN`.",
+                )
+                continue
+        files = problems.run(expand, [path], base, EVALSET_SUFFIXES, shown_config, lambda _, j=j: where(j)) or []
+        for p in files:
+            entry = out.setdefault(p, SelectedFile(p))
+            for eval_id in ids or []:
+                entry.ids.setdefault(eval_id, j)
+    problems.raise_if_any()
+    return list(out.values())
+
+
 def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
     """Read one eval set file in either ADK schema.
 
