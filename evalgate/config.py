@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalgate.compare import GatePolicy
+from evalgate import efficiency
 from evalgate.criteria import REGISTRY, Criterion
 from evalgate.simulated_user import UserSimulatorConfig
 from evalgate.errors import (
@@ -398,9 +399,14 @@ def parse_criteria(raw: dict[str, Any], shown: str, where) -> dict[str, Criterio
     problems = ProblemCollector()
     out: dict[str, Criterion] = {}
     for name, value in raw.items():
+        if name in efficiency.METRICS:  # always reported, never a criterion: accepted without a threshold
+            wrong = efficiency.config_problem(name, value)
+            if wrong:
+                problems.add(shown, where(name), *wrong)
+            continue
         cls = REGISTRY.get(name)
         if cls is None:
-            problems.add(shown, where(name), f"unknown criterion '{name}'", did_you_mean(name, REGISTRY))
+            problems.add(shown, where(name), f"unknown criterion '{name}'", did_you_mean(name, [*REGISTRY, *efficiency.METRICS]))
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
             problems.add(shown, where(name), f"'{name}' must be a threshold number or an object with 'threshold'", f"Write '{name}: 0.8' or '{name}: {{threshold: 0.8}}'.")
@@ -477,6 +483,11 @@ def json_schema() -> dict[str, Any]:
         props[name] = {
             "description": (cls.__doc__ or "").strip().splitlines()[0],
             "anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, options],
+        }
+    for name in efficiency.METRICS:
+        props[name] = {
+            "description": "ADK's informational efficiency metric, always reported; takes no threshold.",
+            "anyOf": [{"type": "null"}, {"const": True}, {"type": "object", "maxProperties": 0}],
         }
     criteria_schema = {"type": "object", "properties": props, "additionalProperties": False}
     suite = schema["$defs"]["SuiteConfig"]["properties"]
