@@ -196,6 +196,27 @@ def compute(runs: Iterable[Optional[list[Invocation]]]) -> dict[str, EfficiencyR
     return pooled
 
 
+def summarize(cases: Iterable[Any]) -> dict[str, EfficiencyValue]:
+    """A suite's values per turn: ADK's rule over the turns of all its cases (and runs), from
+    the results' per-invocation values. Metrics no case has are left out."""
+    per: dict[str, list[EfficiencyValue]] = {name: [] for name in METRICS}
+    for case in cases:
+        for name, result in case.efficiency.items():
+            if name in per:
+                per[name].extend(result.per_invocation)
+    out: dict[str, EfficiencyValue] = {}
+    for name, values in per.items():
+        if not values:
+            continue
+        if name in (TOOL_CALLS, MODEL_CALLS):
+            out[name] = EfficiencyValue(value=_mean_present([v.value for v in values]))
+            continue
+        fields, case, key = (TOKEN_FIELDS, _tokens_case, "total_tokens") if name == TOKENS else (DURATION_FIELDS, _duration_case, "total_seconds")
+        details = case([{f: v.details.get(f) for f in fields} for v in values])
+        out[name] = EfficiencyValue(value=details[key], details=details)
+    return out
+
+
 # --- config ----------------------------------------------------------------------------------
 
 ACCEPTED = "null, {} or true"
