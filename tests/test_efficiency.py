@@ -297,3 +297,104 @@ def test_a_typo_suggests_the_metric():
     with pytest.raises(InputError) as e:
         parse_criteria({"token_usage": {}}, "evalgate.yaml", lambda *loc: ".".join(map(str, loc)))
     assert "Did you mean 'token_usage_v1'?" in str(e.value)
+
+
+# --- end to end: `adk eval` and `evalgate run` on the same agent -------------------------------
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def _usage_model(body: Any):
+    """The weather agent's scripted model (agent_model.respond), reporting richer usage: the
+    counts follow the request's shape (so both tools see the same numbers), with thoughts,
+    a cache and a tool-use prompt on some calls and a backend total ADK ignores."""
+    import agent_model
+
+    reply = agent_model.respond(body)
+    contents = (body or {}).get("contents") or []
+    answered_tool = any("functionResponse" in p for p in (contents[-1].get("parts") or [])) if contents else False
+    usage = {"promptTokenCount": 100 * len(contents) + 7, "candidatesTokenCount": 11 if answered_tool else 5, "totalTokenCount": 1}
+    if answered_tool:
+        usage.update(thoughtsTokenCount=13, toolUsePromptTokenCount=3)
+    else:
+        usage["cachedContentTokenCount"] = 64
+    reply.body["usageMetadata"] = usage
+    return reply
+
+
+def test_values_equal_adk_eval(tmp_path, monkeypatch, cli):
+    """A real ADK agent with Python tools, a fake Gemini at the wire: every efficiency value
+    `evalgate run` stores equals the one `adk eval` writes in its eval history (durations by
+    their structure), and the case statuses agree."""
+    from agent_project import agent_model_server, make_project
+
+    config = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}
+    project = make_project(tmp_path, agent={"adk": "weather_agent"}, criteria="evals/test_config.json")
+    (project.root / "evals" / "test_config.json").write_text(json.dumps(config), encoding="utf-8")
+    monkeypatch.setenv("WEATHER_TABLE_VERSION", "2")  # paris fails response_match_score in both
+    with agent_model_server(monkeypatch, latency=0.02) as fake:  # every model call takes a moment
+        fake.responder = _usage_model
+        env = {k: v for k, v in os.environ.items() if k != "GOOGLE_GENAI_USE_VERTEXAI"}
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "adk"), "eval", str(project.agent_dir), str(project.evalset),
+             "--config_file_path", str(project.root / "evals" / "test_config.json")],
+            cwd=project.root, env=env, capture_output=True, text=True, timeout=300,
+        )
+        assert "Eval Run Summary" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+        code, out, err = cli("run", "--config", str(project.config), "--out", str(project.out))
+        assert fake.responder_errors == []
+    assert code == 1, out + err
+    (history,) = (project.agent_dir / ".adk" / "eval_history").glob("*.evalset_result.json")
+    theirs = {c["eval_id"]: c for c in json.loads(history.read_text(encoding="utf-8"))["eval_case_results"]}
+    ours = project.cases()
+    assert set(theirs) == set(ours) == {"paris", "seoul_ko", "two_turns"}
+    statuses = {1: "PASSED", 2: "FAILED", 3: "NOT_EVALUATED"}
+    assert {k: statuses[c["final_eval_status"]] for k, c in theirs.items()} == {k: c["status"] for k, c in ours.items()}
+    assert ours["paris"]["status"] == "FAILED"
+    for eval_id, case in theirs.items():
+        adks = {m["metric_name"]: m for m in case["overall_eval_metric_results"] if m["metric_name"] in efficiency.METRICS}
+        assert set(adks) == set(efficiency.METRICS) and all(m["eval_status"] == 4 for m in adks.values())
+        mine = ours[eval_id]["efficiency"]
+        for name in (efficiency.TOOL_CALLS, efficiency.MODEL_CALLS, efficiency.TOKENS):
+            assert mine[name]["value"] == adks[name]["score"], (eval_id, name)
+        assert mine[efficiency.TOKENS]["details"] == adks[efficiency.TOKENS]["details"]["token_usage_details"], eval_id
+        turns = [p for p in case["eval_metric_result_per_invocation"]]
+        for name in efficiency.METRICS:
+            per_adk = [next(m for m in p["eval_metric_results"] if m["metric_name"] == name) for p in turns]
+            assert len(mine[name]["per_invocation"]) == len(per_adk), (eval_id, name)
+            if name != efficiency.DURATION:
+                assert [p.get("value") for p in mine[name]["per_invocation"]] == [m["score"] for m in per_adk], (eval_id, name)
+        # Durations: measured on both sides, so equal in structure, not in value.
+        for details in (mine[efficiency.DURATION]["details"], adks[efficiency.DURATION]["details"]["duration_details"]):
+            assert all(details[f] is not None for f in efficiency.DURATION_FIELDS), (eval_id, details)
+            assert details["framework_seconds"] >= 0 and details["total_seconds"] > 0
+            assert details["model_seconds"] > 0  # the agent awaited the model on every turn
+        assert mine[efficiency.DURATION]["value"] == mine[efficiency.DURATION]["details"]["total_seconds"]
+        assert mine[efficiency.DURATION]["value"] is not None and adks[efficiency.DURATION]["score"] is not None
+    # Not vacuous: tools called, several model calls, thoughts and caches counted; Korean case included.
+    seoul = ours["seoul_ko"]["efficiency"]
+    assert seoul[efficiency.TOOL_CALLS]["value"] == 1.0 and seoul[efficiency.MODEL_CALLS]["value"] == 2.0
+    assert seoul[efficiency.TOKENS]["details"]["reasoning_tokens"] == 13 and seoul[efficiency.TOKENS]["details"]["cached_tokens"] == 64
+    assert ours["two_turns"]["efficiency"][efficiency.TOOL_CALLS]["per_invocation"] != []
+    # The agent's invocations carry ADK's duration split, as ADK's own do.
+    for record in project.inference():
+        for inv in record["invocations"]:
+            assert inv["duration"] > 0 and inv["model_duration"] > 0 and inv["tool_duration"] is not None
+    # And the reports show them as values, never as a verdict.
+    assert "efficiency per turn (informational): " in out
+    assert "efficiency" not in json.dumps(project.results()["suites"][0]["criteria"])
+    from google.adk.evaluation.eval_result import EvalSetResult
+
+    text = (project.out / "adk" / "weather" / "weather.evalset_result.json").read_text(encoding="utf-8")
+    loaded = {c.eval_id: c for c in EvalSetResult.model_validate_json(text).eval_case_results}  # loadable by ADK
+    tokens = next(m for m in loaded["seoul_ko"].overall_eval_metric_results if m.metric_name == efficiency.TOKENS)
+    assert tokens.threshold is None and tokens.details.token_usage_details.model_dump() == mine_tokens(ours, "seoul_ko")
+    adk_ours = json.loads(text)
+    seoul_adk = next(c for c in adk_ours["eval_case_results"] if c["eval_id"] == "seoul_ko")
+    assert [(m["metric_name"], m["eval_status"]) for m in seoul_adk["overall_eval_metric_results"]][-4:] == [(n, 4) for n in efficiency.METRICS]
+    html = (project.out / "report.html").read_text(encoding="utf-8")
+    assert "Efficiency per turn" in html and '"eff":' in html
+
+
+def mine_tokens(ours: dict, eval_id: str) -> dict:
+    return ours[eval_id]["efficiency"][efficiency.TOKENS]["details"]
