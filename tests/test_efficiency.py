@@ -398,3 +398,19 @@ def test_values_equal_adk_eval(tmp_path, monkeypatch, cli):
 
 def mine_tokens(ours: dict, eval_id: str) -> dict:
     return ours[eval_id]["efficiency"][efficiency.TOKENS]["details"]
+
+
+def test_the_config_schema_takes_them_without_a_threshold():
+    jsonschema = pytest.importorskip("jsonschema")
+    from evalgate.config import json_schema
+
+    schema = json_schema()
+
+    def config(value: Any) -> dict:
+        return {"suites": [{"name": "s", "evalsets": "e", "actual": "a", "criteria": {"token_usage_v1": value, "response_match_score": 0.8}}]}
+
+    for ok in ({}, None, True):
+        jsonschema.validate(config(ok), schema)
+    for wrong in (0.5, {"threshold": 1}, False):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(config(wrong), schema)
