@@ -218,8 +218,13 @@ class RunResults(_Model):
     run: RunInfo = Field(default_factory=RunInfo)
 
     def comparable(self) -> dict[str, Any]:
-        """The payload two runs can be compared on: everything but `run`."""
-        return self.model_dump(mode="json", exclude={"run"})
+        """The payload two runs can be compared on: everything but `run` and, like `run`'s
+        times, the wall-clock seconds measured per turn (efficiency invocation_duration_v1)."""
+        data = self.model_dump(mode="json", exclude={"run"})
+        for suite in data["suites"]:
+            for case in suite["cases"]:
+                case.get("efficiency", {}).pop("invocation_duration_v1", None)
+        return data
 
 
 def canonical_json(value: Any) -> str:
