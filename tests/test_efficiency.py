@@ -395,6 +395,23 @@ def test_values_equal_adk_eval(tmp_path, monkeypatch, cli):
     html = (project.out / "report.html").read_text(encoding="utf-8")
     assert "Efficiency per turn" in html and '"eff":' in html
 
+    # ADK's eval history read back as recorded outputs: the same invocations, so every value
+    # equals ADK's exactly, the measured seconds included.
+    import yaml
+
+    recorded = project.root / "recorded.yaml"
+    recorded.write_text(yaml.safe_dump({"suites": [{"name": "recorded", "evalsets": ["evals"], "actual": [str(history)],
+                                                    "criteria": "evals/test_config.json"}]}), encoding="utf-8")
+    code, out, err = cli("run", "--config", str(recorded), "--out", str(project.root / "recorded-out"))
+    assert code == 1, out + err
+    again = project.cases(project.root / "recorded-out")
+    for eval_id, case in theirs.items():
+        adks = {m["metric_name"]: m for m in case["overall_eval_metric_results"] if m["metric_name"] in efficiency.METRICS}
+        for name in efficiency.METRICS:
+            assert again[eval_id]["efficiency"][name]["value"] == adks[name]["score"], (eval_id, name)
+        assert again[eval_id]["efficiency"][efficiency.DURATION]["details"] == adks[efficiency.DURATION]["details"]["duration_details"]
+        assert again[eval_id]["status"] == ours[eval_id]["status"]
+
 
 def mine_tokens(ours: dict, eval_id: str) -> dict:
     return ours[eval_id]["efficiency"][efficiency.TOKENS]["details"]
@@ -414,3 +431,46 @@ def test_the_config_schema_takes_them_without_a_threshold():
     for wrong in (0.5, {"threshold": 1}, False):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(config(wrong), schema)
+
+
+def test_the_terminal_shows_one_line_per_suite():
+    from evalgate.reports.terminal import summary_table
+    from evalgate.results import Counts, RunInfo, SuiteResult
+
+    from result_builders import case as _case, crit, inv, run_of
+
+    def suite(name: str, with_efficiency: bool) -> SuiteResult:
+        c = _case("s", "c", {"response_match_score": crit(0.5, (0.9, {}))}, [inv("q", "a")])
+        if with_efficiency:
+            c.efficiency = efficiency.compute([_invocations("one model call, a tool, the final response")])
+        return SuiteResult(name=name, status=Status.PASSED, not_evaluated_policy="warn", counts=Counts.of([c]), cases=[c])
+
+    text = summary_table(run_of([suite("agent", True), suite("recorded", False)], "sha256:c", RunInfo()), color=False)
+    line = "  efficiency per turn (informational): 1.00 tool calls, 2.00 model calls, 230 tokens, 2.00 s (model 1.20, tools 0.30, framework 0.50)"
+    assert text.count("efficiency per turn") == 1
+    assert line in text.splitlines()
+    assert text.splitlines().index(line) < text.splitlines().index("suite recorded")
+
+
+def test_the_html_report_shows_suite_and_case_values():
+    from evalgate.compare import GatePolicy, compare
+    from evalgate.reports.html import render_html
+    from evalgate.results import Counts, RunInfo, SuiteResult
+
+    from result_builders import case as _case, crit, inv, run_of
+
+    c = _case("s", "東京", {"response_match_score": crit(0.5, (0.9, {}), (0.8, {}))}, [inv("q", "a"), inv("q2", "a2")])
+    c.efficiency = efficiency.compute([_invocations("untimed turns left out of the mean")[:2]])
+    run = run_of([SuiteResult(name="agent", status=Status.PASSED, not_evaluated_policy="warn", counts=Counts.of([c]), cases=[c])], "sha256:c", RunInfo())
+    html = render_html(compare(None, run, GatePolicy()), run)
+    assert "<h2>Efficiency per turn</h2>" in html
+    # No model call on either turn (0, not n/a: the events were recorded), no tokens reported,
+    # and the untimed second turn left out of the seconds.
+    assert '<td class="num">0.00</td><td class="num">0.00</td><td class="num">n/a</td><td class="num">1.00 s (model 0.50, tools 0.25, framework 0.25)</td>' in html
+    data = json.loads(html.split('<script type="application/json" id="evalgate-data">', 1)[1].split("</script>", 1)[0])
+    (case,) = data["cases"]
+    assert case["eff"] == {
+        "case": ["0.00", "0.00", "n/a", "1.00 s (model 0.50, tools 0.25, framework 0.25)"],
+        "per": [["0.00", "0.00", "n/a", "1.00 s (model 0.50, tools 0.25, framework 0.25)"], ["0.00", "0.00", "n/a", "n/a"]],
+        "runs": 0,
+    }
