@@ -448,7 +448,10 @@ def read_test_config(path: Path) -> dict[str, Criterion]:
     raw = data.get("criteria")
     if not raw:  # ADK runs no metric at all then; a gate that checks nothing must not pass
         raise InputError(Problem(shown, "criteria", "names no criteria", 'Add criteria, e.g. {"criteria": {"tool_trajectory_avg_score": 1.0}}, or delete the file to use ADK\'s defaults.'))
-    return parse_criteria(raw, shown, lambda *loc: json_path(("criteria",) + loc))
+    parsed = parse_criteria(raw, shown, lambda *loc: json_path(("criteria",) + loc))
+    if not parsed:  # only the informational efficiency metrics: nothing would decide a case
+        raise InputError(Problem(shown, "criteria", "names only informational metrics, which never decide a case", 'Add a criterion, e.g. "tool_trajectory_avg_score": 1.0; efficiency is reported anyway.'))
+    return parsed
 
 
 def read_simulator_config(path: Path) -> Optional[UserSimulatorConfig]:

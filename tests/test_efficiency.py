@@ -474,3 +474,14 @@ def test_the_html_report_shows_suite_and_case_values():
         "per": [["0.00", "0.00", "n/a", "1.00 s (model 0.50, tools 0.25, framework 0.25)"], ["0.00", "0.00", "n/a", "n/a"]],
         "runs": 0,
     }
+
+
+def test_criteria_of_only_efficiency_metrics_decide_nothing_and_are_refused(tmp_path):
+    from evalgate.config import read_test_config
+    from evalgate.errors import InputError
+
+    path = tmp_path / "test_config.json"
+    path.write_text(json.dumps({"criteria": {"token_usage_v1": {}, "tool_call_count_v1": None}}), encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        read_test_config(path)
+    assert "names only informational metrics" in str(e.value)
