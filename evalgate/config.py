@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel, to_snake
 
 from evalgate.compare import GatePolicy
+from evalgate import efficiency
 from evalgate.criteria import REGISTRY, Criterion
 from evalgate.simulated_user import UserSimulatorConfig
 from evalgate.errors import (
@@ -481,9 +482,14 @@ def parse_criteria(raw: dict[str, Any], shown: str, where) -> dict[str, Criterio
     problems = ProblemCollector()
     out: dict[str, Criterion] = {}
     for name, value in raw.items():
+        if name in efficiency.METRICS:  # always reported, never a criterion: accepted without a threshold
+            wrong = efficiency.config_problem(name, value)
+            if wrong:
+                problems.add(shown, where(name), *wrong)
+            continue
         cls = REGISTRY.get(name)
         if cls is None:
-            problems.add(shown, where(name), f"unknown criterion '{name}'", did_you_mean(name, REGISTRY))
+            problems.add(shown, where(name), f"unknown criterion '{name}'", did_you_mean(name, [*REGISTRY, *efficiency.METRICS]))
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
             problems.add(shown, where(name), f"'{name}' must be a threshold number or an object with 'threshold'", f"Write '{name}: 0.8' or '{name}: {{threshold: 0.8}}'.")
@@ -532,9 +538,12 @@ def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[s
     if unused and warnings is not None:
         for name in unused:
             warnings.append(f"{shown}: custom metric '{name}' is not named in criteria, so it never runs (nor under adk eval); add it to criteria with a threshold to run it")
-    return parse_custom_criteria(
+    parsed = parse_custom_criteria(
         raw, custom, shown, lambda *loc: json_path(("criteria",) + loc), lambda *loc: json_path(("custom_metrics",) + loc), path
     )
+    if not parsed:  # only the informational efficiency metrics: nothing would decide a case
+        raise InputError(Problem(shown, "criteria", "names only informational metrics, which never decide a case", 'Add a criterion, e.g. "tool_trajectory_avg_score": 1.0; efficiency is reported anyway.'))
+    return parsed
 
 
 def _adk_custom_metrics(data: dict[str, Any], shown: str) -> dict[str, CustomMetricConfig]:
@@ -672,6 +681,11 @@ def json_schema() -> dict[str, Any]:
         props[name] = {
             "description": (cls.__doc__ or "").strip().splitlines()[0],
             "anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, options],
+        }
+    for name in efficiency.METRICS:
+        props[name] = {
+            "description": "ADK's informational efficiency metric, always reported; takes no threshold.",
+            "anyOf": [{"type": "null"}, {"const": True}, {"type": "object", "maxProperties": 0}],
         }
     custom = {
         "description": "A custom metric declared in the suite's custom_metrics: its threshold (any number), or an object with "

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal
 
+from evalgate import efficiency
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
 from evalgate.results import (
@@ -287,6 +288,8 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
         invocations=_summaries(case),
         source=case.source,
         conversation_end=next((r.ended for r in case.runs if r.ended), None) if case.scenario is not None else None,
+        # Informational: shown beside the criteria, never part of the case's status.
+        efficiency=efficiency.compute(r.invocations if r.error is None else None for r in case.agent_runs()),
     )
 
 

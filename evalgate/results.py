@@ -68,6 +68,29 @@ class InvocationSummary(_Model):
     actual_tools: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class EfficiencyValue(_Model):
+    value: Optional[float] = Field(None, description="The value; null when not available (never 0 for unknown).")
+    details: dict[str, Optional[float]] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="token_usage_v1: the tokens by kind (ADK's TokenUsageDetails); invocation_duration_v1: "
+        "total, model, tool and framework seconds (ADK's DurationDetails).",
+    )
+
+
+class EfficiencyResult(EfficiencyValue):
+    """One of ADK's informational efficiency metrics on a case: per turn, and the case's value
+    (ADK's aggregation). Shown, never a verdict."""
+
+    per_invocation: list[EfficiencyValue] = Field(default_factory=list)
+    runs: Optional[list[Optional[float]]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="With several agent runs: each run's value (null: the run failed or had none). `value` then "
+        "applies ADK's rule to the invocations of every run together, and `per_invocation` holds them in run order.",
+    )
+
+
 class CaseResult(_Model):
     eval_set_id: str
     eval_id: str
@@ -80,6 +103,13 @@ class CaseResult(_Model):
         None,
         exclude_if=lambda v: v is None,
         description="A simulated conversation (conversation_scenario): why it ended, 'stop signal' or 'turn limit' (the first run's).",
+    )
+    efficiency: dict[str, EfficiencyResult] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="ADK's informational efficiency metrics (tool_call_count_v1, inference_call_count_v1, token_usage_v1, "
+        "invocation_duration_v1) of the actual invocations, as ADK computes them: values per turn, never a verdict "
+        "(they do not decide the case, enter the gate or change counts). Absent without actual invocations.",
     )
 
 
@@ -208,8 +238,13 @@ class RunResults(_Model):
     run: RunInfo = Field(default_factory=RunInfo)
 
     def comparable(self) -> dict[str, Any]:
-        """The payload two runs can be compared on: everything but `run`."""
-        return self.model_dump(mode="json", exclude={"run"})
+        """The payload two runs can be compared on: everything but `run` and, like `run`'s
+        times, the wall-clock seconds measured per turn (efficiency invocation_duration_v1)."""
+        data = self.model_dump(mode="json", exclude={"run"})
+        for suite in data["suites"]:
+            for case in suite["cases"]:
+                case.get("efficiency", {}).pop("invocation_duration_v1", None)
+        return data
 
 
 def canonical_json(value: Any) -> str:

@@ -126,9 +126,25 @@ def _comparison(verdict: Verdict, suites: list[SuiteComparison], *, reasons=(), 
 # --- scenarios ------------------------------------------------------------------------
 
 
+def _with_efficiency(case: CaseResult, tokens: int, seconds: float) -> CaseResult:
+    """The case as an agent run leaves it: ADK's efficiency metrics of one turn with one tool
+    call, two model calls, `tokens` tokens and `seconds` seconds (0.8 of them the model's)."""
+    from evalgate import adk, efficiency
+
+    turn = adk.Invocation.model_validate({
+        "user_content": {"parts": [{"text": "Do it"}]},
+        "intermediate_data": {"invocation_events": [
+            {"author": "a", "content": {"parts": [{"function_call": {"name": "do", "args": {}}}]}, "usage_metadata": {"prompt_token_count": tokens - 10, "candidates_token_count": 5}},
+            {"author": "a", "usage_metadata": {"prompt_token_count": 0, "candidates_token_count": 5}, "model_version": "m"},
+        ]},
+        "duration": seconds, "model_duration": 0.8, "tool_duration": 0.1,
+    })
+    return case.model_copy(update={"efficiency": efficiency.compute([[turn]])})
+
+
 def scenario_pass() -> tuple[Comparison, RunResults]:
-    fixed = _passing("weather", "busan_forecast")
-    current = _run({"home": [_passing("lights", "lights_off"), _passing("lights", "dim_hall"), fixed]})
+    fixed = _with_efficiency(_passing("weather", "busan_forecast"), 1234, 1.5)
+    current = _run({"home": [_with_efficiency(_passing("lights", "lights_off"), 300, 1.25), _passing("lights", "dim_hall"), fixed]})
     comparison = _comparison(
         Verdict.PASS,
         [

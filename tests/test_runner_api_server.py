@@ -27,6 +27,8 @@ import fake_http  # noqa: E402
 from fake_gemini import JUDGE_ENV_VARS, FakeGemini  # noqa: E402
 from fake_http import Reply  # noqa: E402
 
+from evalgate import results  # noqa: E402
+
 AGENTS = Path(__file__).parent / "agents"
 APP = "weather_agent"
 
@@ -104,7 +106,7 @@ def comparable(record: dict) -> dict:
         return value
 
     invocations = [
-        {k: v for k, v in inv.items() if k not in ("invocation_id", "creation_timestamp", "duration", "app_details")}
+        {k: v for k, v in inv.items() if k not in ("invocation_id", "creation_timestamp", "duration", "model_duration", "tool_duration", "app_details")}
         for inv in record.get("invocations", [])
     ]
     return {**{k: v for k, v in record.items() if k != "invocations"}, "invocations": scrub(invocations)}
@@ -199,7 +201,8 @@ def test_same_invocations_and_scores_as_the_in_process_runner(cli, adk_server, a
         config = write_config(tmp_path / f"{kind}.yaml", agents_dir / "evals", agent, criteria="{tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
         code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / kind))
         assert "Traceback" not in err, err
-        outputs[kind] = (code, read_jsonl(tmp_path / kind / "inference.jsonl"), read_json(tmp_path / kind / "results.json"))
+        # Results without the measured seconds (efficiency's invocation_duration_v1), as RunResults.comparable() has them.
+        outputs[kind] = (code, read_jsonl(tmp_path / kind / "inference.jsonl"), results.read(tmp_path / kind / "results.json").comparable())
 
     (adk_code, adk_lines, adk_results), (url_code, url_lines, url_results) = outputs["adk"], outputs["url"]
     assert [(r["eval_set_id"], r["eval_id"], r["run"]) for r in url_lines] == [

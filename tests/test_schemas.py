@@ -18,12 +18,13 @@ def test_published_schema_is_current(cli, which):
 
 
 def test_config_schema_lists_every_criterion(cli):
+    from evalgate import efficiency
     from evalgate.criteria import REGISTRY
 
     _, out, _ = cli("schema")
     schema = json.loads(out)
     criteria = schema["$defs"]["SuiteConfig"]["properties"]["criteria"]["anyOf"][1]
-    assert set(criteria["properties"]) == set(REGISTRY)
+    assert set(criteria["properties"]) == set(REGISTRY) | set(efficiency.METRICS)  # the informational ones too
     # Any other name is a custom metric's (declared in the suite's custom_metrics, which a
     # schema cannot cross-check): a threshold, or an object with one. `evalgate validate`
     # still refuses a name that is neither.

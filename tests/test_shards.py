@@ -164,13 +164,13 @@ def test_merged_files_are_byte_identical_for_the_same_agent_outputs(cli, tmp_pat
 
 def _steady(files: dict[str, bytes]) -> dict[str, object]:
     """Files as JSON (or JSON lines) without the keys a live run makes anew."""
-    volatile = {"creation_timestamp", "invocation_id", "duration"}
+    volatile = {"creation_timestamp", "invocation_id", "duration", "model_duration", "tool_duration"}
 
     def strip(value):
         if isinstance(value, dict):
             return {k: strip(v) for k, v in value.items() if k not in volatile}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
+        if isinstance(value, list):  # the seconds ADK's invocation_duration_v1 measured
+            return [strip(v) for v in value if not (isinstance(v, dict) and v.get("metric_name") == "invocation_duration_v1")]
         return value
 
     return {name: [strip(json.loads(line)) for line in data.decode("utf-8").split("\n") if line.strip()] if name == "" else strip(json.loads(data)) for name, data in files.items()}

@@ -10,6 +10,7 @@ invocations in `evalgate.agents.events`, the same code the API-server runner use
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -209,15 +210,18 @@ class _AdkConversation(Conversation):
         message = types.Content.model_validate(user_content.model_dump(mode="json", exclude_none=True))
         events: list[dict[str, Any]] = []
         started = time.monotonic()
-        async for event in runner.run_async(user_id=self.user_id, session_id=self.session_id, new_message=message):
-            if not events:
-                events.append(user_event(user_content, event.invocation_id, time.time()))
-            events.append(event.model_dump(mode="json", by_alias=True, exclude_none=True))
+        with _busy_intervals() as busy:
+            async for event in runner.run_async(user_id=self.user_id, session_id=self.session_id, new_message=message):
+                if not events:
+                    events.append(user_event(user_content, event.invocation_id, time.time()))
+                events.append(event.model_dump(mode="json", by_alias=True, exclude_none=True))
         if not events:
             return None
         invocation_id = events[0]["invocationId"]
         durations = {invocation_id: round(time.monotonic() - started, 3)}
-        found = to_invocations(events, self.details.by_invocation, durations)
+        # Of those seconds, the ones awaiting the model and the ones in tools, as ADK's eval splits them.
+        split = {invocation_id: (round(busy.model_seconds(), 3), round(busy.tool_seconds(), 3))} if busy is not None else {}
+        found = to_invocations(events, self.details.by_invocation, durations, split)
         return found[0] if found else None
 
     async def close(self) -> None:
@@ -229,6 +233,17 @@ class _AdkConversation(Conversation):
 
     def replayed(self) -> dict[str, int]:
         return self.replay.counts() if self.replay is not None else {}
+
+
+def _busy_intervals() -> Any:
+    """ADK's own collector of a turn's model and tool intervals (what `adk eval` measures
+    model_duration and tool_duration with); a block that yields None where this google-adk
+    has none, and the split is then not recorded."""
+    try:
+        from google.adk.telemetry._instrumentation import collect_busy_intervals
+    except ImportError:
+        return contextlib.nullcontext(None)
+    return collect_busy_intervals()
 
 
 @functools.lru_cache(maxsize=1)

@@ -85,10 +85,13 @@ def to_invocations(
     events: Iterable[dict[str, Any]],
     app_details: Optional[dict[str, dict[str, Any]]] = None,
     durations: Optional[dict[str, float]] = None,
+    split: Optional[dict[str, tuple[float, float]]] = None,
 ) -> list[Invocation]:
     """One Invocation per invocation id in `events` (ADK event JSON, either casing).
 
-    `app_details` and `durations` are keyed by invocation id, when the runner knows them.
+    `app_details`, `durations` (seconds) and `split` (seconds awaiting the model, and in
+    tools beyond that: ADK's model_duration and tool_duration) are keyed by invocation id,
+    when the runner knows them.
     """
     out = []
     for invocation_id, group in group_by_invocation(events).items():
@@ -132,6 +135,8 @@ def to_invocations(
                     "intermediate_data": {"invocation_events": intermediate},
                     "creation_timestamp": timestamp,
                     "duration": (durations or {}).get(invocation_id),
+                    "model_duration": (split or {}).get(invocation_id, (None, None))[0],
+                    "tool_duration": (split or {}).get(invocation_id, (None, None))[1],
                     "app_details": (app_details or {}).get(invocation_id),
                 }
             )

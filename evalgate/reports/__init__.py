@@ -94,3 +94,27 @@ def incomplete_note(counts: Counts) -> str:
     if counts.incomplete <= counts.not_evaluated:  # nothing the "not evaluated" count does not say
         return ""
     return f"; {counts.incomplete:,} incomplete, with a criterion not evaluated"
+
+
+def efficiency_cells(values: dict[str, Any]) -> dict[str, str]:
+    """ADK's efficiency values (evalgate.efficiency: per turn) as short text, for every report:
+    tool and model calls, tokens, and seconds with where they went; `n/a` when not available."""
+    from evalgate import efficiency as eff
+
+    def number(name: str, digits: int) -> str:
+        v = values.get(name)
+        return "n/a" if v is None or v.value is None else f"{v.value:,.{digits}f}"
+
+    out = {"tool_calls": number(eff.TOOL_CALLS, 2), "model_calls": number(eff.MODEL_CALLS, 2)}
+    tokens = values.get(eff.TOKENS)
+    total = tokens.value if tokens is not None else None
+    out["tokens"] = "n/a" if total is None else f"{total:,.0f}" if total >= 100 else f"{total:,.1f}"
+    seconds = values.get(eff.DURATION)
+    if seconds is None or seconds.value is None:
+        out["seconds"] = "n/a"
+    else:
+        d = seconds.details
+        parts = [(label, d.get(key)) for label, key in (("model", "model_seconds"), ("tools", "tool_seconds"), ("framework", "framework_seconds"))]
+        split = ", ".join(f"{label} {v:.2f}" for label, v in parts if v is not None)
+        out["seconds"] = f"{seconds.value:.2f} s" + (f" ({split})" if split else "")
+    return out

@@ -6,7 +6,8 @@ is derived from suite and eval set, the session id from the case, timestamps are
 
 What ADK's schema cannot carry is left out rather than smuggled in: its metric `details`
 forbid unknown keys, so a NOT_EVALUATED reason and our per-criterion details stay in
-`results.json`.
+`results.json`. ADK's four efficiency metrics follow the criteria as ADK records them:
+INFORMATIONAL, no threshold, tokens and seconds by kind in `details`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from evalgate import efficiency
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Criterion
 from evalgate.engine import CaseInput, SuitePlan
-from evalgate.results import CaseResult, CriterionResult, RunResults, Status, write_json
+from evalgate.results import CaseResult, CriterionResult, EfficiencyResult, EfficiencyValue, RunResults, Status, write_json
 
 # google.adk.evaluation.eval_metrics.EvalStatus
 ADK_STATUS = {Status.PASSED: 1, Status.FAILED: 2, Status.NOT_EVALUATED: 3, Status.INFORMATIONAL: 4}
@@ -62,6 +64,22 @@ def _metric(
     return metric
 
 
+def _informational(name: str, value: EfficiencyValue) -> dict[str, Any]:
+    """An efficiency metric as ADK records it: no threshold, INFORMATIONAL, its breakdown in details."""
+    details: dict[str, Any] = {}
+    if value.details:
+        details[_DETAILS[name]] = value.details
+    return {"metric_name": name, "score": value.value, "eval_status": ADK_STATUS[Status.INFORMATIONAL], "details": details}
+
+
+_DETAILS = {efficiency.TOKENS: "token_usage_details", efficiency.DURATION: "duration_details"}
+
+
+def _efficiency(case: CaseResult) -> list[tuple[str, EfficiencyResult]]:
+    # After the criteria, in ADK's order, as adk eval appends them.
+    return [(name, case.efficiency[name]) for name in efficiency.METRICS if name in case.efficiency]
+
+
 def _per_invocation(case: CaseResult, given: Optional[CaseInput]) -> list[dict[str, Any]]:
     if given is None or given.actual is None:
         return []
@@ -78,7 +96,7 @@ def _per_invocation(case: CaseResult, given: Optional[CaseInput]) -> list[dict[s
             # A criterion scored case-wide (a trace) or stopped before scoring has no
             # per-invocation results to attribute; it appears in the overall results only.
             if len(r.per_invocation) == len(given.actual)
-        ]
+        ] + [_informational(name, r.per_invocation[i]) for name, r in _efficiency(case) if len(r.per_invocation) == len(given.actual)]
         out.append(entry)
     return out
 
@@ -100,7 +118,8 @@ def _case_result(case: CaseResult, given: Optional[CaseInput]) -> dict[str, Any]
         "eval_set_id": case.eval_set_id,
         "eval_id": case.eval_id,
         "final_eval_status": ADK_STATUS[case.status],
-        "overall_eval_metric_results": [_overall(n, r, given) for n, r in case.criteria.items()],
+        "overall_eval_metric_results": [_overall(n, r, given) for n, r in case.criteria.items()]
+        + [_informational(n, r) for n, r in _efficiency(case)],
         "eval_metric_result_per_invocation": _per_invocation(case, given),
         # ADK requires a session id; a fixed one from the case's session input if it has
         # one, else one derived from the case so that reruns write the same bytes.

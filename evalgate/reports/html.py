@@ -52,7 +52,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
-from evalgate.reports import count, delta_cell, duration, templates
+from evalgate import efficiency
+from evalgate.reports import count, delta_cell, duration, efficiency_cells, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.trends import Series, Trend, header, placement, series
@@ -211,6 +212,7 @@ class _View:
     chips: list[tuple[str, str, int]]  # (filter value, label, count)
     run_facts: list[tuple[str, str]]
     agent_rows: list[list[str]]
+    efficiency_rows: list[list[str]]  # per suite: ADK's efficiency metrics per turn
     judge: _Usage
     timing_rows: list[tuple[str, str, str, str]]  # (suite, criterion, seconds, share)
     run_url: Optional[str]
@@ -355,6 +357,34 @@ def _agent_rows(current: RunResults) -> list[list[str]]:
             ]
         )
     return rows
+
+
+_EFFICIENCY_COLUMNS = ("tool_calls", "model_calls", "tokens", "seconds")
+
+
+def _efficiency_rows(current: RunResults) -> list[list[str]]:
+    """Per suite, ADK's efficiency metrics per turn (informational)."""
+    rows = []
+    for suite in current.suites:
+        values = efficiency.summarize(suite.cases)
+        if values:
+            cells = efficiency_cells(values)
+            rows.append([suite.name] + [cells[k] for k in _EFFICIENCY_COLUMNS])
+    return rows
+
+
+def _case_efficiency(case: CaseResult) -> Optional[dict[str, Any]]:
+    """A case's efficiency for its detail view: the case's value per turn, then each turn's."""
+    if not case.efficiency:
+        return None
+    cells = efficiency_cells(case.efficiency)
+    turns = max(len(r.per_invocation) for r in case.efficiency.values())
+    per = []
+    for i in range(turns):
+        values = {n: r.per_invocation[i] for n, r in case.efficiency.items() if i < len(r.per_invocation)}
+        c = efficiency_cells(values)
+        per.append([c[k] for k in _EFFICIENCY_COLUMNS])
+    return {"case": [cells[k] for k in _EFFICIENCY_COLUMNS], "per": per, "runs": 1 if any(r.runs for r in case.efficiency.values()) else 0}
 
 
 def _timing_rows(current: RunResults) -> list[tuple[str, str, str, str]]:
@@ -597,6 +627,9 @@ def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunRe
                 item["bst"] = _STATUS[base.status]
             if case.conversation_end:
                 item["end"] = _text(case.conversation_end, 200)
+            eff = _case_efficiency(case)
+            if eff is not None:
+                item["eff"] = eff
             if case.source:
                 item["src"] = {_text(k, 200): _text(v, 2000) for k, v in sorted(case.source.items())}
             out.append(item)
@@ -757,6 +790,7 @@ def render_html(
         chips=[c for c in chips if c[2] or c[0] in ("regressed", "fixed") and with_baseline],
         run_facts=_run_facts(comparison, current),
         agent_rows=_agent_rows(current),
+        efficiency_rows=_efficiency_rows(current),
         judge=_judge_usage(current),
         timing_rows=_timing_rows(current),
         trend_header=header(trends),

@@ -36,7 +36,8 @@ from evalgate.compare import (
     SuiteComparison,
     Verdict,
 )
-from evalgate.reports import count, delta_cell, duration, incomplete_note, templates
+from evalgate import efficiency
+from evalgate.reports import count, delta_cell, duration, efficiency_cells, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -307,6 +308,7 @@ class _View:
     stat_columns: list[Markdown]
     stats: list[_Stat]
     agent: list[list[Markdown]]
+    efficiency: list[list[Markdown]]  # per suite: ADK's efficiency metrics per turn
     footer: list[Any]
     cut: Optional[Markdown]
     minimal: bool
@@ -659,6 +661,7 @@ class _Plan:
     stats: list[_Stat]
     footer: list[Any]
     agent: list[list[Markdown]] = field(default_factory=list)  # rows of the "Agent runs" table
+    efficiency: list[list[Markdown]] = field(default_factory=list)  # rows of the "Efficiency per turn" table
     trends: list[Series] = field(default_factory=list)  # criteria with default-branch history
     charts: bool = False  # draw the trends (job summary, tracking issue), not only place this run
 
@@ -681,6 +684,17 @@ def _agent_rows(current: RunResults) -> list[list[Markdown]]:
                 Markdown(f"{int(tools.get('replayed', 0))} / {int(tools.get('live', 0))}" if tools else "–"),
             ]
         )
+    return rows
+
+
+def _efficiency_rows(current: RunResults) -> list[list[Markdown]]:
+    """Per suite, ADK's efficiency metrics per turn (informational; never part of the verdict)."""
+    rows = []
+    for suite in current.suites:
+        values = efficiency.summarize(suite.cases)
+        if values:
+            c = efficiency_cells(values)
+            rows.append([md(suite.name, 80)] + [Markdown(c[k]) for k in ("tool_calls", "model_calls", "tokens", "seconds")])  # numbers we wrote
     return rows
 
 
@@ -757,6 +771,7 @@ def _plan(
         stats=stats,
         footer=footer,
         agent=_agent_rows(current),
+        efficiency=_efficiency_rows(current),
         trends=series(trend, current),
         charts=not with_marker,
     )
@@ -819,6 +834,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         stat_columns=plan.stat_columns,
         stats=plan.stats,
         agent=plan.agent,
+        efficiency=plan.efficiency,
         footer=plan.footer,
         cut=None,
         minimal=budget.minimal,

@@ -9,7 +9,8 @@ import unicodedata
 from collections import Counter
 from typing import Callable, Optional, Sequence, TextIO
 
-from evalgate.reports import format_scores, incomplete_note, not_evaluated_reasons, reason_text
+from evalgate import efficiency
+from evalgate.reports import efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text
 from evalgate.results import Counts, RunResults, Status, SuiteResult
 
 MAX_ID = 40  # display columns an id or name may take in a table before it is cut
@@ -163,6 +164,18 @@ def _not_evaluated(style: _Style, suite: SuiteResult) -> list[str]:
     return ["", "  " + style("not evaluated", _BOLD)] + _table(style, ("cases", "reason"), "><", rows)
 
 
+def _efficiency(style: _Style, suite: SuiteResult) -> list[str]:
+    """ADK's efficiency metrics over the suite's turns, on one line: shown, never a verdict."""
+    values = efficiency.summarize(suite.cases)
+    if not values:
+        return []
+    c = efficiency_cells(values)
+    return [
+        f"  {style('efficiency', _BOLD)} per turn (informational): {c['tool_calls']} tool calls, {c['model_calls']} model calls, "
+        f"{c['tokens']} tokens, {c['seconds']}"
+    ]
+
+
 def _counts_text(counts: Counts, where: str = "") -> str:
     noun = "case" if counts.cases == 1 else "cases"
     return (
@@ -186,6 +199,7 @@ def summary_table(results: RunResults, color: bool) -> str:
     for suite in results.suites:
         lines.append(style(f"suite {_plain(suite.name)}", _BOLD))
         lines.extend(_criteria_table(style, suite))
+        lines.extend(_efficiency(style, suite))
         lines.extend(_failed_table(style, suite))
         lines.extend(_not_evaluated(style, suite))
         if suite.warnings:

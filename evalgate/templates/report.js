@@ -249,6 +249,22 @@
     return add(table, body);
   }
 
+  // ADK's efficiency metrics of a case: its value per turn, then each turn's (each run's turns in order).
+  function efficiencyTable(e) {
+    var table = el("table", "grid");
+    var head = el("tr");
+    ["", "tool calls", "model calls", "tokens", "seconds"].forEach(function (h, n) { head.appendChild(el("th", n ? "num" : null, h)); });
+    add(table, add(el("thead"), head));
+    var body = el("tbody");
+    [["per turn", e.case]].concat(e.per.map(function (cells, t) { return [(e.runs ? "invocation " : "turn ") + (t + 1), cells]; })).forEach(function (row) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "muted", row[0]));
+      row[1].forEach(function (x) { tr.appendChild(el("td", "num", x)); });
+      body.appendChild(tr);
+    });
+    return add(table, body);
+  }
+
   function sampleTable(p) {
     var table = el("table", "grid samples");
     add(table, add(el("thead"), add(el("tr"), el("th", "num", "sample"), el("th", "num", "score"), el("th", null, "verdict"), el("th", null, "reason"))));
@@ -383,6 +399,12 @@
     var crits = section("Criteria");
     crits.appendChild(add(el("div", "scroll"), criteriaTable(c)));
     d.appendChild(crits);
+
+    if (c.eff) {
+      var eff = section("Efficiency (informational)");
+      eff.appendChild(add(el("div", "scroll"), efficiencyTable(c.eff)));
+      d.appendChild(eff);
+    }
 
     var placed = placeVerdicts(c);
     if (c.inv.length) {
