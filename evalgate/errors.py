@@ -84,7 +84,7 @@ def did_you_mean(name: str, valid: Iterable[str]) -> str:
     plain = [v for v in valid if ":" not in v]
     families = sorted({v.split(":", 1)[0] for v in valid if ":" in v})
     shown = plain + [f"{f}:<metric>" for f in families]
-    listed = f" Valid names: {', '.join(shown)}." if len(shown) <= 16 else ""
+    listed = f" Valid names: {', '.join(shown)}." if len(shown) <= 32 else ""
     if near:
         return f"Did you mean '{near}'?{listed}"
     return listed.strip() or "Check the spelling against the format's documentation."
