@@ -17,6 +17,7 @@ from typing import Any, Callable, Literal
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
 from evalgate.results import (
+    AgentLog,
     CaseResult,
     CriterionResult,
     CriterionSpec,
@@ -42,6 +43,7 @@ class AgentRun:
     ended: str | None = None  # a simulated conversation: why it ended ("stop signal" or "turn limit")
     replayed: dict[str, int] = field(default_factory=dict)  # tools: replay counts, where the runner knows them
     expected_digest: str | None = None  # the case's data it ran on (a resumed run reuses it only if unchanged)
+    log: str | None = None  # the tail of what the agent, its tools and ADK wrote during the run (evalgate.agents.capture)
 
 
 @dataclass
@@ -283,7 +285,12 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
         invocations=_summaries(case),
         source=case.source,
         conversation_end=next((r.ended for r in case.runs if r.ended), None) if case.scenario is not None else None,
+        agent_logs=_agent_logs(case),
     )
+
+
+def _agent_logs(case: CaseInput) -> list[AgentLog]:
+    return [AgentLog(run=r.run, text=r.log) for r in case.runs if r.log]
 
 
 def suite_status(counts: Counts, policy: NotEvaluatedPolicy) -> Status:

@@ -1,8 +1,9 @@
 """The results file (`results.json`): typed models, deterministic writing, reading back.
 
-The comparable payload is everything but `run`: sorted, stable, free of timestamps, so two
-runs over the same data and config produce the same bytes there. `run` carries what
-legitimately differs between runs (when, how long).
+The comparable payload is everything but `run` and the cases' `agent_logs`: sorted, stable,
+free of timestamps, so two runs over the same data and config produce the same bytes there.
+`run` and the logs carry what legitimately differs between runs (when, how long, what the
+agent printed).
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ class InvocationSummary(_Model):
     actual_tools: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class AgentLog(_Model):
+    """What the agent, its tools and ADK wrote during one run of the case (logging records,
+    stdout and stderr; a command's stderr; an API server's error answer): the last lines."""
+
+    run: int = Field(ge=1, description="Which run of the case (num_runs).")
+    text: str = Field(
+        description="The run's output, its last 200 lines and at most 20,000 characters (a first line says how many "
+        "earlier lines were not kept); values of secret-looking environment variables are replaced by ${NAME}."
+    )
+
+
 class CaseResult(_Model):
     eval_set_id: str
     eval_id: str
@@ -80,6 +92,12 @@ class CaseResult(_Model):
         None,
         exclude_if=lambda v: v is None,
         description="A simulated conversation (conversation_scenario): why it ended, 'stop signal' or 'turn limit' (the first run's).",
+    )
+    agent_logs: list[AgentLog] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="The agent ran here: what it wrote during each run that wrote anything, as pytest keeps a test's "
+        "output. Not part of the comparable payload (logs differ from run to run).",
     )
 
 
@@ -188,8 +206,8 @@ class RunResults(_Model):
     run: RunInfo = Field(default_factory=RunInfo)
 
     def comparable(self) -> dict[str, Any]:
-        """The payload two runs can be compared on: everything but `run`."""
-        return self.model_dump(mode="json", exclude={"run"})
+        """The payload two runs can be compared on: everything but `run` and the agent's logs."""
+        return self.model_dump(mode="json", exclude={"run": True, "suites": {"__all__": {"cases": {"__all__": {"agent_logs"}}}}})
 
 
 def canonical_json(value: Any) -> str:
