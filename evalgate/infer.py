@@ -338,7 +338,7 @@ async def _one(
 
 def _case_log(plan: SuitePlan, case: CaseInput, n: int, logs: LogOptions) -> capture.CaseLog:
     label = f"{plan.name}/{case.eval_id}" + (f" run {n}" if plan.agent.num_runs > 1 else "")
-    return capture.CaseLog(label, capture.echo_to(logs.live, label, _redact) if logs.live is not None else None)
+    return capture.CaseLog(capture.echo_to(logs.live, label, _redact) if logs.live is not None else None)
 
 
 async def _logged(log: capture.CaseLog, conversation: Any) -> Any:

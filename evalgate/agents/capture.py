@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import re
 import sys
 import sysconfig
 import threading
@@ -37,14 +38,14 @@ from typing import Any, Callable, Iterator, Optional, TextIO
 MAX_LINES = 200
 MAX_CHARS = 20_000
 MAX_LINE = 4_000  # characters kept of one line (a JSON dump on one line must not take the whole tail)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colours and cursor moves: the log is text, not a terminal
 
 
 class CaseLog:
     """The bounded tail of one case run's output. Thread-safe; written to by any task or
     thread of the case run. `echo`, when given, receives each complete line at once."""
 
-    def __init__(self, label: str, echo: Optional[Callable[[str], None]] = None):
-        self.label = label
+    def __init__(self, echo: Optional[Callable[[str], None]] = None):
         self.echo = echo
         self._lines: deque[str] = deque()
         self._chars = 0
@@ -68,10 +69,12 @@ class CaseLog:
                 self._partial = ""
 
     def _add(self, line: str) -> None:
-        if len(line) > MAX_LINE:
-            line = line[:MAX_LINE] + f" ... ({len(line) - MAX_LINE:,} more characters)"
         if self.echo is not None:
             self.echo(line)
+        # A line redrawn in place (a progress bar) is kept as it was last drawn.
+        line = _ANSI.sub("", line.rstrip("\r").rpartition("\r")[2])
+        if len(line) > MAX_LINE:
+            line = line[:MAX_LINE] + f" ... ({len(line) - MAX_LINE:,} more characters)"
         self._lines.append(line)
         self._chars += len(line) + 1
         while self._lines and (len(self._lines) > MAX_LINES or self._chars > MAX_CHARS):
@@ -130,6 +133,10 @@ class _Router:
     def flush(self) -> None:
         if _CURRENT.get() is None:
             self._real.flush()
+
+    def isatty(self) -> bool:
+        # A case run's output goes to its log, not to a terminal: no colours, no progress bars.
+        return _CURRENT.get() is None and self._real.isatty()
 
     def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno, buffer, ...
         return getattr(self._real, name)
