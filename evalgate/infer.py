@@ -322,8 +322,7 @@ async def _one(
             result = AgentRun(None, _describe(e), run=n)
         if result.error is not None:
             result.error = _redact(result.error)
-        text = log.close()
-        result.log = _redact(text) if text is not None else None
+        result.log = log.close()
         result.duration_s = round(time.monotonic() - t0, 3)
         result.replayed = state.get("replayed") or {}
         result.expected_digest = case.expected_digest
@@ -338,7 +337,7 @@ async def _one(
 
 def _case_log(plan: SuitePlan, case: CaseInput, n: int, logs: LogOptions) -> capture.CaseLog:
     label = f"{plan.name}/{case.eval_id}" + (f" run {n}" if plan.agent.num_runs > 1 else "")
-    return capture.CaseLog(capture.echo_to(logs.live, label, _redact) if logs.live is not None else None)
+    return capture.CaseLog(capture.echo_to(logs.live, label) if logs.live is not None else None, redact=_redact)
 
 
 async def _logged(log: capture.CaseLog, conversation: Any) -> Any:

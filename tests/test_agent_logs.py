@@ -346,3 +346,14 @@ def test_library_frames_are_folded_but_the_raising_one_stays():
     assert folded.count(json_dir) == 0 and re.search(r"\[\d+ frames of library code\]", folded)
     assert "in tool\n" in folded and folded.endswith("KeyError: 'ключ'\n")
     assert "".join(fold_frames(chunks, roots=())) == "".join(chunks)
+
+
+def test_a_secret_is_replaced_before_a_long_line_is_cut(monkeypatch):
+    from evalgate.agents.capture import MAX_LINE, CaseLog
+    from evalgate.infer import _redact
+
+    monkeypatch.setenv("SOME_API_TOKEN", "s3cr3t-value-123")
+    log = CaseLog(redact=_redact)
+    log.write("x" * (MAX_LINE - 5) + "s3cr3t-value-123 and more\n")
+    text = log.close()
+    assert "s3cr3" not in text and text.startswith("x" * (MAX_LINE - 5) + "${SOM")

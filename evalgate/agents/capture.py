@@ -43,10 +43,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colours and cursor moves: th
 
 class CaseLog:
     """The bounded tail of one case run's output. Thread-safe; written to by any task or
-    thread of the case run. `echo`, when given, receives each complete line at once."""
+    thread of the case run. Each complete line goes through `redact` (before anything is
+    cut, so no part of a secret is kept), then to `echo` when given, then into the tail."""
 
-    def __init__(self, echo: Optional[Callable[[str], None]] = None):
+    def __init__(self, echo: Optional[Callable[[str], None]] = None, redact: Callable[[str], str] = lambda text: text):
         self.echo = echo
+        self.redact = redact
         self._lines: deque[str] = deque()
         self._chars = 0
         self._partial = ""
@@ -64,11 +66,12 @@ class CaseLog:
             *lines, self._partial = text.split("\n")
             for line in lines:
                 self._add(line)
-            if len(self._partial) > MAX_LINE:
+            if len(self._partial) > 4 * MAX_LINE:  # a line that does not end: kept in pieces
                 self._add(self._partial)
                 self._partial = ""
 
     def _add(self, line: str) -> None:
+        line = self.redact(line)
         if self.echo is not None:
             self.echo(line)
         # A line redrawn in place (a progress bar) is kept as it was last drawn.
@@ -238,13 +241,13 @@ def capture() -> Iterator[None]:
             handler.setStream(stream)
 
 
-def echo_to(stream: TextIO, label: str, redact: Callable[[str], str]) -> Callable[[str], None]:
+def echo_to(stream: TextIO, label: str) -> Callable[[str], None]:
     """Live mode: a function writing one of a case run's lines to `stream` (the real one),
-    redacted, prefixed by the case run."""
+    prefixed by the case run."""
 
     def echo(line: str) -> None:
         with _ECHO_LOCK:
-            stream.write(f"[{label}] {redact(line)}\n")
+            stream.write(f"[{label}] {line}\n")
             stream.flush()
 
     return echo
