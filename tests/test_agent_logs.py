@@ -357,3 +357,23 @@ def test_a_secret_is_replaced_before_a_long_line_is_cut(monkeypatch):
     log.write("x" * (MAX_LINE - 5) + "s3cr3t-value-123 and more\n")
     text = log.close()
     assert "s3cr3" not in text and text.startswith("x" * (MAX_LINE - 5) + "${SOM")
+
+
+def test_a_failure_line_clears_the_progress_bar_and_the_bar_is_drawn_again_below_it():
+    import io
+
+    from conftest import FakeClock
+    from evalgate.reports.terminal import Progress, failed_run_line
+
+    stream, clock = io.StringIO(), FakeClock()
+    progress = Progress(4, stream, tty=True, delay=0, interval=0, clock=clock)
+    progress.advance()
+    line = failed_run_line("weather", "東京\x1b[2J", 2, "RuntimeError: boom\nsecond line", None)
+    assert line == "agent run failed: weather/東京[2J run 2: RuntimeError: boom second line"
+    progress.note(line)
+    drawn = stream.getvalue()
+    assert drawn.count("1/4 cases") == 2  # drawn, then drawn again below the line
+    assert "\r\x1b[K" + line + "\n\r\x1b[K[" in drawn
+    quiet = io.StringIO()
+    Progress(4, quiet, enabled=False).note(line)  # the bar off (--agent-logs live): the line alone
+    assert quiet.getvalue() == line + "\n"
