@@ -207,7 +207,11 @@ class RunResults(_Model):
 
     def comparable(self) -> dict[str, Any]:
         """The payload two runs can be compared on: everything but `run` and the agent's logs."""
-        return self.model_dump(mode="json", exclude={"run": True, "suites": {"__all__": {"cases": {"__all__": {"agent_logs"}}}}})
+        data = self.model_dump(mode="json", exclude={"run"})
+        for suite in data["suites"]:
+            for case in suite["cases"]:
+                case.pop("agent_logs", None)
+        return data
 
 
 def canonical_json(value: Any) -> str:
