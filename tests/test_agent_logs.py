@@ -377,3 +377,14 @@ def test_a_failure_line_clears_the_progress_bar_and_the_bar_is_drawn_again_below
     quiet = io.StringIO()
     Progress(4, quiet, enabled=False).note(line)  # the bar off (--agent-logs live): the line alone
     assert quiet.getvalue() == line + "\n"
+
+
+def test_the_html_report_keeps_the_end_of_a_long_log():
+    from evalgate.reports.html import MAX_LOG, _agent_logs
+    from evalgate.results import AgentLog
+    from result_builders import case
+
+    text = "\n".join(f"line {i:05d}" for i in range(2000))
+    (entry,) = _agent_logs(case("s", "c", {}, []).model_copy(update={"agent_logs": [AgentLog(run=1, text=text)]}))
+    assert entry[0] == 1 and entry[1].endswith("line 01999") and "line 00000" not in entry[1]
+    assert entry[1].startswith(f"… (the last {MAX_LOG:,} of {len(text):,} characters; results.json has all of them)\n")

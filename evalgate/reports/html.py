@@ -557,9 +557,19 @@ def _criteria_of(case: CaseResult, base: Optional[CaseResult], names: dict[str, 
     return crits, judgements, flaky
 
 
+MAX_LOG = 8_000  # characters kept of the end of a case run's log (results.json keeps up to 20,000)
+
+
 def _agent_logs(case: CaseResult) -> list[list[Any]]:
-    """What the agent wrote during each run, as [run, text] (drawn collapsed with the case)."""
-    return [[log.run, _text(log.text)] for log in case.agent_logs]
+    """What the agent wrote during each run, as [run, text] (drawn collapsed with the case):
+    its end, where a failure's traceback is."""
+    out = []
+    for log in case.agent_logs:
+        text = log.text
+        if len(text) > MAX_LOG:
+            text = f"… (the last {MAX_LOG:,} of {len(text):,} characters; results.json has all of them)\n" + text[-MAX_LOG:]
+        out.append([log.run, text])
+    return out
 
 
 def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunResults], names: dict[str, int], suites: dict[str, int]) -> list[dict[str, Any]]:
