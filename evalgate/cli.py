@@ -72,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", type=_shard, metavar="K/N", help="run only shard K of N (a CI matrix leg); `evalgate merge` puts the shards together")
     run.add_argument("--case", action="append", type=_pattern, metavar="PATTERN", help=_CASE_HELP)
     run.add_argument("--resume", metavar="DIR", help="reuse the finished agent runs of an earlier, interrupted or partly failed run of this config in DIR (its --out); run only the rest")
+    run.add_argument(
+        "--agent-logs",
+        choices=["capture", "live"],
+        default="capture",
+        help="what the agent, its tools and ADK write while cases run: kept per case run in results.json, inference.jsonl and "
+        "report.html (capture, the default), and also shown on stderr as it comes, each line prefixed by its case run (live)",
+    )
     run.set_defaults(func=cmd_run)
 
     init = sub.add_parser(
@@ -251,8 +258,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if runs_total:
             journal = _journal(out, digest, commit, shard)
             try:
-                with Progress(runs_total, sys.stderr, enabled=not args.quiet, label="agent runs", tty=sys.stderr.isatty()) as agent_progress:
-                    agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime, journal=journal, reuse=reuse)
+                live = args.agent_logs == "live"
+                # Live log lines are the progress; a bar would be drawn over them.
+                with Progress(runs_total, sys.stderr, enabled=not args.quiet and not live, label="agent runs", tty=sys.stderr.isatty()) as agent_progress:
+                    logs = infer.LogOptions(live=sys.stderr if live else None, failed=None if args.quiet else _failed_line(agent_progress))
+                    agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime, journal=journal, reuse=reuse, logs=logs)
             finally:
                 journal.close()
         with Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet) as progress, _gc_paused(runtime is None):
@@ -276,6 +286,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write_outputs(run, plans, out, gate=loaded.config.gate)
         _print_summary(run, out, args, agent, resumed_from=args.resume)
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+
+
+def _failed_line(progress):
+    """One line on stderr per failed case run, as it ends: which, and why (its log is in the results)."""
+    from evalgate.reports.terminal import failed_run_line
+
+    def failed(suite, case, run) -> None:
+        progress.note(failed_run_line(suite, case.eval_id, run.run if len(case.runs) > 1 else None, run.error or "", run.log))
+
+    return failed
 
 
 def _journal(out: Path, digest: str, commit, shard):

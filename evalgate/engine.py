@@ -18,6 +18,7 @@ from evalgate import efficiency
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
 from evalgate.results import (
+    AgentLog,
     CaseResult,
     CriterionResult,
     CriterionSpec,
@@ -43,6 +44,7 @@ class AgentRun:
     ended: str | None = None  # a simulated conversation: why it ended ("stop signal" or "turn limit")
     replayed: dict[str, int] = field(default_factory=dict)  # tools: replay counts, where the runner knows them
     expected_digest: str | None = None  # the case's data it ran on (a resumed run reuses it only if unchanged)
+    log: str | None = None  # the tail of what the agent, its tools and ADK wrote during the run (evalgate.agents.capture)
 
 
 @dataclass
@@ -290,7 +292,12 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
         conversation_end=next((r.ended for r in case.runs if r.ended), None) if case.scenario is not None else None,
         # Informational: shown beside the criteria, never part of the case's status.
         efficiency=efficiency.compute(r.invocations if r.error is None else None for r in case.agent_runs()),
+        agent_logs=_agent_logs(case),
     )
+
+
+def _agent_logs(case: CaseInput) -> list[AgentLog]:
+    return [AgentLog(run=r.run, text=r.log) for r in case.runs if r.log]
 
 
 def suite_status(counts: Counts, policy: NotEvaluatedPolicy) -> Status:

@@ -19,11 +19,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TextIO
 
 from pydantic import ValidationError
 
-from evalgate.agents import AgentError, CaseRun, Runner, make_runner
+from evalgate.agents import AgentError, CaseRun, Runner, capture, make_runner
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.config import LoadedConfig
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
@@ -114,7 +114,7 @@ def resumable(folder: Path, config_digest: str, commit: Optional[str]) -> dict[R
             continue  # a blank line, or the last line of a run stopped while writing it
         if rec.error is not None or rec.suite is None or rec.run is None or rec.expected_digest is None:
             continue
-        out[(rec.suite, rec.eval_set_id, rec.eval_id, rec.run)] = AgentRun(rec.invocations, run=rec.run, ended=rec.ended, expected_digest=rec.expected_digest)
+        out[(rec.suite, rec.eval_set_id, rec.eval_id, rec.run)] = AgentRun(rec.invocations, run=rec.run, ended=rec.ended, expected_digest=rec.expected_digest, log=rec.log)
     return out
 
 
@@ -169,6 +169,7 @@ async def _infer(
     runtime: Any,
     journal: Optional["Journal"],
     reuse: dict[RunKey, AgentRun],
+    logs: "LogOptions",
 ) -> dict[str, Usage]:
     problems = ProblemCollector()
     # Every case run starts as "not run"; those an earlier run finished (`reuse`) are taken
@@ -208,7 +209,7 @@ async def _infer(
                 reason = runtime.credentials()
                 if reason:
                     plan.warnings.append(f"simulated users: {reason}; conversation_scenario cases were not run")
-        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal) for p, case, n in todo))
+        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs) for p, case, n in todo))
     finally:
         for runner in started:
             try:
@@ -244,6 +245,17 @@ def agent_error(reasons: Counter) -> str:
     )
 
 
+@dataclass
+class LogOptions:
+    """What happens to the output of the agent, its tools and ADK while case runs go on
+    (see `evalgate.agents.capture`): always kept per case run (`AgentRun.log`); with `live`
+    (a stream, the real stderr) also written there at once, line by line, for debugging.
+    `failed(suite, case, run)` is called as each failed case run ends."""
+
+    live: Optional[TextIO] = None
+    failed: Optional[Callable[[str, CaseInput, AgentRun], None]] = None
+
+
 def run_agents(
     plans: list[SuitePlan],
     loaded: LoadedConfig,
@@ -251,11 +263,13 @@ def run_agents(
     runtime: Any = None,
     journal: Optional["Journal"] = None,
     reuse: Optional[dict[RunKey, AgentRun]] = None,
+    logs: Optional[LogOptions] = None,
 ) -> dict[str, Any]:
     """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
     `runtime` (the judge runtime) plays the simulated user of scenario cases. Each finished
     case run goes to `journal` at once; case runs found in `reuse` (an earlier run's, see
-    `resumable`) are taken from there and not run.
+    `resumable`) are taken from there and not run. What the agent writes meanwhile is
+    captured per case run (`logs` says what else to do with it).
 
     Returns what goes into results.json's `run.agent` ({} when no suite runs an agent):
     the step's wall time, the usage per suite, and the simulated users' requests, cache
@@ -264,7 +278,8 @@ def run_agents(
     runners = runners_for(plans, loaded)
     if not runners:
         return {}
-    usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}))
+    with capture.capture():
+        usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}, logs or LogOptions()))
     out: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
     simulator = runtime.stats().get(SIMULATOR) if runtime is not None else None
     if simulator:
@@ -291,13 +306,16 @@ async def _one(
     progress: Optional[Callable[[int], None]],
     runtime: Any = None,
     journal: Optional["Journal"] = None,
+    logs: Optional[LogOptions] = None,
 ) -> None:
     spec = plan.agent
+    logs = logs or LogOptions()
     async with limit:
         t0 = time.monotonic()
         state: dict[str, Any] = {"turn": 0}
+        log = _case_log(plan, case, n, logs)
         try:
-            invocations = await asyncio.wait_for(_converse(runner, case, n, spec, state, runtime), timeout=spec.timeout_s)
+            invocations = await asyncio.wait_for(_logged(log, _converse(runner, case, n, spec, state, runtime)), timeout=spec.timeout_s)
             result = AgentRun(invocations, run=n, ended=state.get("ended"))
         except asyncio.TimeoutError:
             of = f" of {len(case.expected)}" if case.expected is not None else ""
@@ -308,14 +326,28 @@ async def _one(
             result = AgentRun(None, _describe(e), run=n)
         if result.error is not None:
             result.error = _redact(result.error)
+        result.log = log.close()
         result.duration_s = round(time.monotonic() - t0, 3)
         result.replayed = state.get("replayed") or {}
         result.expected_digest = case.expected_digest
         case.runs[n - 1] = result
         if journal is not None:
             journal.add(plan.name, case, result)
+    if result.error is not None and logs.failed is not None:
+        logs.failed(plan.name, case, result)
     if progress is not None:
         progress(1)
+
+
+def _case_log(plan: SuitePlan, case: CaseInput, n: int, logs: LogOptions) -> capture.CaseLog:
+    label = f"{plan.name}/{case.eval_id}" + (f" run {n}" if plan.agent.num_runs > 1 else "")
+    return capture.CaseLog(capture.echo_to(logs.live, label) if logs.live is not None else None, redact=_redact)
+
+
+async def _logged(log: capture.CaseLog, conversation: Any) -> Any:
+    """The conversation, run with `log` as the current case run's log."""
+    with capture.case_log(log):
+        return await conversation
 
 
 async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: dict[str, Any], runtime: Any = None) -> list[Any]:
@@ -402,12 +434,14 @@ def inference_lines(plans: list[SuitePlan]) -> list[str]:
 def inference_record(suite: str, case: CaseInput, run: AgentRun) -> dict[str, Any]:
     """One case run as an inference record: {suite, eval_set_id, eval_id, run,
     expected_digest, invocations (and ended, for a simulated conversation)} or, for a
-    failed run, {..., error}."""
+    failed run, {..., error}; with `log` when the run wrote anything."""
     record: dict[str, Any] = {"suite": suite, "eval_set_id": case.eval_set_id, "eval_id": case.eval_id, "run": run.run}
     if run.expected_digest is not None or not case.runs:  # recorded outputs: scored against this case's data
         record["expected_digest"] = run.expected_digest or case.expected_digest
     if run.ended is not None:
         record["ended"] = run.ended
+    if run.log is not None:
+        record["log"] = run.log
     if run.error is not None:
         record["error"] = run.error
     else:

@@ -211,7 +211,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
             item.actual = first.invocations
             item.source["actual"] = f"{shown_from_config(record.path or record.shown)} {record.place}"
             if len(runs) > 1 or record.run is not None or record.error is not None:
-                item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1, ended=r.ended) for r in runs]
+                item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1, ended=r.ended, log=r.log) for r in runs]
             cases.append(item)
     for name, crit in {n: c for case in cases for n, c in case.criteria.items()}.items():
         if crit.input_kind != "invocations":

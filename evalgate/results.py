@@ -1,8 +1,9 @@
 """The results file (`results.json`): typed models, deterministic writing, reading back.
 
-The comparable payload is everything but `run`: sorted, stable, free of timestamps, so two
-runs over the same data and config produce the same bytes there. `run` carries what
-legitimately differs between runs (when, how long).
+The comparable payload is everything but `run` and the cases' `agent_logs`: sorted, stable,
+free of timestamps, so two runs over the same data and config produce the same bytes there.
+`run` and the logs carry what legitimately differs between runs (when, how long, what the
+agent printed).
 """
 
 from __future__ import annotations
@@ -91,6 +92,17 @@ class EfficiencyResult(EfficiencyValue):
     )
 
 
+class AgentLog(_Model):
+    """What the agent, its tools and ADK wrote during one run of the case (logging records,
+    stdout and stderr; a command's stderr; an API server's error answer): the last lines."""
+
+    run: int = Field(ge=1, description="Which run of the case (num_runs).")
+    text: str = Field(
+        description="The run's output, its last 200 lines and at most 20,000 characters (a first line says how many "
+        "earlier lines were not kept); values of secret-looking environment variables are replaced by ${NAME}."
+    )
+
+
 class CaseResult(_Model):
     eval_set_id: str
     eval_id: str
@@ -110,6 +122,12 @@ class CaseResult(_Model):
         description="ADK's informational efficiency metrics (tool_call_count_v1, inference_call_count_v1, token_usage_v1, "
         "invocation_duration_v1) of the actual invocations, as ADK computes them: values per turn, never a verdict "
         "(they do not decide the case, enter the gate or change counts). Absent without actual invocations.",
+    )
+    agent_logs: list[AgentLog] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="The agent ran here: what it wrote during each run that wrote anything, as pytest keeps a test's "
+        "output. Not part of the comparable payload (logs differ from run to run).",
     )
 
 
@@ -238,12 +256,13 @@ class RunResults(_Model):
     run: RunInfo = Field(default_factory=RunInfo)
 
     def comparable(self) -> dict[str, Any]:
-        """The payload two runs can be compared on: everything but `run` and, like `run`'s
-        times, the wall-clock seconds measured per turn (efficiency invocation_duration_v1)."""
+        """The payload two runs can be compared on: everything but `run`, the agent's logs and,
+        like `run`'s times, the wall-clock seconds measured per turn (efficiency invocation_duration_v1)."""
         data = self.model_dump(mode="json", exclude={"run"})
         for suite in data["suites"]:
             for case in suite["cases"]:
                 case.get("efficiency", {}).pop("invocation_duration_v1", None)
+                case.pop("agent_logs", None)
         return data
 
 

@@ -33,7 +33,7 @@ from typing import Any, Optional
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from evalgate.adk import Content, Invocation
-from evalgate.agents import DEFAULT_USER_ID, ENV_VAR, AgentError, CaseRun, Conversation, Runner, expand_env
+from evalgate.agents import DEFAULT_USER_ID, ENV_VAR, AgentError, CaseRun, Conversation, Runner, capture, expand_env
 from evalgate.agents.events import to_invocations, user_event
 from evalgate.agents.replay import recorded_calls
 from evalgate.errors import Problem, closest
@@ -43,6 +43,7 @@ REPLAY_STATE_KEY = "evalgate_recorded_tool_responses"
 PROBE_TIMEOUT_S = 5.0  # start(): a server that does not answer this fast is taken as not started
 CLOSE_TIMEOUT_S = 5.0
 DETAIL_CHARS = 300  # of an error body, in a message
+LOG_CHARS = 20_000  # of an error body, in the case run's log
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # an HTTP header name (RFC 9110 token)
 
 
@@ -192,7 +193,9 @@ class ApiServerRunner(Runner):
         return text
 
     def failure(self, what: str, status: int, body: Any) -> AgentError:
-        """An HTTP error answer as a case run's failure: status and a short detail of the body."""
+        """An HTTP error answer as a case run's failure: status and a short detail of the body
+        (the whole body goes to the case run's log)."""
+        log_answer(self, f"{what} answered HTTP {status}", body)
         detail = body.get("detail", body) if isinstance(body, dict) else body
         text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
         text = " ".join(self.redact(text).split())
@@ -262,6 +265,7 @@ class _ServerConversation(Conversation):
         if status >= 400:
             raise self.owner.failure("POST /run", status, answer)
         if not isinstance(answer, list) or not all(isinstance(e, dict) for e in answer):
+            log_answer(self.owner, f"POST /run answered HTTP {status} with a body that is not a JSON list of events", answer)
             shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
             shown = " ".join(self.owner.redact(shown).split())[:DETAIL_CHARS]
             raise AgentError(f"POST /run answered HTTP {status} with a body that is not a JSON list of events: {shown!r}")
@@ -280,6 +284,23 @@ class _ServerConversation(Conversation):
             await self.owner.call("DELETE", f"{self._session_path()}/{quote(self.session_id, safe='')}", timeout=CLOSE_TIMEOUT_S)
         except Exception:  # a session left behind must not turn a finished run into a failure
             pass
+
+
+def log_answer(owner: ApiServerRunner, what: str, body: Any) -> None:
+    """An answer the server gave instead of events, whole (up to LOG_CHARS, redacted), into
+    the case run's log: all of the agent's output evalgate can see (the server's own log is
+    the server's)."""
+    log = capture.current()
+    if log is None:
+        return
+    if isinstance(body, dict) and isinstance(body.get("detail"), str):
+        text = body["detail"]  # FastAPI's error answer; ADK's server puts the exception there
+    else:
+        text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, indent=1)
+    text = owner.redact(text)
+    if len(text) > LOG_CHARS:
+        text = text[:LOG_CHARS] + f" ... ({len(text) - LOG_CHARS:,} more characters)"
+    log.write(f"{what}:\n{text}\n")
 
 
 def _safe_url(url: str) -> str:

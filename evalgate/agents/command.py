@@ -11,6 +11,7 @@ and waits for the command to exit. See `evalgate.agents.agent_io` and docs/agent
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ from typing import Any, Optional, Union
 from pydantic import ValidationError
 
 from evalgate.adk import Content, Invocation, field_names
-from evalgate.agents import AgentError, CaseRun, Conversation, Runner
+from evalgate.agents import AgentError, CaseRun, Conversation, Runner, capture
 from evalgate.agents.agent_io import AgentInput, AgentOutput
 from evalgate.agents.replay import recorded_calls
 from evalgate.errors import InputError, Problem, display_path, problems_from_validation
@@ -112,6 +113,9 @@ class _CommandConversation(Conversation):
         self.proc: Optional[asyncio.subprocess.Process] = None
         self.stderr = bytearray()
         self.stderr_task: Optional[asyncio.Task[None]] = None
+        # The case run's log receives all of stderr, as it comes (live mode shows it at once).
+        self.log = capture.current()
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.turn = 0
         self.failed = False  # a turn failed or was cancelled: close() kills, and adds no error of its own
 
@@ -143,7 +147,11 @@ class _CommandConversation(Conversation):
         while True:
             chunk = await proc.stderr.read(65536)
             if not chunk:
+                if self.log is not None:
+                    self.log.write(self.decoder.decode(b"", final=True))
                 return
+            if self.log is not None:
+                self.log.write(self.decoder.decode(chunk))
             self.stderr += chunk
             if len(self.stderr) > 4 * STDERR_CHARS:
                 del self.stderr[: len(self.stderr) - 4 * STDERR_CHARS]

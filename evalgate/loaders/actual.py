@@ -38,6 +38,11 @@ class InferenceRecord(BaseModel):
     expected_digest: Optional[str] = Field(
         None, description="The case's expected_digest when it ran (evalgate writes it): `run --resume` reruns a case whose data changed since."
     )
+    log: Optional[str] = Field(
+        None,
+        description="What the agent, its tools and ADK wrote during the run (logging records, stdout, stderr; a command's "
+        "stderr; an API server's error answer): its last 200 lines, at most 20,000 characters. Absent when it wrote nothing.",
+    )
 
 
 @dataclass
@@ -53,6 +58,7 @@ class ActualRecord:
     error: str | None = None  # the run failed
     suite: str | None = None  # inference JSONL: the suite that ran it, when recorded
     ended: str | None = None  # inference JSONL: why a simulated conversation ended
+    log: str | None = None  # inference JSONL: what the agent wrote during the run
     other_runs: list["ActualRecord"] = field(default_factory=list)  # the case's other runs
 
 
@@ -112,7 +118,7 @@ def _from_jsonl(text: str, shown: str) -> list[ActualRecord]:
         except ValidationError as e:
             problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else field_names()))
             continue
-        records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None, run=rec.run, error=rec.error, suite=rec.suite, ended=rec.ended))
+        records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None, run=rec.run, error=rec.error, suite=rec.suite, ended=rec.ended, log=rec.log))
     problems.raise_if_any()
     return records
 

@@ -8,8 +8,8 @@ What it shows. The verdict and the per-suite, per-criterion table of the PR comm
 case, filterable by suite, criterion, status and change (regressed, fixed, flaky, ...) and
 searchable; per case the conversation, the expected and actual tool calls as a diff, the
 responses side by side (the baseline's beside the current when comparing), each judge
-sample with its reason, rubric verdicts, Vertex AI explanations and the errors of criteria
-that were not evaluated; and usage: judge requests, cache hits and tokens, the agent's runs
+sample with its reason, rubric verdicts, Vertex AI explanations, the errors of criteria
+that were not evaluated and, collapsed, what the agent wrote while it ran (its log); and usage: judge requests, cache hits and tokens, the agent's runs
 and the scoring time per suite and criterion.
 
 Rendering is pure: the same inputs give the same bytes (no clock, no randomness).
@@ -587,6 +587,21 @@ def _criteria_of(case: CaseResult, base: Optional[CaseResult], names: dict[str, 
     return crits, judgements, flaky
 
 
+MAX_LOG = 8_000  # characters kept of the end of a case run's log (results.json keeps up to 20,000)
+
+
+def _agent_logs(case: CaseResult) -> list[list[Any]]:
+    """What the agent wrote during each run, as [run, text] (drawn collapsed with the case):
+    its end, where a failure's traceback is."""
+    out = []
+    for log in case.agent_logs:
+        text = log.text
+        if len(text) > MAX_LOG:
+            text = f"… (the last {MAX_LOG:,} of {len(text):,} characters; results.json has all of them)\n" + text[-MAX_LOG:]
+        out.append([log.run, text])
+    return out
+
+
 def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunResults], names: dict[str, int], suites: dict[str, int]) -> list[dict[str, Any]]:
     change: dict[CaseKey, Any] = {}
     for s in comparison.suites:
@@ -632,6 +647,8 @@ def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunRe
                 item["eff"] = eff
             if case.source:
                 item["src"] = {_text(k, 200): _text(v, 2000) for k, v in sorted(case.source.items())}
+            if case.agent_logs:
+                item["log"] = _agent_logs(case)
             out.append(item)
     for s in comparison.suites:
         for key in s.removed:

@@ -81,6 +81,14 @@ def case_details(case: CaseResult) -> str:
     return "\n".join(lines)
 
 
+def agent_logs_text(case: CaseResult) -> str:
+    """A case's captured agent output, each run's under a heading when there are several."""
+    logs = case.agent_logs
+    if len(logs) == 1 and logs[0].run == 1:
+        return logs[0].text
+    return "\n".join(f"--- run {log.run} ---\n{log.text}" for log in logs)
+
+
 def _testsuite(root: ET.Element, suite: SuiteResult) -> None:
     # A NOT_EVALUATED case is an error when the suite's policy fails the gate on it, so a
     # CI reporter shows red exactly when the gate does; otherwise it is skipped.
@@ -107,6 +115,8 @@ def _testsuite(root: ET.Element, suite: SuiteResult) -> None:
         elif case.status is Status.NOT_EVALUATED:
             reasons = [reason_text(r, names) for r, names in not_evaluated_reasons(case).items()]
             _element(tc, not_evaluated_tag, case_details(case), message="; ".join(reasons), type="NOT_EVALUATED")
+        if case.agent_logs:  # what the agent wrote while the case ran, where CI reporters show a test's output
+            _element(tc, "system-out", agent_logs_text(case))
     if suite.warnings:
         _element(ts, "system-out", "\n".join(f"warning: {w}" for w in suite.warnings))
 

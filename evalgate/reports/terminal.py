@@ -213,6 +213,17 @@ def summary_table(results: RunResults, color: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def failed_run_line(suite: str, eval_id: str, run: Optional[int], reason: str, log: Optional[str]) -> str:
+    """One failed case run, on one line: which, why, and where its captured output went."""
+    which = f"{_plain(suite)}/{truncate(eval_id, MAX_ID)}" + (f" run {run}" if run is not None else "")
+    if log:
+        n = log.count("\n") + 1
+        kept = f" (its output, {n} line{'s' if n != 1 else ''}: results.json, report.html)"
+    else:
+        kept = ""
+    return f"agent run failed: {which}: {truncate(reason, MAX_REASON)}{kept}"
+
+
 class Progress:
     """Progress of a long step: a one-line bar with an ETA on a terminal; in a CI log (not a
     terminal), one line per tenth done.
@@ -269,6 +280,16 @@ class Progress:
             if self._last_draw is not None and now - self._last_draw < self.interval:
                 return
             self._draw(now)
+
+    def note(self, line: str) -> None:
+        """A line of its own while the step goes on (also when the bar is disabled): on a
+        terminal the bar is cleared first and drawn again below it."""
+        with self._lock:
+            redraw = self.enabled and self.tty and self._last_draw is not None and not self._closed
+            self.stream.write(("\r\x1b[K" if redraw else "") + line + "\n")
+            if redraw:
+                self._draw(self._clock())
+            self.stream.flush()
 
     def _times(self, now: float) -> str:
         elapsed = now - self._start

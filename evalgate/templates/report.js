@@ -360,6 +360,20 @@
     return grid;
   }
 
+  // What the agent wrote while the case ran: [run, text] per run, collapsed.
+  function agentLogs(logs) {
+    var box = section("Agent output", "logs");
+    var many = logs.length > 1 || logs[0][0] !== 1;
+    logs.forEach(function (l) {
+      var lines = l[1].split("\n").length;
+      var det = el("details", "log");
+      det.appendChild(el("summary", null, (many ? "run " + l[0] + ": " : "") + count(lines) + (lines === 1 ? " line" : " lines") + " of logs, stdout and stderr"));
+      det.appendChild(el("pre", "diff t", l[1]));
+      box.appendChild(det);
+    });
+    return box;
+  }
+
   function drawDetail(c) {
     var d = el("div");
     var head = el("header", "case-head");
@@ -396,6 +410,7 @@
       });
       d.appendChild(box);
     }
+    if (c.log) d.appendChild(agentLogs(c.log));
     var crits = section("Criteria");
     crits.appendChild(add(el("div", "scroll"), criteriaTable(c)));
     d.appendChild(crits);
