@@ -315,7 +315,8 @@ class Repo:
     is_git: bool
 
 
-def _git(args: list[str], cwd: Path) -> Optional[str]:
+def git_out(args: list[str], cwd: Path) -> Optional[str]:
+    """git's output (stripped) in `cwd`, or None when git is missing, fails or prints nothing."""
     git = shutil.which("git")
     if git is None:
         return None
@@ -326,6 +327,18 @@ def _git(args: list[str], cwd: Path) -> Optional[str]:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
 
 
+def default_branch(top: Path) -> Optional[tuple[str, str, str]]:
+    """The repository's default branch as git knows it: origin's HEAD, else a local main or
+    master. (branch name, the ref that names it here, where that came from), or None."""
+    remote = git_out(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], top)
+    if remote and "/" in remote:
+        return remote.split("/", 1)[1], remote, "origin/HEAD"
+    for name in ("main", "master"):
+        if git_out(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], top):
+            return name, name, f"the local branch {name}"
+    return None
+
+
 def find_repo(project: Path, branch: Optional[str]) -> Repo:
     """The repository holding the project (GitHub reads workflows only at its root) and its default branch."""
     top = next((p for p in (project, *project.parents) if (p / ".git").exists()), None)
@@ -334,13 +347,10 @@ def find_repo(project: Path, branch: Optional[str]) -> Repo:
     if branch:
         return Repo(root, workdir, branch, "--branch", top is not None)
     if top is not None:
-        remote = _git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], top)
-        if remote and "/" in remote:
-            return Repo(root, workdir, remote.split("/", 1)[1], "origin/HEAD", True)
-        for name in ("main", "master"):
-            if _git(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], top):
-                return Repo(root, workdir, name, f"the local branch {name}", True)
-        current = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], top)
+        known = default_branch(top)
+        if known is not None:
+            return Repo(root, workdir, known[0], known[2], True)
+        current = git_out(["symbolic-ref", "--quiet", "--short", "HEAD"], top)
         if current:
             return Repo(root, workdir, current, "the current branch", True)
     return Repo(root, workdir, "main", "a guess: no git remote names the default branch; --branch sets it", top is not None)
