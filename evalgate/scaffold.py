@@ -382,9 +382,11 @@ def workflow_texts(action: str, config: str, repo: Repo, install: tuple[str, str
         "# base commit's baseline, keeps one comment up to date and sets the commit status `evalgate`",
         "# (require it in the branch protection rules to block merging on a failed gate). A fork's",
         "# pull request has no secrets: its agent cannot run, and the gate says ERROR, never PASS.",
+        "# With a merge queue, merge_group gates the queue's head commit and sets the status there.",
         "name: evalgate-pr",
         "on:",
         "  pull_request:",
+        "  merge_group:          # the merge queue, if the branch uses one",
         "",
         "permissions:",
         "  contents: read        # the checkout, and baselines on the data branch",
@@ -519,7 +521,7 @@ def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: 
     cases = sum(es.cases for s in suites for es in s.files)
     planned = [Planned(config_path, config_text(suites), f"{_plural(len(suites), 'suite')}, {_plural(cases, 'case')}, the agent run in-process")]
     whats = (
-        "on pull requests: run the agent, compare, comment, set the commit status",
+        "on pull requests and merge queues: run the agent, compare, comment, set the commit status",
         f"on pushes to {repo.branch}: run the agent, save the baseline",
         "every night and by hand: run the agent, open an issue on a regression",
     )
