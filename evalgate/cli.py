@@ -110,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     gate.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line (and notes)")
     gate.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
     gate.add_argument("--judge-concurrency", type=_concurrency, metavar="N", help="judge requests in flight at once, 1-256 (default: the config's, 8)")
+    gate.add_argument("--shard", type=_shard, metavar="K/N", help="run and gate only shard K of N, against the baseline's cases of that shard")
     gate.set_defaults(func=cmd_gate)
 
     baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")

@@ -214,11 +214,30 @@ def gate(args: argparse.Namespace) -> int:
     _say_base(base, args.quiet)
 
     current = _run(args, loaded, plans)
+    if args.shard is not None and base.results is not None:
+        base.results = shard_of_results(base.results, args.shard)
     comparison = compare(base.results, current, gate_, base.ledger, base.info)
     comparison.gate_change = under.change()
     _write(args, comparison, current, base, gate_)
     _say_verdict(comparison, args, base)
     return _exit_for(comparison.verdict, gate_)
+
+
+def shard_of_results(results: Any, shard: Any) -> Any:
+    """The results of the cases shard K of N holds (evalgate.shards), counts and statuses
+    recomputed: a baseline cut to what `run --shard` ran, so no other case reads as removed."""
+    from evalgate.engine import finish_run, finish_suite, incomplete_warning
+    from evalgate.shards import shard_of
+
+    suites = []
+    for suite in results.suites:
+        cases = [c for c in suite.cases if shard_of(suite.name, c.eval_set_id, c.eval_id, shard.count) == shard.index]
+        derived = {suite.agent_error, incomplete_warning(suite.counts)}  # finish_suite derives these again
+        warnings = [w for w in suite.warnings if w not in derived]
+        suites.append(finish_suite(suite.name, suite.not_evaluated_policy, cases, suite.criteria, warnings, suite.agent_error if cases else None))  # type: ignore[arg-type]
+    cut = finish_run(suites, results.config_digest, results.run)
+    cut.evalgate_version = results.evalgate_version
+    return cut
 
 
 def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, gate_: Any) -> None:
@@ -253,7 +272,8 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
 
     out = Path(args.out)
     against = "absolute thresholds (no baseline)" if base.results is None else "the baseline"
-    print(f"evalgate gate: {comparison.verdict.value} against {against}")
+    held = f" (shard {args.shard}: its cases only)" if args.shard is not None else ""
+    print(f"evalgate gate: {comparison.verdict.value} against {against}{held}")
     if args.quiet:
         return
     for reason in comparison.reasons:

@@ -234,3 +234,22 @@ def test_the_data_branch_of_the_github_store_is_read_through_git_once_fetched(cl
     code, out, err = cli("gate", cwd=clone)
     assert code == 1 and "against absolute thresholds" in out
     assert "the action's baselines are on the data branch evalgate-data unless it is told otherwise: git fetch origin evalgate-data" in err
+
+
+def test_a_shard_is_gated_against_the_same_cases_of_the_baseline(cli, repo):
+    from evalgate.shards import shard_of
+
+    repo, base = repo
+    _regress(repo)
+    for index in (1, 2):
+        holds = [e for e in ("lights-en", "난방-ko") if shard_of("home", "home", e, 2) == index]
+        code, out, err = cli("gate", "--shard", f"{index}/2", "--out", f"s{index}", cwd=repo)
+        results = json.loads((repo / f"s{index}" / "results.json").read_text(encoding="utf-8"))
+        assert sorted(c["eval_id"] for c in results["suites"][0]["cases"]) == sorted(holds)
+        assert f"(shard {index}/2: its cases only)" in out
+        comment = _comment(repo, f"s{index}")
+        assert "removed" not in comment.lower()  # the other shard's cases are not missing, only not held
+        if "난방-ko" in holds:
+            assert code == 1 and "home: home/난방-ko regressed" in out, out + err
+        else:
+            assert code == 0 and "evalgate gate: PASS against the baseline" in out, out + err
