@@ -8,6 +8,8 @@ Activities (from the event, or forced by the `mode` input):
   save this commit's baseline and update the flake ledger.
 - `nightly` (schedule, workflow_dispatch): score, compare with the default branch head's
   baseline, update the ledger, and open / update / close one tracking issue.
+- `merge_group` (merge_group, the merge queue's): as `pr` for the queue's head commit
+  against its base's baseline; the status is set on that commit, and nothing is commented.
 - `publish` (workflow_run): the trusted half of the fork-safe flow: compare the results a
   pull request's run uploaded, comment and set the status.
 - `score` (anything else, e.g. a push to another branch): score and judge on absolute
@@ -121,6 +123,8 @@ def choose_activity(s: Settings) -> str:
     if s.mode == "auto":
         if event in PR_EVENTS:
             return "pr"
+        if event == "merge_group":
+            return "merge_group"
         if event == "push":
             return "baseline" if s.ref == f"refs/heads/{_default_branch(s) or ''}" else "score"
         if event in NIGHTLY_EVENTS:
@@ -128,6 +132,8 @@ def choose_activity(s: Settings) -> str:
         if event == "workflow_run":
             return "publish"
         return "score"
+    if s.mode == "pr" and event == "merge_group":
+        return "merge_group"
     if s.mode == "publish" and s.artifact_dir is not None:
         return "publish"  # the artifact may also come from elsewhere; the payload check still applies
     if event not in wanted[s.mode]:
@@ -532,6 +538,7 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
     token, else from git (the checkout's history). None when the base has no such file or
     it cannot be read (warned)."""
     from evalgate.github import GitHubError
+    from evalgate.policy import git_show
 
     s = ctx.settings
     try:
@@ -547,34 +554,25 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
             ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
             return None
         return found.content.decode("utf-8", errors="replace") if found is not None else None
-    try:
-        proc = subprocess.run(["git", "-C", str(s.workspace), "show", f"{base_sha}:{rel}"], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        proc = None
-    if proc is None or proc.returncode != 0:
+    text = git_show(s.workspace, base_sha, rel)
+    if text is None:
         ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} from git (fetch-depth: 0 in actions/checkout gives the history); the pull request's own gate policy was used")
-        return None
-    return proc.stdout.decode("utf-8", errors="replace")
+    return text
 
 
 def _base_gate(ctx: Context, loaded, base_sha: str):
     """The `gate:` section of the base commit's config (None: the base has no readable config,
     as when this pull request adds evalgate)."""
-    import tempfile
-
-    from evalgate.config import load_config
+    from evalgate.policy import gate_of_text
 
     text = _base_config_text(ctx, loaded, base_sha)
     if text is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / loaded.path.name
-        path.write_text(text, encoding="utf-8")
-        try:
-            return load_config(path).config.gate
-        except InputError as e:
-            ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
-            return None
+    try:
+        return gate_of_text(text, loaded.path.name)
+    except InputError as e:
+        ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
+        return None
 
 
 def activity_pr(ctx: Context, loaded) -> Outcome:
@@ -582,10 +580,17 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
     base commit's config and each suite's criteria from the baseline (evalgate.policy); the
     baseline is read before the agent runs. A pull request that changes the policy is
     judged by the base's, and the comment shows the change."""
-    from evalgate.compare import compare
-    from evalgate.policy import base_criteria, diff, policy_of_plans, policy_of_results
-
     number, head_sha, base_sha = _pr_from_event(ctx.settings)
+    comparison, run, baseline, history = _gate_under_base(ctx, loaded, base_sha)
+    return Outcome(comparison, run, _publish(ctx, _gate(ctx.settings, loaded), comparison, run, number, head_sha, history), baseline=baseline, trend=history)
+
+
+def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any, Any]:
+    """Score under `base_sha`'s policy and compare with its baseline: (comparison, results,
+    baseline results, trend). The config's gate section becomes the base's (`loaded` is changed)."""
+    from evalgate.compare import compare
+    from evalgate.policy import UnderBase
+
     own_gate = loaded.config.gate
     base_gate = _base_gate(ctx, loaded, base_sha)
     if base_gate is not None:
@@ -595,19 +600,40 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
     baseline, info = find(ctx, store, gate, base_sha)
     past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)
-    own: dict[str, Any] = {}
+    under = UnderBase(own_gate, base_gate, baseline)
 
     def policy(plans: list) -> None:
-        own["policy"] = policy_of_plans(own_gate, plans)  # the pull request's, before the base's replace it
-        if baseline is not None:
-            for note in base_criteria(plans, baseline):
-                ctx.warn(note)
+        for note in under.apply(plans):
+            ctx.warn(note)
 
     run, _ = score(ctx, loaded, policy=policy)
     comparison = _incomplete(ctx, compare(baseline, run, gate, past, info))
-    if "policy" in own and (base_gate is not None or baseline is not None):
-        comparison.gate_change = diff(policy_of_results(base_gate or own_gate, baseline), own["policy"])
-    return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha, history), baseline=baseline, trend=history)
+    comparison.gate_change = under.change()
+    return comparison, run, baseline, history
+
+
+def _merge_group_from_event(s: Settings) -> tuple[str, str]:
+    group = s.event.get("merge_group")
+    try:
+        head_sha, base_sha = str(group["head_sha"]), str(group["base_sha"])
+    except (TypeError, KeyError):
+        head_sha = base_sha = ""
+    if not head_sha or not base_sha:
+        raise InputError(
+            Problem(None, "event payload (GITHUB_EVENT_PATH): merge_group", "the event payload has no merge_group with head_sha and base_sha", "Run this activity on merge_group events (the merge queue's).")
+        )
+    return head_sha, base_sha
+
+
+def activity_merge_group(ctx: Context, loaded) -> Outcome:
+    """The merge queue: gate the queue's head commit (the pull request merged onto its target
+    and the groups ahead) against its base's baseline under the base's policy, as in PR mode,
+    and set the status on that commit, which the queue waits for. No comment: a merge group
+    has no pull request to comment on."""
+    head_sha, base_sha = _merge_group_from_event(ctx.settings)
+    comparison, run, baseline, history = _gate_under_base(ctx, loaded, base_sha)
+    _publish(ctx, _gate(ctx.settings, loaded), comparison, run, None, head_sha, history)
+    return Outcome(comparison, run, baseline=baseline, trend=history)
 
 
 def activity_baseline(ctx: Context, loaded) -> Outcome:
@@ -801,6 +827,7 @@ def activity_shard(ctx: Context, loaded) -> Outcome:
 
 ACTIVITIES = {
     "pr": activity_pr,
+    "merge_group": activity_merge_group,
     "baseline": activity_baseline,
     "nightly": activity_nightly,
     "publish": activity_publish,

@@ -271,6 +271,48 @@ class DirStore:
         return new
 
 
+class GitBranchStore:
+    """The github store's data branch as fetched into a local clone (`git fetch origin
+    evalgate-data`), read through git: read-only, for `evalgate gate` on a developer's machine."""
+
+    def __init__(self, repo: Path | str, ref: str, gate_id: str = "default"):
+        self.repo, self.ref = Path(repo), ref
+        self.gate_id = _check_gate_id(gate_id)
+
+    def __repr__(self) -> str:
+        return f"GitBranchStore({self.ref!r}, gate_id={self.gate_id!r})"
+
+    def _read(self, path: str) -> Optional[bytes]:
+        git = shutil.which("git")
+        if git is None:
+            return None
+        try:
+            proc = subprocess.run([git, "-C", str(self.repo), "show", f"{self.ref}:{path}"], capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return proc.stdout if proc.returncode == 0 else None
+
+    def load(self, commit: str) -> Optional[Baseline]:
+        path = baseline_path(self.gate_id, commit)
+        data = self._read(path)
+        return decode_baseline(data, f"{self.ref}:{path}") if data is not None else None
+
+    def load_ledger(self, gate_id: str) -> Ledger:
+        path = ledger_path(gate_id)
+        data = self._read(path)
+        return decode_ledger(data, f"{self.ref}:{path}") if data is not None else {}
+
+    def load_trend(self, gate_id: str) -> Optional[Trend]:
+        path = trend_path(gate_id)
+        data = self._read(path)
+        return decode_trend(data, f"{self.ref}:{path}") if data is not None else None
+
+    def _read_only(self, *_: Any) -> Any:
+        raise InputError(Problem(None, "gate.baseline.store", f"{self.ref} is read here through git, not written", "Baselines on the data branch are saved by the action's default-branch runs."))
+
+    save = save_ledger = save_trend = _read_only
+
+
 def _replace_atomically(file: Path, data: bytes) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")

@@ -1,4 +1,4 @@
-"""The `evalgate` command: run, validate, merge, compare, baseline, schema.
+"""The `evalgate` command: run, validate, merge, compare, gate, baseline, schema.
 
 Exit codes: 0 passed, 1 failed, 2 unusable input or configuration, 3 internal error;
 141 when stdout's reader went away (as SIGPIPE would end a tool).
@@ -115,6 +115,22 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--html", metavar="PATH", help="where to write the HTML report (default: report.html beside --current)")
     compare.set_defaults(func=cmd_compare)
 
+    gate = sub.add_parser(
+        "gate",
+        help="the pull request gate, locally: run, compare with the base commit's baseline under its policy, write comment.md and report.html (exit 1 when the gate fails)",
+    )
+    gate.add_argument("--config", "-c", help="config file (default: evalgate.yaml, evalgate.yml or evalgate.json here)")
+    gate.add_argument("--out", "-o", default="evalgate-results", help="output folder (default: %(default)s)")
+    gate_base = gate.add_mutually_exclusive_group()
+    gate_base.add_argument("--base-sha", metavar="REF", help="the base commit (any git revision); its baseline, or its nearest first-parent ancestor's, from the store (default: the merge-base of HEAD and the default branch)")
+    gate_base.add_argument("--baseline", metavar="FILE", help="compare with this results.json or saved baseline file instead")
+    gate.add_argument("--no-color", action="store_true", help="plain terminal output")
+    gate.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line (and notes)")
+    gate.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
+    gate.add_argument("--judge-concurrency", type=_concurrency, metavar="N", help="judge requests in flight at once, 1-256 (default: the config's, 8)")
+    gate.add_argument("--shard", type=_shard, metavar="K/N", help="run and gate only shard K of N, against the baseline's cases of that shard")
+    gate.set_defaults(func=cmd_gate)
+
     baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")
     bsub = baseline.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     save = bsub.add_parser("save", help="save a run's results as the baseline of a commit, and record it in the flake ledger and the trend")
@@ -227,7 +243,7 @@ def _gc_paused(pause: bool = True) -> Iterator[None]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     with _gc_paused():
-        loaded, plans = _load(args.config)
+        loaded, plans = getattr(args, "planned", None) or _load(args.config)  # `evalgate gate` plans under the base's policy
 
     from evalgate import engine, infer
     from evalgate.plan import config_digest, selected_digest
@@ -505,6 +521,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(report)
     print(f"report: {html_path}", file=sys.stderr)
     return _exit_for(comparison.verdict, gate)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from evalgate.local_gate import gate
+
+    return gate(args)
 
 
 def cmd_baseline_save(args: argparse.Namespace) -> int:

@@ -102,3 +102,59 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
         for case in plan.cases:
             case.criteria = built[thresholds_of.get((case.eval_set_id, case.eval_id)) or default]
     return notes
+
+
+# --- reading the base commit's policy (shared by the action's PR and merge-queue modes and
+# `evalgate gate`) ------------------------------------------------------------------------
+
+
+def git_show(repo: Any, commit: str, path: str) -> Optional[str]:
+    """The text of `path` (relative to the repository's root, or `./x` relative to `repo`) at
+    `commit`, from the git history in `repo`; None when git, the commit or the file is missing."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        proc = subprocess.run([git, "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def gate_of_text(text: str, name: str) -> Any:
+    """The `gate:` section of a config file's text (named `name`, whose suffix says YAML or
+    JSON). Raises InputError when the config is not valid."""
+    import tempfile
+    from pathlib import Path
+
+    from evalgate.config import load_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(text, encoding="utf-8")
+        return load_config(path).config.gate
+
+
+class UnderBase:
+    """A run scored under its base's policy: `apply` gives the plans the baseline's criteria
+    (and notes what it could not), keeping the config's own policy to compare; `change` is
+    the difference, for the report. `base_gate` is the base commit's gate section (None:
+    unknown, e.g. the base has no config), `own_gate` the working config's."""
+
+    def __init__(self, own_gate: Any, base_gate: Any, baseline: Optional[RunResults]):
+        self.own_gate, self.base_gate, self.baseline = own_gate, base_gate, baseline
+        self.own: Optional[dict[str, Any]] = None
+
+    def apply(self, plans: list) -> list[str]:
+        self.own = policy_of_plans(self.own_gate, plans)  # before the base's criteria replace the plans'
+        return base_criteria(plans, self.baseline) if self.baseline is not None else []
+
+    def change(self) -> Optional[str]:
+        if self.own is None or (self.base_gate is None and self.baseline is None):
+            return None
+        return diff(policy_of_results(self.base_gate or self.own_gate, self.baseline), self.own)

@@ -377,7 +377,8 @@ class Repo:
     is_git: bool
 
 
-def _git(args: list[str], cwd: Path) -> Optional[str]:
+def git_out(args: list[str], cwd: Path) -> Optional[str]:
+    """git's output (stripped) in `cwd`, or None when git is missing, fails or prints nothing."""
     git = shutil.which("git")
     if git is None:
         return None
@@ -388,6 +389,18 @@ def _git(args: list[str], cwd: Path) -> Optional[str]:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
 
 
+def default_branch(top: Path) -> Optional[tuple[str, str, str]]:
+    """The repository's default branch as git knows it: origin's HEAD, else a local main or
+    master. (branch name, the ref that names it here, where that came from), or None."""
+    remote = git_out(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], top)
+    if remote and "/" in remote:
+        return remote.split("/", 1)[1], remote, "origin/HEAD"
+    for name in ("main", "master"):
+        if git_out(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], top):
+            return name, name, f"the local branch {name}"
+    return None
+
+
 def find_repo(project: Path, branch: Optional[str]) -> Repo:
     """The repository holding the project (GitHub reads workflows only at its root) and its default branch."""
     top = next((p for p in (project, *project.parents) if (p / ".git").exists()), None)
@@ -396,13 +409,10 @@ def find_repo(project: Path, branch: Optional[str]) -> Repo:
     if branch:
         return Repo(root, workdir, branch, "--branch", top is not None)
     if top is not None:
-        remote = _git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], top)
-        if remote and "/" in remote:
-            return Repo(root, workdir, remote.split("/", 1)[1], "origin/HEAD", True)
-        for name in ("main", "master"):
-            if _git(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], top):
-                return Repo(root, workdir, name, f"the local branch {name}", True)
-        current = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], top)
+        known = default_branch(top)
+        if known is not None:
+            return Repo(root, workdir, known[0], known[2], True)
+        current = git_out(["symbolic-ref", "--quiet", "--short", "HEAD"], top)
         if current:
             return Repo(root, workdir, current, "the current branch", True)
     return Repo(root, workdir, "main", "a guess: no git remote names the default branch; --branch sets it", top is not None)
@@ -434,9 +444,11 @@ def workflow_texts(action: str, config: str, repo: Repo, install: tuple[str, str
         "# base commit's baseline, keeps one comment up to date and sets the commit status `evalgate`",
         "# (require it in the branch protection rules to block merging on a failed gate). A fork's",
         "# pull request has no secrets: its agent cannot run, and the gate says ERROR, never PASS.",
+        "# With a merge queue, merge_group gates the queue's head commit and sets the status there.",
         "name: evalgate-pr",
         "on:",
         "  pull_request:",
+        "  merge_group:          # the merge queue, if the branch uses one",
         "",
         "permissions:",
         "  contents: read        # the checkout, and baselines on the data branch",
@@ -571,7 +583,7 @@ def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: 
     cases = sum(es.cases for s in suites for es in s.files)
     planned = [Planned(config_path, config_text(suites), f"{_plural(len(suites), 'suite')}, {_plural(cases, 'case')}, the agent run in-process")]
     whats = (
-        "on pull requests: run the agent, compare, comment, set the commit status",
+        "on pull requests and merge queues: run the agent, compare, comment, set the commit status",
         f"on pushes to {repo.branch}: run the agent, save the baseline",
         "every night and by hand: run the agent, open an issue on a regression",
     )

@@ -98,7 +98,7 @@ def test_init_writes_a_config_that_validates_and_workflows_with_least_permission
     assert pr["permissions"] == {"contents": "read", "pull-requests": "write", "statuses": "write"}
     assert baseline["permissions"] == {"contents": "write"}
     assert nightly["permissions"] == {"contents": "write", "issues": "write"}
-    assert list(pr["on"]) == ["pull_request"]
+    assert list(pr["on"]) == ["pull_request", "merge_group"]  # a merge queue waits for the status too
     assert baseline["on"] == {"push": {"branches": ["main"]}}  # no git repository: the usual name
     assert set(nightly["on"]) == {"schedule", "workflow_dispatch"}
     inputs = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))["inputs"]

@@ -1,0 +1,288 @@
+"""`evalgate gate`: the action's pull-request path on a developer's machine, without GitHub.
+
+Run the agent as `evalgate run` does, compare with the baseline of the base commit, print
+the verdict, write `comment.md` (the comment the action would post) and `report.html`, and
+exit by the verdict. As in the action's PR mode, the run is judged under its base's policy
+(evalgate.policy): the `gate:` section of the config as the base commit has it (`git show`)
+and each suite's criteria as the baseline recorded them; a working tree that changes its
+own policy is told so in comment.md, and the change takes effect once merged.
+
+The base commit is `--base-sha` (any git revision), or by default the merge-base of HEAD
+with the default branch (origin's HEAD, else main or master). Its baseline is looked up as
+the action does: that commit's or its nearest first-parent ancestor's, in the config's
+store, and in the data branch of the github store when this clone has fetched it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from evalgate.errors import InputError, Problem
+
+COMMENT_FILE = "comment.md"
+# Where a shortened comment sends the reader: report.html beside comment.md.
+FULL_REPORT = f"report.html beside {COMMENT_FILE}, which shows every case"
+
+
+@dataclass
+class Base:
+    """What the run is compared with, and the words that say so."""
+
+    commit: Optional[str] = None  # the base commit (full sha); None: none known
+    how: str = ""  # how the base commit was chosen
+    results: Any = None  # the baseline's results; None: absolute thresholds
+    info: Any = None  # evalgate.compare.BaselineInfo
+    ledger: Any = None
+    trend: Any = None
+    where: str = ""  # the store or file the baseline came from
+    notes: list[str] = field(default_factory=list)
+
+
+def _git(args: list[str], cwd: Path) -> Optional[str]:
+    from evalgate.scaffold import git_out
+
+    return git_out(args, cwd)
+
+
+def _commit_of(ref: str, repo: Path) -> str:
+    sha = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo)
+    if not sha:
+        raise InputError(Problem(None, "--base-sha", f"git knows no commit '{ref}' in {repo}", "Give a commit or branch of this repository (git fetch it first if it is on the remote only)."))
+    return sha.lower()
+
+
+def choose_base(args: argparse.Namespace, repo: Optional[Path]) -> Base:
+    """The base commit: --base-sha, else the merge-base of HEAD with the default branch."""
+    if args.base_sha:
+        if repo is None:
+            raise InputError(Problem(None, "--base-sha", "needs a git checkout, and the config is not in one", "Run evalgate gate inside the repository, or pass --baseline FILE."))
+        commit = _commit_of(args.base_sha, repo)
+        return Base(commit, f"--base-sha {args.base_sha}")
+    if repo is None:
+        return Base(notes=["not in a git checkout, so there is no base commit: judged on absolute thresholds (pass --baseline FILE to compare with one)"])
+    from evalgate.scaffold import default_branch
+
+    known = default_branch(repo)
+    if known is None:
+        return Base(notes=["git names no default branch here (no origin/HEAD, main or master): judged on absolute thresholds (pass --base-sha REF)"])
+    _, ref, _ = known
+    commit = _git(["merge-base", "HEAD", ref], repo)
+    if not commit:
+        return Base(notes=[f"HEAD and {ref} have no common commit: judged on absolute thresholds (pass --base-sha REF)"])
+    return Base(commit.lower(), f"the merge-base of HEAD and {ref}")
+
+
+def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> list[Any]:
+    """The stores to look in: the config's, and the github store's data branch as this clone
+    fetched it (the action keeps its baselines there unless told otherwise)."""
+    from evalgate.baselines import DirStore, GitBranchStore
+
+    stores: list[Any] = []
+    if gate.baseline.store == "dir":
+        path = Path(gate.baseline.path)
+        stores.append(DirStore(path if path.is_absolute() else loaded.base / path, gate_id=gate.id))
+    branch = gate.baseline.branch
+    fetched = None
+    if repo is not None:
+        fetched = next((ref for ref in (f"origin/{branch}", branch) if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo)), None)
+    if fetched is not None:
+        stores.append(GitBranchStore(repo, fetched, gate_id=gate.id))  # type: ignore[arg-type]
+    elif gate.baseline.store == "github":
+        notes.append(f"the baselines are on the data branch {branch}, which this clone has not fetched (git fetch origin {branch})")
+    return stores
+
+
+def _data_branch_hint(stores: list[Any], gate: Any) -> str:
+    from evalgate.baselines import GitBranchStore
+
+    if gate.baseline.store == "github" or any(isinstance(s, GitBranchStore) for s in stores):
+        return ""
+    branch = gate.baseline.branch
+    return f"; the action's baselines are on the data branch {branch} unless it is told otherwise: git fetch origin {branch}"
+
+
+def _describe(store: Any) -> str:
+    from evalgate.baselines import DirStore
+
+    if isinstance(store, DirStore):
+        from evalgate.errors import display_path
+
+        return f"the folder {display_path(store.path)}"
+    return f"the data branch {store.ref} (through git)"
+
+
+def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path]) -> None:
+    """Fill `base` with the baseline of its commit or the nearest first-parent ancestor that
+    has one, and its store's ledger and trend; a note when there is none."""
+    from evalgate.baselines import find_baseline, git_first_parent
+
+    if base.commit is None or repo is None:
+        return
+    stores = _stores(gate, loaded, repo, base.notes)
+    for store in stores:
+        found = find_baseline(store, base.commit, lambda sha: git_first_parent(sha, repo), gate.baseline.max_depth)
+        if found is not None:
+            base.results, base.info = found[0].results, found[1]
+            base.ledger, base.trend, base.where = store.load_ledger(gate.id), store.load_trend(gate.id), _describe(store)
+            return
+    looked = " or ".join(_describe(s) for s in stores) or "no store"
+    base.notes.append(
+        f"no baseline for {base.commit[:12]} or its {gate.baseline.max_depth} nearest first-parent ancestors in {looked}: "
+        f"judged on absolute thresholds (evalgate baseline save --results R --commit SHA saves one{_data_branch_hint(stores, gate)})"
+    )
+
+
+def _read_file(base: Base, path: str) -> None:
+    from evalgate.cli import _read_baseline_or_results
+
+    base.results, base.info = _read_baseline_or_results(Path(path))
+    base.where = path
+    if base.info is not None and base.info.commit:
+        base.commit, base.how = base.info.commit, f"the commit {path} was saved for"
+
+
+def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
+    """The `gate:` section of the config as the base commit has it; None (with a note) when
+    it cannot be read: the working tree's is used."""
+    from evalgate.policy import gate_of_text, git_show
+
+    if base.commit is None or repo is None:
+        return None
+    try:
+        rel = loaded.path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return None
+    text = git_show(repo, base.commit, rel)
+    if text is None:
+        base.notes.append(f"git has no {rel} at the base commit {base.commit[:12]}: the working tree's gate section was used")
+        return None
+    try:
+        return gate_of_text(text, loaded.path.name)
+    except InputError as e:
+        base.notes.append(f"the base commit's {rel} is not valid ({e.problems[0].what}): the working tree's gate section was used")
+        return None
+
+
+def _run(args: argparse.Namespace, loaded: Any, plans: list) -> Any:
+    """`evalgate run` on these plans, with gate's run options; the results it wrote."""
+    from evalgate import cli, results
+
+    run_args = cli._parser().parse_args(["run"])  # every run option at its default, then ours
+    for name, value in vars(args).items():
+        if name != "func" and hasattr(run_args, name):
+            setattr(run_args, name, value)
+    run_args.planned = (loaded, plans)
+    if args.quiet:  # the gate's verdict line, not the run's on absolute thresholds
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli.cmd_run(run_args)
+    else:
+        cli.cmd_run(run_args)
+    return results.read(Path(args.out) / "results.json")
+
+
+def gate(args: argparse.Namespace) -> int:
+    from evalgate.cli import _exit_for
+    from evalgate.compare import compare
+    from evalgate.config import find_config, load_config
+    from evalgate.plan import build_plans
+    from evalgate.policy import UnderBase
+
+    loaded = load_config(find_config(args.config))
+    top = _git(["rev-parse", "--show-toplevel"], loaded.base)
+    repo = Path(top) if top else None
+    own_gate = loaded.config.gate
+    if args.baseline:
+        base = Base()
+        _read_file(base, args.baseline)
+    else:
+        base = choose_base(args, repo)
+    base_gate = _base_gate(base, loaded, repo)
+    gate_ = base_gate or own_gate
+    if not args.baseline:
+        find_base_baseline(base, gate_, loaded, repo)
+    if base_gate is not None:
+        loaded.config = loaded.config.model_copy(update={"gate": base_gate})
+    plans = build_plans(loaded)
+    under = UnderBase(own_gate, base_gate, base.results)
+    base.notes += under.apply(plans)
+    _say_base(base, args.quiet)
+
+    current = _run(args, loaded, plans)
+    if args.shard is not None and base.results is not None:
+        base.results = shard_of_results(base.results, args.shard)
+    comparison = compare(base.results, current, gate_, base.ledger, base.info)
+    comparison.gate_change = under.change()
+    _write(args, comparison, current, base, gate_)
+    _say_verdict(comparison, args, base)
+    return _exit_for(comparison.verdict, gate_)
+
+
+def shard_of_results(results: Any, shard: Any) -> Any:
+    """The results of the cases shard K of N holds (evalgate.shards), counts and statuses
+    recomputed: a baseline cut to what `run --shard` ran, so no other case reads as removed."""
+    from evalgate.engine import finish_run, finish_suite, incomplete_warning
+    from evalgate.shards import shard_of
+
+    suites = []
+    for suite in results.suites:
+        cases = [c for c in suite.cases if shard_of(suite.name, c.eval_set_id, c.eval_id, shard.count) == shard.index]
+        derived = {suite.agent_error, incomplete_warning(suite.counts)}  # finish_suite derives these again
+        warnings = [w for w in suite.warnings if w not in derived]
+        suites.append(finish_suite(suite.name, suite.not_evaluated_policy, cases, suite.criteria, warnings, suite.agent_error if cases else None))  # type: ignore[arg-type]
+    cut = finish_run(suites, results.config_digest, results.run)
+    cut.evalgate_version = results.evalgate_version
+    return cut
+
+
+def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, gate_: Any) -> None:
+    from evalgate.reports.html import REPORT_FILE, write_html
+    from evalgate.reports.markdown import render_comment
+
+    out = Path(args.out)
+    comment = render_comment(comparison, current, gate_id=gate_.id, full_report_hint=FULL_REPORT, trend=base.trend)
+    try:
+        (out / COMMENT_FILE).write_text(comment, encoding="utf-8")
+        write_html(out / REPORT_FILE, comparison, current, base.results, gate_id=gate_.id, trend=base.trend)
+    except OSError as e:
+        raise InputError(Problem(str(out), None, f"cannot write the report there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
+
+
+def _say_base(base: Base, quiet: bool) -> None:
+    for note in base.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if quiet:
+        return
+    if base.commit is not None:
+        print(f"base: {base.commit[:12]} ({base.how})", file=sys.stderr)
+    if base.results is not None:
+        info = base.info
+        ancestor = f", {info.distance} commits before it" if info is not None and info.distance else ""
+        of = f" of {info.commit[:12]}{ancestor}" if info is not None and info.commit else ""
+        print(f"baseline{of}: from {base.where}", file=sys.stderr)
+
+
+def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
+    from evalgate.reports.html import REPORT_FILE
+
+    out = Path(args.out)
+    against = "absolute thresholds (no baseline)" if base.results is None else "the baseline"
+    held = f" (shard {args.shard}: its cases only)" if args.shard is not None else ""
+    print(f"evalgate gate: {comparison.verdict.value} against {against}{held}")
+    if args.quiet:
+        return
+    for reason in comparison.reasons:
+        print(f"  {reason}")
+    for suite in comparison.suites:
+        for change in suite.changes:
+            if change.kind in ("regressed", "broken_stable"):
+                words = "broke (a stable case)" if change.kind == "broken_stable" else "regressed"
+                print(f"  {suite.name}: {change.key.eval_set_id}/{change.key.eval_id} {words}")
+    if comparison.gate_change:
+        print("  the working tree changes the gate's policy: judged under the base's (the diff is in comment.md)")
+    print(f"comment: {out / COMMENT_FILE}  report: {out / REPORT_FILE}")
