@@ -184,6 +184,27 @@ def _gate(s: Settings, loaded) -> Any:
     return gate.model_copy(update=update) if update else gate
 
 
+def cache_policy(s: Settings):
+    """This run as a writer of judge cache entries, and whose entries it believes.
+
+    A pull request run believes only what default-branch runs wrote (and what it writes
+    itself): whatever else a pull request's cache holds was written in a job that ran the
+    pull request's code, so an earlier commit of it could vouch for a later one. Runs of the
+    default branch (push, schedule, manual runs on it, and the trusted workflow_run job) and
+    of other branches believe every entry that git does not track.
+    """
+    from evalgate.judge.cache import CachePolicy
+
+    default = _default_branch(s)
+    on_default = bool(default) and s.ref == f"refs/heads/{default}"
+    if s.event_name in PR_EVENTS:
+        return CachePolicy("pull_request", s.event_name, s.ref, frozenset({"default"}))
+    # A schedule always runs on the default branch; a push or a manual run may be on any.
+    if s.event_name in ("workflow_run", "schedule") or (on_default and s.event_name in ("push", "workflow_dispatch")):
+        return CachePolicy("default", s.event_name, s.ref)
+    return CachePolicy("branch", s.event_name, s.ref)
+
+
 def score(ctx: Context, loaded) -> tuple[Any, list]:
     """Score every suite (as `evalgate run`; only shard K of N on a matrix leg) and write
     results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead."""
@@ -217,7 +238,7 @@ def score(ctx: Context, loaded) -> tuple[Any, list]:
         loaded.config = loaded.config.model_copy(update={"judge": judge})
     runtime, workers = None, 1
     if needs_runtime(plans):
-        runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False))
+        runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
     try:
         agent = _run_agents(ctx, plans, loaded, runtime, digest, commit, reuse)
         run = engine.run(plans, digest, runtime=runtime, workers=workers)

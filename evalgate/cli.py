@@ -125,8 +125,10 @@ def _load(config_arg: str | None):
     return loaded, build_plans(loaded)
 
 
-def _judge_runtime(loaded, args: argparse.Namespace):
-    """The run's judge runtime, from the config's judge section and the command line."""
+def _judge_runtime(loaded, args: argparse.Namespace, cache_policy=None):
+    """The run's judge runtime, from the config's judge section and the command line.
+    `cache_policy` (evalgate.judge.cache.CachePolicy): the action's; a local run by default."""
+    from evalgate.judge.cache import CachePolicy
     from evalgate.judge.runtime import JudgeRuntime
 
     judge = loaded.config.judge
@@ -140,6 +142,7 @@ def _judge_runtime(loaded, args: argparse.Namespace):
         max_attempts=judge.max_attempts,
         cache_dir=cache_dir if cache_dir.is_absolute() else loaded.base / cache_dir,
         use_cache=judge.cache and not args.no_cache,
+        cache_policy=cache_policy or CachePolicy(),
         vertex_project=loaded.config.vertex.project,
         vertex_location=loaded.config.vertex.location,
         vertex_endpoint=loaded.config.vertex.endpoint,

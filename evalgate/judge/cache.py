@@ -7,14 +7,26 @@ keyed by the kind "vertex", the metric, the instance JSON, the criterion and its
 version, and keeps its result as JSON text in the same kind of file. Files live at
 `root/ab/abcdef….json` (works with `actions/cache`), are written atomically, and a file that
 cannot be read is a miss. Only successful replies are stored; the runtime decides that.
+
+Provenance (issue 26): a cached verdict is believed as the judge's answer, so who wrote it
+matters. A file tracked by git in the checkout is never read (it came with the code under
+test, not from a judge run: a pull request could commit "valid" verdicts for its own
+changes). Every entry names the run that wrote it (`CachePolicy.writer`: a default-branch
+run, a pull request run, another branch's, or a local run), and a policy may believe only
+some writers: a pull request run believes only entries written by default-branch runs, plus
+the ones it wrote itself in this process.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import shutil
+import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -22,7 +34,29 @@ from typing import Any, Optional
 from evalgate.judge.request import JudgeRequest
 from evalgate.vertex.service import EvalRequest
 
+log = logging.getLogger(__name__)
+
 CACHE_FORMAT = 1  # bump when the key or the file changes meaning: old entries then miss
+WRITERS = ("default", "pull_request", "branch", "local")
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """Who this run is, as a writer of cache entries, and whose entries it believes.
+
+    `writer`: "default" (a run of the default branch: its pushes, schedules, manual runs and
+    the trusted workflow_run job), "pull_request", "branch" (another branch's run) or "local"
+    (outside GitHub Actions). `event` and `ref` are the writer's, for the record. `believe`:
+    the writers whose entries are read; None reads every entry (still never a tracked file).
+    """
+
+    writer: str = "local"
+    event: str = ""
+    ref: str = ""
+    believe: Optional[frozenset[str]] = None
+
+    def record(self) -> dict[str, str]:
+        return {"kind": self.writer, "event": self.event, "ref": self.ref}
 
 
 @dataclass(frozen=True)
@@ -63,22 +97,60 @@ def eval_cache_key(request: EvalRequest) -> str:
 
 
 class JudgeCache:
-    """Content-addressed files under `root`."""
+    """Content-addressed files under `root`, read under a `CachePolicy`.
 
-    def __init__(self, root: Path):
+    `refused` counts the entries present but not believed, by reason ("tracked": the file is
+    tracked by git; "writer": written by a run the policy does not believe; "unknown":
+    git could not say which files it tracks, so nothing was read).
+    """
+
+    def __init__(self, root: Path, policy: CachePolicy = CachePolicy()):
         self.root = Path(root)
+        self.policy = policy
+        self.refused: dict[str, int] = {}
+        self._own: set[str] = set()  # keys this process wrote: believed whoever we are
+        self._tracked: Optional[frozenset[str]] = None
+        self._tracked_known = False
+        self._lock = threading.Lock()
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Optional[CachedReply]:
-        """The stored reply, or None when absent or unreadable (a corrupt file is a miss)."""
+        """The stored reply, or None when absent, unreadable (a corrupt file is a miss), tracked
+        by git, or written by a run the policy does not believe."""
+        return self.lookup(key)[0]
+
+    def lookup(self, key: str) -> tuple[Optional[CachedReply], bool]:
+        """(the stored reply or None, whether an entry was there but not believed)."""
+        reply = self._read(key)
+        return (reply, False) if reply is not False else (None, True)
+
+    def _read(self, key: str) -> Any:
+        # The reply, None for a miss, False for an entry refused (counted in `refused`).
+        path = self.path(key)
         try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+            raw = path.read_text(encoding="utf-8")
         except (OSError, ValueError):
+            return None
+        with self._lock:
+            own = key in self._own
+        if not own:
+            tracked = self._tracked_files()
+            if tracked is None:
+                return self._refuse("unknown")
+            if f"{key[:2]}/{key}.json" in tracked:
+                return self._refuse("tracked")
+        try:
+            data = json.loads(raw)
+        except ValueError:
             return None
         if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("key") != key:
             return None
+        if not own and self.policy.believe is not None:
+            writer = data.get("writer")
+            if not isinstance(writer, dict) or writer.get("kind") not in self.policy.believe:
+                return self._refuse("writer")
         text, usage = data.get("text"), data.get("usage", {})
         if not isinstance(text, str) or not text.strip() or not isinstance(usage, dict):
             return None
@@ -91,7 +163,7 @@ class JudgeCache:
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps(
-            {"format": CACHE_FORMAT, "key": key, "text": text, "usage": dict(usage)},
+            {"format": CACHE_FORMAT, "key": key, "text": text, "usage": dict(usage), "writer": self.policy.record()},
             ensure_ascii=False,
             sort_keys=True,
         )
@@ -100,12 +172,58 @@ class JudgeCache:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(data)
             os.replace(tmp, target)
+            with self._lock:
+                self._own.add(key)
         except BaseException:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
             raise
+
+
+    def _refuse(self, reason: str) -> bool:
+        with self._lock:
+            self.refused[reason] = self.refused.get(reason, 0) + 1
+        return False
+
+    def _tracked_files(self) -> Optional[frozenset[str]]:
+        """Entry paths (relative to the root, "/"-separated) that git tracks; None when that
+        cannot be known (then nothing is believed). Asked once per cache."""
+        with self._lock:
+            if not self._tracked_known:
+                self._tracked = tracked_files(self.root)
+                self._tracked_known = True
+                if self._tracked is None:
+                    log.warning("judge cache %s: git cannot say which of its files are tracked, so no cached "
+                                "verdict is used (install git, or move the cache out of the repository)", self.root)
+            return self._tracked
+
+
+def tracked_files(root: Path) -> Optional[frozenset[str]]:
+    """The files under `root` that git tracks (paths relative to `root`): empty when `root`
+    is not inside a git work tree. None when it is (a `.git` above it) but git cannot answer
+    (no git program, a broken repository): the caller must then trust no file in it."""
+    root = Path(root)
+    if not root.is_dir():
+        return frozenset()
+    if not any((folder / ".git").exists() for folder in (root.resolve(), *root.resolve().parents)):
+        return frozenset()
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        # safe.directory: the action's container runs as root in a checkout another user owns,
+        # where git otherwise refuses to read the repository at all.
+        out = subprocess.run(
+            [git, "-c", "safe.directory=*", "-c", "core.quotePath=false", "ls-files", "-z", "--", "."],
+            cwd=root, capture_output=True, timeout=60, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return frozenset(p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p)
 
 
 def _not_json(value: Any) -> Any:
