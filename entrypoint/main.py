@@ -91,7 +91,7 @@ class Context:
 
         s = self.settings
         if self._client is None and s.token and s.repository:
-            self._client = GitHubClient(s.api_url, s.repository, s.token)
+            self._client = GitHubClient(s.api_url, s.repository, s.token, identity=s.github_identity)
         if self._client is None and required_for:
             missing = "GITHUB_REPOSITORY" if s.token else "the github-token input (EVALGATE_GITHUB_TOKEN)"
             raise InputError(Problem(None, "input 'github-token' (EVALGATE_GITHUB_TOKEN)", f"{required_for} needs {missing}", "Pass github-token: ${{ github.token }} (the default)."))
