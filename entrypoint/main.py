@@ -2,7 +2,7 @@
 
 Activities (from the event, or forced by the `mode` input):
 
-- `pr` (pull_request, pull_request_target): score, compare with the baseline of the PR's
+- `pr` (pull_request): score, compare with the baseline of the PR's
   base commit (read only), comment and set the status on the PR's head commit.
 - `baseline` (push to the default branch): score, compare with the previous baseline,
   save this commit's baseline and update the flake ledger.
@@ -51,7 +51,10 @@ from entrypoint.ownership import hand_back  # noqa: E402
 from entrypoint.settings import Settings, read_settings, secrets  # noqa: E402
 
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-PR_EVENTS = ("pull_request", "pull_request_target")
+PR_EVENTS = ("pull_request",)
+# Runs with a write token and the repository's secrets in the base's context: the one event
+# on which running a pull request's agent hands those to its code. Refused (see choose_activity).
+REFUSED_EVENTS = ("pull_request_target",)
 # Where a shortened comment sends the reader ("The full report is in the ..."): the job summary,
 # and report.html in the output folder, which the documented workflows upload as an artifact.
 FULL_REPORT = "job summary of the run, and every case in report.html among the run's artifacts"
@@ -79,6 +82,7 @@ class Context:
     env: MutableMapping[str, str]
     warnings: list[str] = field(default_factory=list)
     missing: Optional[str] = None  # mode merge: which shards did not arrive (the verdict is then ERROR)
+    secrets: tuple[str, ...] = ()  # values never written where the agent's output goes (the token, ...)
     _client: Any = None
 
     def warn(self, message: str) -> None:
@@ -103,6 +107,17 @@ class Context:
 
 def choose_activity(s: Settings) -> str:
     event = s.event_name
+    if event in REFUSED_EVENTS:
+        raise InputError(
+            Problem(
+                None,
+                "GITHUB_EVENT_NAME",
+                f"evalgate does not run on {event}: that event gives the job a write token and the repository's secrets, "
+                "and running the pull request's agent (or reading its config) there hands them to the pull request's code",
+                "Use the fork-safe two-phase flow (docs/workflows.md): run evalgate on pull_request, upload its output "
+                "folder as an artifact, and publish it from a workflow_run job with mode: publish.",
+            )
+        )
     if s.shard is not None:
         return "shard"
     if s.mode == "merge":
@@ -284,7 +299,7 @@ def _run_agents(ctx: Context, plans: list, loaded, runtime: Any, digest: str, co
     except OSError as e:
         raise _unwritable(s, e) from None
     try:
-        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse)
+        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse, secrets=ctx.secrets)
     finally:
         journal.close()
 
@@ -339,13 +354,16 @@ def install(s: Settings, workflow: Workflow) -> None:
     group, with workflow commands off); a failure is the input's problem (exit 2)."""
     if not s.install:
         return
+    from evalgate.agents.environment import agent_environment
+
     # As root in the action's container, pip's root warning is noise.
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--root-user-action=ignore", *s.install]
     workflow.log(f"::group::pip install {shlex.join(s.install)}")
     tail: deque[str] = deque(maxlen=3)
     with workflow.verbatim():
         with subprocess.Popen(
-            command, cwd=s.working_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1
+            command, cwd=s.working_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
+            env=agent_environment(secrets=[s.token]),  # a setup.py is the project's code: no token, no ACTIONS_*
         ) as pip:
             assert pip.stdout is not None
             for line in pip.stdout:
@@ -829,7 +847,8 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     parser.parse_args(argv if argv is not None else [])
     env = os.environ if env is None else env
     workflow = Workflow(env.get("GITHUB_OUTPUT"), env.get("GITHUB_STEP_SUMMARY"))
-    for secret in secrets(env):
+    known = secrets(env)
+    for secret in known:
         workflow.mask(secret)
     cwd = Path.cwd()
     # File times come from a coarse clock that can lag time.time() by a tick: a second of slack.
@@ -838,12 +857,16 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     loaded = None
     try:
         settings = read_settings(env, cwd)
+        # The settings hold the token now; the code under test (install, agents) runs after this.
+        from evalgate.agents.environment import withhold
+
+        known += [v for v in withhold(env) if v not in known]
         if settings.google_credentials is not None:
             env["GOOGLE_APPLICATION_CREDENTIALS"] = str(settings.google_credentials)
         os.chdir(settings.working_directory)
+        activity = choose_activity(settings)  # before install: a refused event runs no project code
         install(settings, workflow)
-        ctx = Context(settings, workflow, env)
-        activity = choose_activity(settings)
+        ctx = Context(settings, workflow, env, secrets=tuple(known))
         workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
         if activity != "publish" or settings.config is not None or _has_config():
             loaded = _load(settings)

@@ -169,6 +169,7 @@ async def _infer(
     runtime: Any,
     journal: Optional["Journal"],
     reuse: dict[RunKey, AgentRun],
+    secrets: tuple[str, ...] = (),
 ) -> dict[str, Usage]:
     problems = ProblemCollector()
     # Every case run starts as "not run"; those an earlier run finished (`reuse`) are taken
@@ -208,7 +209,8 @@ async def _infer(
                 reason = runtime.credentials()
                 if reason:
                     plan.warnings.append(f"simulated users: {reason}; conversation_scenario cases were not run")
-        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal) for p, case, n in todo))
+        hidden = _known_secrets(secrets)
+        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, hidden) for p, case, n in todo))
     finally:
         for runner in started:
             try:
@@ -251,11 +253,14 @@ def run_agents(
     runtime: Any = None,
     journal: Optional["Journal"] = None,
     reuse: Optional[dict[RunKey, AgentRun]] = None,
+    secrets: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
     `runtime` (the judge runtime) plays the simulated user of scenario cases. Each finished
     case run goes to `journal` at once; case runs found in `reuse` (an earlier run's, see
-    `resumable`) are taken from there and not run.
+    `resumable`) are taken from there and not run. What an agent run gives back (its
+    invocations, its error) is written nowhere before the values of secret-looking
+    environment variables and `secrets` (the GitHub token, say) are replaced in it.
 
     Returns what goes into results.json's `run.agent` ({} when no suite runs an agent):
     the step's wall time, the usage per suite, and the simulated users' requests, cache
@@ -264,7 +269,7 @@ def run_agents(
     runners = runners_for(plans, loaded)
     if not runners:
         return {}
-    usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}))
+    usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}, tuple(secrets)))
     out: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
     simulator = runtime.stats().get(SIMULATOR) if runtime is not None else None
     if simulator:
@@ -287,6 +292,7 @@ async def _one(
     progress: Optional[Callable[[int], None]],
     runtime: Any = None,
     journal: Optional["Journal"] = None,
+    hidden: Optional[list[tuple[str, str]]] = None,
 ) -> None:
     spec = plan.agent
     async with limit:
@@ -302,8 +308,11 @@ async def _one(
             result = AgentRun(None, str(e), run=n)
         except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
             result = AgentRun(None, _describe(e), run=n)
+        hidden = _known_secrets(()) if hidden is None else hidden
         if result.error is not None:
-            result.error = _redact(result.error)
+            result.error = _redact(result.error, hidden)
+        if result.invocations:
+            result.invocations = _redact_invocations(result.invocations, hidden)
         result.duration_s = round(time.monotonic() - t0, 3)
         result.replayed = state.get("replayed") or {}
         result.expected_digest = case.expected_digest
@@ -354,14 +363,40 @@ async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: d
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
-def _redact(text: str) -> str:
-    """An error message without the values of secret-looking environment variables: the
-    agent's stderr or an exception may quote its own key, and errors go to results and the
-    PR comment."""
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, f"${{{name}}}")
+def _known_secrets(extra: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(value, what replaces it), longest first: the values of secret-looking environment
+    variables (shown as ${NAME}), then `extra` values (shown as ***). Short values are not
+    secrets worth hiding, and replacing them would garble ordinary text."""
+    found = {value: f"${{{name}}}" for name, value in os.environ.items() if len(value) >= 8 and _SECRET_NAME.search(name)}
+    for value in extra:
+        if value and len(value) >= 8:
+            found.setdefault(value, "***")
+    return sorted(found.items(), key=lambda item: -len(item[0]))
+
+
+def _redact(text: str, hidden: Optional[list[tuple[str, str]]] = None) -> str:
+    """An error message without known secret values: the agent's stderr or an exception may
+    quote its own key, and errors go to results and the PR comment."""
+    for value, shown in _known_secrets(()) if hidden is None else hidden:
+        if value in text:
+            text = text.replace(value, shown)
     return text
+
+
+def _redact_invocations(invocations: list[Any], hidden: list[tuple[str, str]]) -> list[Any]:
+    """The agent's invocations with known secret values replaced wherever they occur (an
+    agent that prints its environment must not publish the token in the PR comment)."""
+    out = []
+    for inv in invocations:
+        text = json.dumps(inv.model_dump(mode="json", by_alias=False), ensure_ascii=False)
+        found = [(json.dumps(v, ensure_ascii=False)[1:-1], json.dumps(r, ensure_ascii=False)[1:-1]) for v, r in hidden]
+        if not any(v in text for v, _ in found):
+            out.append(inv)
+            continue
+        for value, shown in found:
+            text = text.replace(value, shown)
+        out.append(type(inv).model_validate(json.loads(text)))
+    return out
 
 
 def _describe(e: BaseException) -> str:

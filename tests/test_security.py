@@ -176,3 +176,95 @@ def test_a_pull_request_run_believes_only_what_default_branch_runs_cached(action
     results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
     assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"PASSED"}
     assert results["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == 2
+
+
+# --- part 5: the token never reaches the agent; secrets never reach the outputs --------------
+
+AGENT_EVALS = REPO / "tests" / "agents" / "evals"
+LEAKY_AGENT = '''import json, os, sys
+# Dumps what it was given, then answers with the secrets it got hold of (its own model key,
+# and the GitHub token, as an agent that read it from somewhere would).
+with open(sys.argv[1], "a", encoding="utf-8") as f:
+    f.write(json.dumps(dict(os.environ)) + "\\n")
+for line in sys.stdin:
+    text = "key " + os.environ.get("GOOGLE_API_KEY", "none") + " token " + TOKEN
+    print(json.dumps({"final_response": {"parts": [{"text": text}], "role": "model"}}), flush=True)
+'''
+
+
+def leaky_project(root: Path, token: str) -> Path:
+    shutil.copytree(AGENT_EVALS, root / "evals")
+    (root / "agent.py").write_text(f"TOKEN = {token!r}\n" + LEAKY_AGENT, encoding="utf-8")
+    config = {"version": 1, "agent": {"command": [sys.executable, "agent.py", str(root / "env.jsonl")]},
+              "suites": [{"name": "weather", "evalsets": "evals", "criteria": {"response_match_score": 0.5}}]}
+    (root / "evalgate.yaml").write_text(json.dumps(config), encoding="utf-8")
+    return root
+
+
+def test_the_token_never_reaches_the_agent_and_secrets_never_reach_the_outputs(fake_github, tmp_path, capsys, monkeypatch):  # noqa: F811
+    token = fake_github.token
+    key = "AIzaFAKE-agent-model-key-0123456789"
+    ws = leaky_project(tmp_path / "ws", token)
+    action = Action(fake_github, ws, tmp_path, capsys)
+    # What a container action's process has: the token under several names, the runner's credentials.
+    for name, value in {
+        "EVALGATE_GITHUB_TOKEN": token, "GITHUB_TOKEN": token, "INPUT_GITHUB-TOKEN": token, "MY_COPY": token,
+        "ACTIONS_RUNTIME_TOKEN": "runtime-0123456789abcdef", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-0123456789abcdef",
+        "ACTIONS_ID_TOKEN_REQUEST_URL": "https://pipelines.example/idtoken", "GOOGLE_API_KEY": key,
+    }.items():
+        monkeypatch.setenv(name, value)
+    base, _ = fake_github.linear_history(2)
+    head = fake_github.add_commit([base], "PR head")
+    action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+
+    seen = [json.loads(line) for line in (ws / "env.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(seen) == 3  # one process per case run
+    for env in seen:
+        assert not [k for k in env if k.startswith(("ACTIONS_", "INPUT_")) or k in ("GITHUB_TOKEN", "EVALGATE_GITHUB_TOKEN")]
+        assert token not in env.values()  # not under another name either
+        assert env["GOOGLE_API_KEY"] == key  # the agent's own key stays: it needs it
+
+    written = [p for p in (ws / "evalgate-results").rglob("*") if p.is_file()]
+    assert {"inference.jsonl", "results.json", "report.md", "report.html"} <= {p.name for p in written}
+    texts = [p.read_text(encoding="utf-8") for p in written] + [action.summary] + [c["body"] for c in fake_github.comments.values()]
+    for text in texts:
+        assert token not in text and key not in text
+    inference = (ws / "evalgate-results" / "inference.jsonl").read_text(encoding="utf-8")
+    assert "key ${GOOGLE_API_KEY} token " in inference  # each secret replaced by its name (or ***)
+
+
+def test_the_install_step_does_not_get_the_token(fake_github, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """`pip install .` runs the project's setup.py: it must not find the token either."""
+    token = fake_github.token
+    ws = judged_project(tmp_path / "ws", answer="Paris")
+    seen = ws / "install-env.json"
+    (ws / "setup.py").write_text(
+        "import json, os\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps(dict(os.environ)))\n"
+        "from setuptools import setup\nsetup(name='leaky', version='0', py_modules=[])\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    monkeypatch.setenv("ACTIONS_RUNTIME_TOKEN", "runtime-0123456789abcdef")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    action = Action(fake_github, ws, tmp_path, capsys)
+    base, _ = fake_github.linear_history(2)
+    action("push", {**_push(base), "ref": "refs/heads/feature"}, sha=base, ref="refs/heads/feature", install="--dry-run --no-deps --no-build-isolation .")
+    assert seen.is_file(), action.stdout
+    env = json.loads(seen.read_text(encoding="utf-8"))
+    assert "GITHUB_TOKEN" not in env and "ACTIONS_RUNTIME_TOKEN" not in env and token not in env.values()
+
+
+def test_pull_request_target_is_refused_with_the_safe_flow_named(fake_github, tmp_path, capsys):  # noqa: F811
+    ws = judged_project(tmp_path / "ws", answer="Paris")
+    (ws / "setup.py").write_text("raise SystemExit('the project code ran')\n", encoding="utf-8")
+    action = Action(fake_github, ws, tmp_path, capsys)
+    base, _ = fake_github.linear_history(2)
+    head = fake_github.add_commit([base], "PR head")
+    code = action("pull_request_target", _pull_request(head, base), sha=base, install=".")
+    assert code == 2
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert "evalgate does not run on pull_request_target" in error
+    assert "two-phase flow (docs/workflows.md)" in error and "workflow_run job with mode: publish" in error
+    assert "the project code ran" not in action.stdout  # refused before the install step
+    assert not fake_github.comments and not fake_github.statuses
