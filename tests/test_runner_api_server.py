@@ -496,22 +496,22 @@ def test_a_refused_probe_names_the_headers(cli, api, echo_evals, tmp_path):
     assert "refused the request (HTTP 403)" in line and ".headers:" in line
 
 
-HEADERS = '{Authorization: "Bearer ${EVALGATE_TEST_TOKEN}", X-Trace: fixed}'
+HEADERS = '{Authorization: "Bearer ${AGENT_TEST_TOKEN}", X-Trace: fixed}'
 
 
 def test_a_header_variable_that_is_not_set_is_an_input_error(cli, api, echo_evals, tmp_path, monkeypatch):
-    monkeypatch.delenv("EVALGATE_TEST_TOKEN", raising=False)
+    monkeypatch.delenv("AGENT_TEST_TOKEN", raising=False)
     config = write_config(tmp_path / "c.yaml", echo_evals, f"{{url: '{api.url}', app: {APP}, headers: {HEADERS}}}")
     code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
     assert code == 2
     line = one_error_line(err)
-    assert "${EVALGATE_TEST_TOKEN} is not set" in line and "headers.Authorization" in line
+    assert "${AGENT_TEST_TOKEN} is not set" in line and "headers.Authorization" in line
     assert api.seen == []
 
 
 def test_headers_reach_the_server_and_their_values_are_never_shown(cli, api, echo_evals, tmp_path, monkeypatch):
     token = "tok-SECRET-0123456789"
-    monkeypatch.setenv("EVALGATE_TEST_TOKEN", token)
+    monkeypatch.setenv("AGENT_TEST_TOKEN", token)
 
     def echo_headers_on_error(body: dict) -> Reply:
         # A server that quotes what it got in its error (some proxies do): the token must not leak.

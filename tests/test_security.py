@@ -268,3 +268,45 @@ def test_pull_request_target_is_refused_with_the_safe_flow_named(fake_github, tm
     assert "two-phase flow (docs/workflows.md)" in error and "workflow_run job with mode: publish" in error
     assert "the project code ran" not in action.stdout  # refused before the install step
     assert not fake_github.comments and not fake_github.statuses
+
+
+# --- the url runner's headers ---------------------------------------------------------------
+
+from fake_http import Reply  # noqa: E402
+from test_runner_api_server import APP, ECHO_CASES, FakeApiServer, write_config, write_evalset  # noqa: E402
+
+
+@pytest.mark.parametrize("var", ["GITHUB_TOKEN", "EVALGATE_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "EVALGATE_CONFIG", "INPUT_GITHUB_TOKEN", "GH_TOKEN"])
+def test_a_header_may_not_name_the_token_or_evalgates_variables(cli, tmp_path, monkeypatch, var):
+    monkeypatch.setenv(var, "ghs_would-be-sent-0123456789")
+    evals = write_evalset(tmp_path / "evals" / "echo.evalset.json", "echo", ECHO_CASES).parent
+    server = FakeApiServer()
+    try:
+        config = write_config(tmp_path / "c.yaml", evals, f'{{url: "{server.url}", app: {APP}, headers: {{Authorization: "Bearer ${{{var}}}"}}}}')
+        code, out, err = cli("validate", "--config", str(config))
+        assert code == 2, out + err
+        [line] = [x for x in err.splitlines() if x.startswith("error:")]
+        assert f"${{{var}}} is the GitHub token or one of evalgate's or the runner's own variables" in line
+        assert "headers.Authorization" in line and "c.yaml" in line
+        code, _, _ = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
+        assert code == 2 and server.seen == []  # nothing was sent
+    finally:
+        server.stop()
+
+
+def test_headers_do_not_follow_a_redirect_to_another_host(cli, tmp_path, monkeypatch):
+    token = "agent-credential-0123456789"
+    monkeypatch.setenv("AGENT_TEST_TOKEN", token)
+    evals = write_evalset(tmp_path / "evals" / "echo.evalset.json", "echo", ECHO_CASES).parent
+    api, elsewhere = FakeApiServer(), FakeApiServer()
+    try:
+        api.list_apps = Reply(307, "", {"Location": f"{elsewhere.url}/list-apps"})
+        config = write_config(tmp_path / "c.yaml", evals, f'{{url: "{api.url}", app: {APP}, headers: {{X-Api-Key: "${{AGENT_TEST_TOKEN}}"}}}}')
+        code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
+        assert code == 2, out + err
+        assert elsewhere.seen == []  # the key never went to the other host
+        assert [s.headers.get("x-api-key") for s in api.seen] == [token]
+        assert "redirected to another host" in err and token not in err
+    finally:
+        api.stop()
+        elsewhere.stop()
