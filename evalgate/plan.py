@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_simulator_config, read_test_config, suite_agent
+from evalgate.confine import config_path_problems, outside
 from evalgate.criteria import Criterion
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
@@ -23,6 +24,7 @@ from evalgate.simulated_user import BUILT_IN_PERSONAS, UserSimulatorConfig, know
 
 def build_plans(loaded: LoadedConfig) -> list[SuitePlan]:
     problems = ProblemCollector()
+    problems.extend(config_path_problems(loaded))
     plans = []
     for i, suite in enumerate(loaded.config.suites):
         plan = problems.run(_build_suite, loaded, i, suite)
@@ -83,10 +85,10 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
         return _trace_suite(loaded, i, suite, explicit or {})
     agent = suite_agent(loaded.config, suite)
     problems = ProblemCollector()
-    set_files = problems.run(expand, suite.evalsets, base, EVALSET_SUFFIXES, shown, lambda j: loaded.where("suites", i, "evalsets", j)) or []
+    set_files = _confined(loaded, problems, suite.evalsets, EVALSET_SUFFIXES, "suites", i, "evalsets")
     actual_files = []
     if agent is None:
-        actual_files = problems.run(expand, suite.actual, base, (".evalset_result.json", ".jsonl"), shown, lambda j: loaded.where("suites", i, "actual", j)) or []
+        actual_files = _confined(loaded, problems, suite.actual, (".evalset_result.json", ".jsonl"), "suites", i, "actual")
     problems.raise_if_any()
 
     evalsets = [es for es in (problems.run(load_evalset, p, base) for p in set_files) if es is not None]
@@ -210,6 +212,19 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings, agent=agent, agent_where=where)
 
 
+def _confined(loaded: LoadedConfig, problems: ProblemCollector, patterns: list[str], suffixes: tuple[str, ...], *loc: Any) -> list[Path]:
+    """The files `patterns` name (`expand`), each of which must lie inside the project
+    (evalgate.confine): a problem for each pattern that leads outside, and its files dropped."""
+    out: dict[Path, None] = {}  # in order, each file once (expand resolved them)
+    for j, pattern in enumerate(patterns):
+        files = problems.run(expand, [pattern], loaded.base, suffixes, loaded.shown, lambda _: loaded.where(*loc, j)) or []
+        escaped = outside(loaded, files, pattern, loaded.where(*loc, j))
+        problems.extend(escaped)
+        if not escaped:
+            out.update(dict.fromkeys(files))
+    return list(out)
+
+
 def _criteria_file(loaded: LoadedConfig, suite: SuiteConfig) -> Optional[Path]:
     """The suite's `criteria:` when it names an ADK test_config.json."""
     if not isinstance(suite.criteria, str):
@@ -328,7 +343,7 @@ def _trace_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig, criteria: dic
     for name, crit in criteria.items():
         if crit.input_kind != "trace":
             problems.add(loaded.shown, loaded.where("suites", i, "criteria", name), f"'{name}' scores eval sets, not traces", "Trace suites take trace criteria such as 'trace_value'.")
-    files = problems.run(expand, suite.traces, loaded.base, (".json", ".jsonl"), loaded.shown, lambda j: loaded.where("suites", i, "traces", j)) or []
+    files = _confined(loaded, problems, suite.traces, (".json", ".jsonl"), "suites", i, "traces")
     problems.raise_if_any()
     cases = []
     seen: dict[str, str] = {}

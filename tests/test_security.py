@@ -310,3 +310,75 @@ def test_headers_do_not_follow_a_redirect_to_another_host(cli, tmp_path, monkeyp
     finally:
         api.stop()
         elsewhere.stop()
+
+
+# --- config and data paths stay inside the project ---------------------------------------------
+
+from test_inputs import CONFIG as PLAIN_CONFIG, make_project  # noqa: E402
+
+
+def _one_error(cli, root: Path) -> str:
+    code, out, err = cli("validate", cwd=root)
+    assert code == 2, out + err
+    assert "Traceback" not in err
+    [line] = [x for x in err.splitlines() if x.startswith("error:")]
+    return line
+
+
+@pytest.mark.parametrize("actual", ["/proc/self/environ", "../outside/out.jsonl", "linked/out.jsonl"])
+def test_data_paths_may_not_lead_outside_the_project(cli, tmp_path, actual):
+    root = make_project(tmp_path / "project")
+    (tmp_path / "outside").mkdir()
+    shutil.copy(root / "runs" / "out.jsonl", tmp_path / "outside" / "out.jsonl")
+    (root / "linked").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (root / "evalgate.yaml").write_text(PLAIN_CONFIG.replace("actual: runs/out.jsonl", f"actual: {actual}"), encoding="utf-8")
+    line = _one_error(cli, root)
+    assert f"evalgate.yaml: suites[0].actual[0]: '{actual}'" in line
+    assert "leads outside the project" in line and "inside the repository" in line
+    code, _, _ = cli("run", "--out", "out", cwd=root)
+    assert code == 2 and not (root / "out" / "results.json").exists()
+
+
+@pytest.mark.parametrize("key, value, place", [
+    ("evalsets", "['{outside}/*.evalset.json']", "suites[0].evalsets[0] (line 3)"),
+    ("criteria", "../test_config.json", "suites[0].criteria (line 5)"),
+])
+def test_suite_paths_outside_are_errors(cli, tmp_path, key, value, place):
+    root = make_project(tmp_path / "project")
+    (tmp_path / "test_config.json").write_text('{"criteria": {"response_match_score": 0.1}}', encoding="utf-8")
+    shutil.copytree(root / "evals", tmp_path / "outside")
+    lines = PLAIN_CONFIG.splitlines()
+    if key == "evalsets":
+        lines[2] = "    evalsets: " + value.format(outside=tmp_path / "outside")
+    else:
+        lines = lines[:4] + [f"    criteria: {value}"]
+    (root / "evalgate.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = cli("validate", cwd=root)
+    assert code == 2 and f"evalgate.yaml: {place}" in err and "leads outside the project" in err, err
+
+
+@pytest.mark.parametrize("section", ["judge:\n  cache_dir: /tmp/elsewhere-cache\n", "gate:\n  baseline: {store: dir, path: ../baselines}\n"])
+def test_cache_and_baseline_folders_outside_are_errors(cli, tmp_path, section):
+    root = make_project(tmp_path / "project", config=PLAIN_CONFIG + section)
+    line = _one_error(cli, root)
+    assert ("judge.cache_dir" in line or "gate.baseline.path" in line) and "leads outside the project" in line
+
+
+@needs_git
+def test_inside_a_git_work_tree_the_whole_tree_is_the_project(cli, tmp_path):
+    """A monorepo: a config in a subfolder may use eval sets from a sibling folder."""
+    repo = tmp_path / "repo"
+    make_project(repo / "shared")
+    (repo / "svc").mkdir()
+    (repo / "svc" / "evalgate.yaml").write_text(
+        PLAIN_CONFIG.replace("evals/*.evalset.json", "../shared/evals/*.evalset.json").replace("runs/out.jsonl", "../shared/runs/out.jsonl"),
+        encoding="utf-8",
+    )
+    git(repo, "init", "-q")
+    code, out, err = cli("validate", cwd=repo / "svc")
+    assert code == 0, err
+    # ... but not beyond the work tree.
+    (repo / "svc" / "evalgate.yaml").write_text(PLAIN_CONFIG.replace("runs/out.jsonl", "../../elsewhere.jsonl"), encoding="utf-8")
+    shutil.copy(repo / "shared" / "runs" / "out.jsonl", tmp_path / "elsewhere.jsonl")
+    shutil.copytree(repo / "shared" / "evals", repo / "svc" / "evals")
+    assert "leads outside the project" in _one_error(cli, repo / "svc")
