@@ -557,9 +557,31 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
     run, _ = score(ctx, loaded)
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, base_sha)
-    comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
+    comparison = _cached_new_cases(_incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info)), run)
     history = trend(ctx, store, gate)
     return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha, history), baseline=baseline, trend=history)
+
+
+def _cached_new_cases(comparison: Any, run: Any) -> Any:
+    """Say in each suite's reasons (the comment and the summary show them) how many judge
+    verdicts of the cases the pull request added or changed came from the cache. Those
+    cases have no baseline to be compared with, so their verdict is all there is; a reader
+    should know it was not asked afresh (the entries are default-branch runs', see
+    `cache_policy`)."""
+    for suite in comparison.suites:
+        new = {(k.eval_set_id, k.eval_id) for k in (*suite.added, *suite.changed)}
+        if not new:
+            continue
+        result = next((r for r in run.suites if r.name == suite.name), None)
+        cases = [c for c in (result.cases if result is not None else []) if (c.eval_set_id, c.eval_id) in new]
+        hits = sum(c.judge_cache_hits or 0 for c in cases)
+        if hits:
+            with_hits = sum(1 for c in cases if c.judge_cache_hits)
+            suite.reasons.append(
+                f"judge cache: {hits} verdict{'s' if hits != 1 else ''} of {with_hits} added or changed "
+                f"case{'s' if with_hits != 1 else ''} came from the cache of default-branch runs, not from the judge"
+            )
+    return comparison
 
 
 def activity_baseline(ctx: Context, loaded) -> Outcome:

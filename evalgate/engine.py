@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal
 
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
+from evalgate.judge.request import CASE_TALLY, CaseTally
 from evalgate.results import (
     CaseResult,
     CriterionResult,
@@ -269,12 +270,18 @@ class Timing:
 
 def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
     results = {}
-    for name, crit in sorted(case.criteria.items()):
-        t0 = time.perf_counter()
-        results[name] = score_runs(crit, case)
-        if timing is not None:
-            timing.add(name, time.perf_counter() - t0)
+    tally = CaseTally()
+    token = CASE_TALLY.set(tally)
+    try:
+        for name, crit in sorted(case.criteria.items()):
+            t0 = time.perf_counter()
+            results[name] = score_runs(crit, case)
+            if timing is not None:
+                timing.add(name, time.perf_counter() - t0)
+    finally:
+        CASE_TALLY.reset(token)
     return CaseResult(
+        judge_cache_hits=tally.cache_hits or None,
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
         expected_digest=case.expected_digest,

@@ -382,3 +382,27 @@ def test_inside_a_git_work_tree_the_whole_tree_is_the_project(cli, tmp_path):
     shutil.copy(repo / "shared" / "runs" / "out.jsonl", tmp_path / "elsewhere.jsonl")
     shutil.copytree(repo / "shared" / "evals", repo / "svc" / "evals")
     assert "leads outside the project" in _one_error(cli, repo / "svc")
+
+
+def test_cache_hits_on_added_cases_are_reported(fake_github, fake_gemini, monkeypatch, tmp_path, capsys):  # noqa: F811
+    ws = judged_project(tmp_path / "ws", answer="Paris")
+    evalset = ws / "evals" / "geo.evalset.json"
+    full = json.loads(evalset.read_text(encoding="utf-8"))
+    action = Action(fake_github, ws, tmp_path, capsys)
+    c1, c2 = fake_github.linear_history(2)
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    # c1's baseline knows only the English case; a later default-branch run judges both.
+    write_json(evalset, {**full, "eval_cases": full["eval_cases"][:1]})
+    assert action("push", _push(c1), sha=c1) == 0, action.stdout
+    write_json(evalset, full)
+    assert action("push", _push(c2), sha=c2) == 0, action.stdout
+    # A pull request on c1 that adds the Korean case: its verdict comes from c2's run's cache.
+    clear_judge_env(monkeypatch, tmp_path)
+    head = fake_github.add_commit([c1], "PR head")
+    action("pull_request", _pull_request(head, c1), sha=head)
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    hits = {c["eval_id"]: c.get("judge_cache_hits") for c in results["suites"][0]["cases"]}
+    assert hits == {"capital-en": 1, "수도-ko": 1}
+    [comment] = fake_github.issue_comments(PR)
+    assert "1 verdict of 1 added or changed case came from the cache of default-branch runs" in comment["body"].replace("\\", "")

@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from evalgate.judge.cache import CachePolicy, JudgeCache, cache_key, eval_cache_key
 from evalgate.judge.pool import RequestPool
-from evalgate.judge.request import JudgeReply, JudgeRequest
+from evalgate.judge.request import CASE_TALLY, JudgeReply, JudgeRequest
 from evalgate.judge.retry import DEADLINE_PASSED, Deadline, Outcome, RetryPolicy, Transport
 from evalgate.judge.transport import (
     INSTALL_HINT,
@@ -196,6 +196,7 @@ class JudgeRuntime:
                 self._count(request.criterion, cache_refused=1)
             if hit is not None and (accept is None or accept(hit.text)):
                 self._count(request.criterion, cache_hits=1)
+                _tally_hit()
                 return JudgeReply(text=hit.text, cached=True, usage=dict(hit.usage))
         reason = self.credentials()
         if reason is not None:
@@ -243,6 +244,7 @@ class JudgeRuntime:
             stored = _stored_eval(hit.text) if hit is not None else None
             if stored is not None:
                 self._count(request.criterion, cache_hits=1)
+                _tally_hit()
                 return EvalReply(**stored, cached=True)
         try:
             instance = json.loads(request.instance_json)
@@ -408,6 +410,12 @@ class JudgeRuntime:
         text = re.sub(r"(?i)([?&]key=)[^&\s'\"]+", r"\1***", text)
         text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+", r"\1***", text)
         return re.sub(r"AIza[0-9A-Za-z_-]{20,}", "***", text)
+
+
+def _tally_hit() -> None:
+    tally = CASE_TALLY.get()
+    if tally is not None:
+        tally.hit()
 
 
 def _stored_eval(text: str) -> Optional[dict[str, Any]]:
