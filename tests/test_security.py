@@ -406,3 +406,47 @@ def test_cache_hits_on_added_cases_are_reported(fake_github, fake_gemini, monkey
     assert hits == {"capital-en": 1, "수도-ko": 1}
     [comment] = fake_github.issue_comments(PR)
     assert "1 verdict of 1 added or changed case came from the cache of default-branch runs" in comment["body"].replace("\\", "")
+
+
+@needs_git
+@pytest.mark.parametrize("index_version", [2, 3, 4])
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_the_index_is_read_as_git_lists_it(tmp_path, index_version, object_format):
+    """Without a git program (the action's image has none) the tracked files come from the
+    index file itself: the same list as `git ls-files`."""
+    from evalgate.judge.cache import read_index
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", f"--object-format={object_format}")
+    names = ["a.txt", ".evalgate/cache/ab/" + "ab" * 32 + ".json", "평가/케이스.json", "日本語/テスト.json", "deep/" + "x" * 150 + ".json", "b"]
+    for name in names:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(name, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "files")
+    (repo / "intent.txt").write_text("later", encoding="utf-8")
+    git(repo, "add", "-N", "intent.txt")  # an extended-flags entry
+    git(repo, "update-index", "--index-version", str(index_version))
+    listed = set(git(repo, "-c", "core.quotePath=false", "ls-files", "-z").split("\0")) - {""}
+    assert read_index(repo) == listed and "평가/케이스.json" in listed
+
+
+@needs_git
+def test_without_git_a_committed_cache_is_still_not_believed(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """The same attack where no git program is installed: the index file says what is tracked,
+    also from a linked worktree."""
+    main = judged_project(tmp_path / "repo")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    cli("run", "--out", "attacker", "--quiet", cwd=main)
+    git(main, "init", "-q")
+    git(main, "add", "evals", "runs", "evalgate.yaml", ".evalgate")
+    git(main, "commit", "-q", "-m", "add the cache")
+    git(main, "worktree", "add", "-q", str(tmp_path / "wt"))
+    clear_judge_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
+    assert shutil.which("git") is None
+    for root in (main, tmp_path / "wt"):
+        cli("run", "--out", "out", "--quiet", cwd=root)
+        assert verdicts(root) == {"capital-en": "NOT_EVALUATED", "수도-ko": "NOT_EVALUATED"}, root

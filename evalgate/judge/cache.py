@@ -23,7 +23,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import struct
 import subprocess
 import tempfile
 import threading
@@ -202,16 +204,26 @@ class JudgeCache:
 
 def tracked_files(root: Path) -> Optional[frozenset[str]]:
     """The files under `root` that git tracks (paths relative to `root`): empty when `root`
-    is not inside a git work tree. None when it is (a `.git` above it) but git cannot answer
-    (no git program, a broken repository): the caller must then trust no file in it."""
+    is not inside a git work tree. Asked of `git ls-files`; without a git program (the
+    action's image has none) read from the repository's index file (`read_index`). None
+    when it is inside a work tree but neither can answer: the caller must then trust no
+    file in it."""
     root = Path(root)
     if not root.is_dir():
         return frozenset()
-    if not any((folder / ".git").exists() for folder in (root.resolve(), *root.resolve().parents)):
+    real = root.resolve()
+    top = next((folder for folder in (real, *real.parents) if (folder / ".git").exists()), None)
+    if top is None:
         return frozenset()
     git = shutil.which("git")
     if git is None:
-        return None
+        listed = read_index(top)
+        if listed is None:
+            return None
+        prefix = real.relative_to(top).as_posix()
+        if prefix == ".":
+            return frozenset(listed)
+        return frozenset(p[len(prefix) + 1:] for p in listed if p.startswith(prefix + "/"))
     try:
         # safe.directory: the action's container runs as root in a checkout another user owns,
         # where git otherwise refuses to read the repository at all.
@@ -224,6 +236,88 @@ def tracked_files(root: Path) -> Optional[frozenset[str]]:
     if out.returncode != 0:
         return None
     return frozenset(p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p)
+
+
+def read_index(top: Path) -> Optional[frozenset[str]]:
+    """The paths (relative to the work tree `top`, "/"-separated) in its git index, read
+    from the file itself (index versions 2, 3 and 4, SHA-1 or SHA-256 repositories). None
+    when it cannot be read for certain: a split or sparse index, an unknown version, a
+    damaged file."""
+    dot = top / ".git"
+    try:
+        if dot.is_file():  # a worktree or submodule: "gitdir: <path>"
+            text = dot.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            gitdir = (top / text[len("gitdir:"):].strip()).resolve()
+        else:
+            gitdir = dot
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        index = gitdir / "index"
+        if not index.exists():
+            return frozenset()  # nothing was ever added
+        data = index.read_bytes()
+        config = (common / "config").read_text(encoding="utf-8", errors="replace") if (common / "config").is_file() else ""
+    except OSError:
+        return None
+    hash_size = 32 if re.search(r"(?im)^\s*objectformat\s*=\s*sha256\s*$", config) else 20
+    return _parse_index(data, hash_size)
+
+
+def _parse_index(data: bytes, hash_size: int) -> Optional[frozenset[str]]:
+    if len(data) < 12 + hash_size or data[:4] != b"DIRC":
+        return None
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3, 4):
+        return None
+    pos, paths, previous = 12, set(), b""
+    fixed = 40 + hash_size + 2  # times, dev, ino, mode, uid, gid, size; object id; flags
+    try:
+        for _ in range(count):
+            start = pos
+            mode = struct.unpack(">I", data[pos + 24:pos + 28])[0]
+            flags = struct.unpack(">H", data[pos + fixed - 2:pos + fixed])[0]
+            pos += fixed
+            if flags & 0x4000:  # extended flags (version 3 and later)
+                if version < 3:
+                    return None
+                pos += 2
+            if version == 4:
+                strip, pos = _varint(data, pos)
+                end = data.index(b"\0", pos)
+                if strip > len(previous):
+                    return None
+                name = previous[:len(previous) - strip] + data[pos:end]
+                pos = end + 1
+            else:
+                end = data.index(b"\0", pos)
+                name = data[pos:end]
+                pos = start + ((end - start) // 8 + 1) * 8  # NUL padding to a multiple of 8
+            if mode & 0o170000 == 0o040000:  # a sparse index's folder entry hides the files in it
+                return None
+            previous = name
+            paths.add(name.decode("utf-8", "surrogateescape"))
+        if pos > len(data) - hash_size:
+            return None
+        if b"link" == data[pos:pos + 4]:  # a split index keeps entries in another file
+            return None
+    except (struct.error, ValueError, IndexError):
+        return None
+    return frozenset(paths)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """git's offset varint (index version 4): 7 bits a byte, each continuation adding one."""
+    byte = data[pos]
+    value = byte & 0x7F
+    pos += 1
+    while byte & 0x80:
+        byte = data[pos]
+        value = ((value + 1) << 7) | (byte & 0x7F)
+        pos += 1
+    return value, pos
 
 
 def _not_json(value: Any) -> Any:
