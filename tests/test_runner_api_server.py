@@ -195,8 +195,9 @@ def model_env(model, monkeypatch):
 
 def test_same_invocations_and_scores_as_the_in_process_runner(cli, adk_server, agents_dir, model_env, tmp_path):
     outputs = {}
+    evals = shutil.copytree(agents_dir / "evals", tmp_path / "evals")  # a config's data lies inside its project
     for kind, agent in {"adk": f"{{adk: {agents_dir / APP}}}", "url": f"{{url: '{adk_server}', app: {APP}}}"}.items():
-        config = write_config(tmp_path / f"{kind}.yaml", agents_dir / "evals", agent, criteria="{tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
+        config = write_config(tmp_path / f"{kind}.yaml", evals, agent, criteria="{tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
         code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / kind))
         assert "Traceback" not in err, err
         outputs[kind] = (code, read_jsonl(tmp_path / kind / "inference.jsonl"), read_json(tmp_path / kind / "results.json"))
@@ -224,7 +225,8 @@ def test_same_invocations_and_scores_as_the_in_process_runner(cli, adk_server, a
 
 
 def test_a_tool_error_on_the_server_fails_only_that_case(cli, adk_server, agents_dir, tmp_path):
-    config = write_config(tmp_path / "c.yaml", agents_dir / "broken", f"{{url: '{adk_server}/{APP}'}}", not_evaluated="fail")
+    broken = shutil.copytree(agents_dir / "broken", tmp_path / "broken")  # a config's data lies inside its project
+    config = write_config(tmp_path / "c.yaml", broken, f"{{url: '{adk_server}/{APP}'}}", not_evaluated="fail")
     code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
     lines = {r["eval_id"]: r for r in read_jsonl(tmp_path / "out" / "inference.jsonl")}
     assert code == 1
