@@ -330,6 +330,12 @@ def _gate_config(config_arg: str | None, required: bool = False):
 
     if config_arg or required or any(Path(n).exists() for n in CONFIG_NAMES):
         loaded = load_config(find_config(config_arg))
+        from evalgate.confine import config_path_problems
+        from evalgate.errors import InputError
+
+        problems = config_path_problems(loaded)  # the baseline folder among them
+        if problems:
+            raise InputError(problems)
         return loaded.config.gate, loaded.base
     return GateConfig(), Path.cwd()
 

@@ -362,6 +362,10 @@ def test_cache_and_baseline_folders_outside_are_errors(cli, tmp_path, section):
     root = make_project(tmp_path / "project", config=PLAIN_CONFIG + section)
     line = _one_error(cli, root)
     assert ("judge.cache_dir" in line or "gate.baseline.path" in line) and "leads outside the project" in line
+    # The baseline commands read the same config: the same error, nothing read or written.
+    code, out, err = cli("baseline", "show", "--commit", "a" * 40, cwd=root)
+    assert code == 2 and "leads outside the project" in err
+    assert not (tmp_path / "baselines").exists()
 
 
 @needs_git
