@@ -2,7 +2,7 @@
 
 Activities (from the event, or forced by the `mode` input):
 
-- `pr` (pull_request, pull_request_target): score, compare with the baseline of the PR's
+- `pr` (pull_request): score, compare with the baseline of the PR's
   base commit (read only), comment and set the status on the PR's head commit.
 - `baseline` (push to the default branch): score, compare with the previous baseline,
   save this commit's baseline and update the flake ledger.
@@ -53,7 +53,10 @@ from entrypoint.ownership import hand_back  # noqa: E402
 from entrypoint.settings import Settings, read_settings, secrets  # noqa: E402
 
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-PR_EVENTS = ("pull_request", "pull_request_target")
+PR_EVENTS = ("pull_request",)
+# Runs with a write token and the repository's secrets in the base's context: the one event
+# on which running a pull request's agent hands those to its code. Refused (see choose_activity).
+REFUSED_EVENTS = ("pull_request_target",)
 # Where a shortened comment sends the reader ("The full report is in the ..."): the job summary,
 # and report.html in the output folder, which the documented workflows upload as an artifact.
 FULL_REPORT = "job summary of the run, and every case in report.html among the run's artifacts"
@@ -81,6 +84,7 @@ class Context:
     env: MutableMapping[str, str]
     warnings: list[str] = field(default_factory=list)
     missing: Optional[str] = None  # mode merge: which shards did not arrive (the verdict is then ERROR)
+    secrets: tuple[str, ...] = ()  # values never written where the agent's output goes (the token, ...)
     _client: Any = None
 
     def warn(self, message: str) -> None:
@@ -93,7 +97,7 @@ class Context:
 
         s = self.settings
         if self._client is None and s.token and s.repository:
-            self._client = GitHubClient(s.api_url, s.repository, s.token)
+            self._client = GitHubClient(s.api_url, s.repository, s.token, identity=s.github_identity)
         if self._client is None and required_for:
             missing = "GITHUB_REPOSITORY" if s.token else "the github-token input (EVALGATE_GITHUB_TOKEN)"
             raise InputError(Problem(None, "input 'github-token' (EVALGATE_GITHUB_TOKEN)", f"{required_for} needs {missing}", "Pass github-token: ${{ github.token }} (the default)."))
@@ -105,6 +109,17 @@ class Context:
 
 def choose_activity(s: Settings) -> str:
     event = s.event_name
+    if event in REFUSED_EVENTS:
+        raise InputError(
+            Problem(
+                None,
+                "GITHUB_EVENT_NAME",
+                f"evalgate does not run on {event}: that event gives the job a write token and the repository's secrets, "
+                "and running the pull request's agent (or reading its config) there hands them to the pull request's code",
+                "Use the fork-safe two-phase flow (docs/workflows.md): run evalgate on pull_request, upload its output "
+                "folder as an artifact, and publish it from a workflow_run job with mode: publish.",
+            )
+        )
     if s.shard is not None:
         return "shard"
     if s.mode == "merge":
@@ -190,6 +205,27 @@ def _gate(s: Settings, loaded) -> Any:
     return gate.model_copy(update=update) if update else gate
 
 
+def cache_policy(s: Settings):
+    """This run as a writer of judge cache entries, and whose entries it believes.
+
+    A pull request run believes only what default-branch runs wrote (and what it writes
+    itself): whatever else a pull request's cache holds was written in a job that ran the
+    pull request's code, so an earlier commit of it could vouch for a later one. Runs of the
+    default branch (push, schedule, manual runs on it, and the trusted workflow_run job) and
+    of other branches believe every entry that git does not track.
+    """
+    from evalgate.judge.cache import CachePolicy
+
+    default = _default_branch(s)
+    on_default = bool(default) and s.ref == f"refs/heads/{default}"
+    if s.event_name in PR_EVENTS:
+        return CachePolicy("pull_request", s.event_name, s.ref, frozenset({"default"}))
+    # A schedule always runs on the default branch; a push or a manual run may be on any.
+    if s.event_name in ("workflow_run", "schedule") or (on_default and s.event_name in ("push", "workflow_dispatch")):
+        return CachePolicy("default", s.event_name, s.ref)
+    return CachePolicy("branch", s.event_name, s.ref)
+
+
 def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[list], None]] = None) -> tuple[Any, list]:
     """Score every suite (as `evalgate run`; only shard K of N on a matrix leg) and write
     results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead.
@@ -228,7 +264,7 @@ def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[
         loaded.config = loaded.config.model_copy(update={"judge": judge})
     runtime, workers = None, 1
     if needs_runtime(plans):
-        runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False))
+        runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
     try:
         if outputs is not None:
             from evalgate.trusted import attach_outputs
@@ -285,7 +321,7 @@ def _run_agents(ctx: Context, plans: list, loaded, runtime: Any, digest: str, co
     except OSError as e:
         raise _unwritable(s, e) from None
     try:
-        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse)
+        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse, secrets=ctx.secrets)
     finally:
         journal.close()
 
@@ -340,13 +376,16 @@ def install(s: Settings, workflow: Workflow) -> None:
     group, with workflow commands off); a failure is the input's problem (exit 2)."""
     if not s.install:
         return
+    from evalgate.agents.environment import agent_environment
+
     # As root in the action's container, pip's root warning is noise.
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--root-user-action=ignore", *s.install]
     workflow.log(f"::group::pip install {shlex.join(s.install)}")
     tail: deque[str] = deque(maxlen=3)
     with workflow.verbatim():
         with subprocess.Popen(
-            command, cwd=s.working_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1
+            command, cwd=s.working_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
+            env=agent_environment(secrets=[s.token]),  # a setup.py is the project's code: no token, no ACTIONS_*
         ) as pip:
             assert pip.stdout is not None
             for line in pip.stdout:
@@ -607,7 +646,7 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
             ctx.warn(note)
 
     run, _ = score(ctx, loaded, policy=policy)
-    comparison = _incomplete(ctx, compare(baseline, run, gate, past, info))
+    comparison = _cached_new_cases(_incomplete(ctx, compare(baseline, run, gate, past, info)), run)
     comparison.gate_change = under.change()
     return comparison, run, baseline, history
 
@@ -634,6 +673,28 @@ def activity_merge_group(ctx: Context, loaded) -> Outcome:
     comparison, run, baseline, history = _gate_under_base(ctx, loaded, base_sha)
     _publish(ctx, _gate(ctx.settings, loaded), comparison, run, None, head_sha, history)
     return Outcome(comparison, run, baseline=baseline, trend=history)
+
+
+def _cached_new_cases(comparison: Any, run: Any) -> Any:
+    """Say in each suite's reasons (the comment and the summary show them) how many judge
+    verdicts of the cases the pull request added or changed came from the cache. Those
+    cases have no baseline to be compared with, so their verdict is all there is; a reader
+    should know it was not asked afresh (the entries are default-branch runs', see
+    `cache_policy`)."""
+    for suite in comparison.suites:
+        new = {(k.eval_set_id, k.eval_id) for k in (*suite.added, *suite.changed)}
+        if not new:
+            continue
+        result = next((r for r in run.suites if r.name == suite.name), None)
+        cases = [c for c in (result.cases if result is not None else []) if (c.eval_set_id, c.eval_id) in new]
+        hits = sum(c.judge_cache_hits or 0 for c in cases)
+        if hits:
+            with_hits = sum(1 for c in cases if c.judge_cache_hits)
+            suite.reasons.append(
+                f"judge cache: {hits} verdict{'s' if hits != 1 else ''} of {with_hits} added or changed "
+                f"case{'s' if with_hits != 1 else ''} came from the cache of default-branch runs, not from the judge"
+            )
+    return comparison
 
 
 def activity_baseline(ctx: Context, loaded) -> Outcome:
@@ -920,7 +981,8 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     parser.parse_args(argv if argv is not None else [])
     env = os.environ if env is None else env
     workflow = Workflow(env.get("GITHUB_OUTPUT"), env.get("GITHUB_STEP_SUMMARY"))
-    for secret in secrets(env):
+    known = secrets(env)
+    for secret in known:
         workflow.mask(secret)
     cwd = Path.cwd()
     # File times come from a coarse clock that can lag time.time() by a tick: a second of slack.
@@ -929,12 +991,16 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     loaded = None
     try:
         settings = read_settings(env, cwd)
+        # The settings hold the token now; the code under test (install, agents) runs after this.
+        from evalgate.agents.environment import withhold
+
+        known += [v for v in withhold(env) if v not in known]
         if settings.google_credentials is not None:
             env["GOOGLE_APPLICATION_CREDENTIALS"] = str(settings.google_credentials)
         os.chdir(settings.working_directory)
+        activity = choose_activity(settings)  # before install: a refused event runs no project code
         install(settings, workflow)
-        ctx = Context(settings, workflow, env)
-        activity = choose_activity(settings)
+        ctx = Context(settings, workflow, env, secrets=tuple(known))
         workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
         # Every activity reads the config; publish re-scores the pull request's outputs under it.
         loaded = _load(settings)

@@ -39,6 +39,7 @@ class Settings:
     workspace: Path
     config: Optional[Path]
     token: str = field(repr=False)
+    github_identity: Optional[str]  # the login the token writes as; None: find out (evalgate.github)
     mode: Mode
     comment: bool
     status_context: Optional[str]  # None: the gate id
@@ -212,6 +213,17 @@ def clean_config(r: _Reader, ws: Workspace, working_directory: Path) -> Optional
 
 def clean_token(r: _Reader) -> str:
     return r.raw("EVALGATE_GITHUB_TOKEN")
+
+
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+
+
+def clean_github_identity(r: _Reader) -> Optional[str]:
+    value = r.raw("EVALGATE_GITHUB_IDENTITY")
+    if value and not _LOGIN.match(value):
+        r.bad("EVALGATE_GITHUB_IDENTITY", f"'{value}' is not a GitHub login", "Give the login the token writes as, such as github-actions[bot], my-app[bot] or a user's login; or leave it empty.")
+        return None
+    return value or None
 
 
 def clean_status_context(r: _Reader) -> Optional[str]:
@@ -388,6 +400,7 @@ def read_settings(env: Mapping[str, str], cwd: Optional[Path] = None) -> Setting
         workspace=ws.root,
         config=clean_config(r, ws, working_directory),
         token=clean_token(r),
+        github_identity=clean_github_identity(r),
         mode=clean_choice(r, "EVALGATE_MODE", MODES, "auto"),  # type: ignore[arg-type]
         comment=clean_bool(r, "EVALGATE_COMMENT", True),
         status_context=clean_status_context(r),

@@ -1,6 +1,7 @@
 """The nightly run's tracking issue: one open issue per gate, found by a hidden marker, kept current.
 
-On a failing nightly run the open tracking issue's body is replaced with the latest report
+Only an issue written by the token's own identity can be the tracking issue (see
+`GitHubClient.is_ours`). On a failing nightly run the open tracking issue's body is replaced with the latest report
 (or the issue is opened); when a later nightly run passes, the issue gets a comment saying
 so and is closed. A closed issue is left alone: the next regression opens a new one, so
 each incident keeps its own history.
@@ -33,10 +34,12 @@ class Tracked:
 
 
 def find_tracking_issue(client: GitHubClient, gate_id: str) -> Optional[dict[str, Any]]:
-    """The open issue whose body starts with the gate's marker (pull requests are not issues)."""
+    """The open issue evalgate opened for the gate: written by the token's identity, the
+    marker its first line (`GitHubClient.is_ours`; pull requests are not issues). An issue
+    someone else opened with the marker is not it."""
     marker = tracking_marker(gate_id)
     for issue in client.iter_open_issues():
-        if "pull_request" not in issue and (issue.get("body") or "").startswith(marker):
+        if "pull_request" not in issue and client.is_ours(issue, marker):
             return issue
     return None
 

@@ -168,8 +168,10 @@ def _select(plans, patterns: list[str] | None):
     return select_cases(plans, patterns)
 
 
-def _judge_runtime(loaded, args: argparse.Namespace):
-    """The run's judge runtime, from the config's judge section and the command line."""
+def _judge_runtime(loaded, args: argparse.Namespace, cache_policy=None):
+    """The run's judge runtime, from the config's judge section and the command line.
+    `cache_policy` (evalgate.judge.cache.CachePolicy): the action's; a local run by default."""
+    from evalgate.judge.cache import CachePolicy
     from evalgate.judge.runtime import JudgeRuntime
 
     judge = loaded.config.judge
@@ -183,6 +185,7 @@ def _judge_runtime(loaded, args: argparse.Namespace):
         max_attempts=judge.max_attempts,
         cache_dir=cache_dir if cache_dir.is_absolute() else loaded.base / cache_dir,
         use_cache=judge.cache and not args.no_cache,
+        cache_policy=cache_policy or CachePolicy(),
         vertex_project=loaded.config.vertex.project,
         vertex_location=loaded.config.vertex.location,
         vertex_endpoint=loaded.config.vertex.endpoint,
@@ -393,6 +396,12 @@ def _gate_config(config_arg: str | None, required: bool = False):
 
     if config_arg or required or any(Path(n).exists() for n in CONFIG_NAMES):
         loaded = load_config(find_config(config_arg))
+        from evalgate.confine import config_path_problems
+        from evalgate.errors import InputError
+
+        problems = config_path_problems(loaded)  # the baseline folder among them
+        if problems:
+            raise InputError(problems)
         return loaded.config.gate, loaded.base
     return GateConfig(), Path.cwd()
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Literal
 from evalgate import efficiency
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
+from evalgate.judge.request import CASE_TALLY, CaseTally
 from evalgate.results import (
     AgentLog,
     CaseResult,
@@ -276,12 +277,18 @@ class Timing:
 
 def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
     results = {}
-    for name, crit in sorted(case.criteria.items()):
-        t0 = time.perf_counter()
-        results[name] = score_runs(crit, case)
-        if timing is not None:
-            timing.add(name, time.perf_counter() - t0)
+    tally = CaseTally()
+    token = CASE_TALLY.set(tally)
+    try:
+        for name, crit in sorted(case.criteria.items()):
+            t0 = time.perf_counter()
+            results[name] = score_runs(crit, case)
+            if timing is not None:
+                timing.add(name, time.perf_counter() - t0)
+    finally:
+        CASE_TALLY.reset(token)
     return CaseResult(
+        judge_cache_hits=tally.cache_hits or None,
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
         expected_digest=case.expected_digest,
@@ -361,6 +368,9 @@ def score_suite(
             if spec.judge:
                 spec.stats = _stats_delta(before.get(name, {}), after.get(name, {}))
         warnings.extend(credential_warnings(runtime, ordered))
+        refused = sum(spec.stats.get("cache_refused", 0) for spec in specs.values())
+        if refused:
+            warnings.append(cache_warning(refused))
     if timing is not None:
         timing.seconds = time.perf_counter() - t0
     return finish_suite(plan.name, plan.not_evaluated, results, specs, warnings, plan.agent_error)
@@ -419,6 +429,14 @@ def credential_warnings(runtime: Any, cases: list[CaseInput]) -> list[str]:
         if reason:
             out.append(f"{'judge' if service == 'gemini' else 'Vertex AI'} criteria: {reason}; only cached results were used")
     return out
+
+
+def cache_warning(refused: int) -> str:
+    """The suite's warning when stored judge verdicts were found but not believed."""
+    return (f"judge cache: {refused} stored verdict{'s were' if refused != 1 else ' was'} not believed "
+            "(a file tracked by git, or written by a run this one does not trust: pull request runs believe "
+            "only what default-branch runs wrote); the judge was asked instead. Keep the cache out of the "
+            "repository (git rm -r --cached it) and let actions/cache restore it.")
 
 
 def _stats_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

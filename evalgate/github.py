@@ -23,6 +23,9 @@ import requests
 log = logging.getLogger(__name__)
 
 API_VERSION = "2022-11-28"
+# Who a workflow's GITHUB_TOKEN writes as. `GET /user` answers 403 to that token (and to a
+# GitHub App's installation token), so it cannot be asked; a personal token's user can be.
+ACTIONS_BOT = "github-actions[bot]"
 COMMENT_LIMIT = 65_536  # characters in an issue comment body
 STATUS_DESCRIPTION_LIMIT = 140  # characters in a commit status description
 STATUS_STATES = frozenset({"success", "failure", "error", "pending"})
@@ -105,6 +108,7 @@ class GitHubClient:
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
         session: Optional[requests.Session] = None,
+        identity: Optional[str] = None,
     ):
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository or ""):
             raise ValueError(f"repository must look like 'owner/name', got {repository!r}")
@@ -129,11 +133,38 @@ class GitHubClient:
         )
         origin = urlsplit(self.api_url)
         self._origin = (origin.scheme, origin.netloc)
+        self._identity = identity.strip() if identity and identity.strip() else None
 
     def __repr__(self) -> str:
         return f"GitHubClient(api_url={self.api_url!r}, repository={self.repository!r}, token=***)"
 
     __str__ = __repr__
+
+    # --- who we are ----------------------------------------------------------------
+
+    def identity(self) -> str:
+        """The login this token writes as: comments and issues are evalgate's only when this
+        login wrote them. Given at construction, or found once: `GET /user` for a personal
+        token; the Actions bot when the token may not read it (GITHUB_TOKEN, an app's token:
+        an app's bot login must then be given)."""
+        if self._identity is None:
+            try:
+                login = self._send("GET", f"{self.api_url}/user").json().get("login")
+            except (GitHubForbidden, GitHubNotFound):
+                login = None
+            self._identity = login if isinstance(login, str) and login else ACTIONS_BOT
+        return self._identity
+
+    def is_ours(self, item: dict[str, Any], marker: str) -> bool:
+        """Whether a comment or issue is evalgate's: written by this token's identity, with
+        `marker` as its whole first line. Anyone can type the marker; nobody else can write
+        as the token's identity (the `[bot]` suffix is not allowed in a user's login)."""
+        user = item.get("user")
+        login = user.get("login") if isinstance(user, dict) else None
+        if not isinstance(login, str) or login.casefold() != self.identity().casefold():
+            return False
+        first = (item.get("body") or "").split("\n", 1)[0]
+        return first.rstrip("\r") == marker
 
     # --- issue comments ------------------------------------------------------------
 
@@ -171,10 +202,12 @@ class GitHubClient:
             query = None  # the next link carries its own query
 
     def upsert_comment(self, number: int, body: str, marker: str) -> tuple[str, bool]:
-        """Update the comment carrying `marker` in place, or create it if there is none.
+        """Update evalgate's comment carrying `marker` in place, or create it if there is none.
 
-        Searches all pages; when several comments carry the marker, the newest one is
-        edited. Returns (the comment's html_url, whether it was created).
+        Searches all pages; when several of evalgate's comments carry the marker, the newest
+        one is edited. A comment is evalgate's only when this token's identity wrote it and
+        its first line is the marker (`is_ours`): someone else's comment that starts with the
+        marker is left alone. Returns (the comment's html_url, whether it was created).
         """
         if not marker:
             raise ValueError("a marker is required to find the comment again")
@@ -184,9 +217,9 @@ class GitHubClient:
             raise ValueError(f"comment body has {len(body)} characters; GitHub accepts at most {COMMENT_LIMIT}")
         found: Optional[dict[str, Any]] = None
         for comment in self.iter_issue_comments(number):
-            # Only a comment that starts with the marker is ours: a person quoting the
-            # marker in their own comment must not make us try to edit theirs.
-            if (comment.get("body") or "").startswith(marker) and (found is None or comment["id"] > found["id"]):
+            # A person quoting or planting the marker must not make us edit their comment (and
+            # then be able to edit our verdict back): the author must be the token's identity.
+            if self.is_ours(comment, marker) and (found is None or comment["id"] > found["id"]):
                 found = comment
         if found is None:
             created = self._send("POST", self._repo_path(f"issues/{int(number)}/comments"), json={"body": body})

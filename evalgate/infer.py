@@ -170,6 +170,7 @@ async def _infer(
     journal: Optional["Journal"],
     reuse: dict[RunKey, AgentRun],
     logs: "LogOptions",
+    secrets: tuple[str, ...] = (),
 ) -> dict[str, Usage]:
     problems = ProblemCollector()
     # Every case run starts as "not run"; those an earlier run finished (`reuse`) are taken
@@ -209,7 +210,8 @@ async def _infer(
                 reason = runtime.credentials()
                 if reason:
                     plan.warnings.append(f"simulated users: {reason}; conversation_scenario cases were not run")
-        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs) for p, case, n in todo))
+        hidden = _known_secrets(secrets)
+        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden) for p, case, n in todo))
     finally:
         for runner in started:
             try:
@@ -264,12 +266,15 @@ def run_agents(
     journal: Optional["Journal"] = None,
     reuse: Optional[dict[RunKey, AgentRun]] = None,
     logs: Optional[LogOptions] = None,
+    secrets: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
     `runtime` (the judge runtime) plays the simulated user of scenario cases. Each finished
     case run goes to `journal` at once; case runs found in `reuse` (an earlier run's, see
     `resumable`) are taken from there and not run. What the agent writes meanwhile is
-    captured per case run (`logs` says what else to do with it).
+    captured per case run (`logs` says what else to do with it). What an agent run gives
+    back (its invocations, its error) is written nowhere before the values of secret-looking
+    environment variables and `secrets` (the GitHub token, say) are replaced in it.
 
     Returns what goes into results.json's `run.agent` ({} when no suite runs an agent):
     the step's wall time, the usage per suite, and the simulated users' requests, cache
@@ -279,7 +284,7 @@ def run_agents(
     if not runners:
         return {}
     with capture.capture():
-        usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}, logs or LogOptions()))
+        usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}, logs or LogOptions(), tuple(secrets)))
     out: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
     simulator = runtime.stats().get(SIMULATOR) if runtime is not None else None
     if simulator:
@@ -307,13 +312,14 @@ async def _one(
     runtime: Any = None,
     journal: Optional["Journal"] = None,
     logs: Optional[LogOptions] = None,
+    hidden: Optional[list[tuple[str, str]]] = None,
 ) -> None:
     spec = plan.agent
     logs = logs or LogOptions()
     async with limit:
         t0 = time.monotonic()
         state: dict[str, Any] = {"turn": 0}
-        log = _case_log(plan, case, n, logs)
+        log = _case_log(plan, case, n, logs, _known_secrets(()) if hidden is None else hidden)
         try:
             invocations = await asyncio.wait_for(_logged(log, _converse(runner, case, n, spec, state, runtime)), timeout=spec.timeout_s)
             result = AgentRun(invocations, run=n, ended=state.get("ended"))
@@ -324,9 +330,12 @@ async def _one(
             result = AgentRun(None, str(e), run=n)
         except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
             result = AgentRun(None, _describe(e), run=n)
+        hidden = _known_secrets(()) if hidden is None else hidden
         if result.error is not None:
-            result.error = _redact(result.error)
+            result.error = _redact(result.error, hidden)
         result.log = log.close()
+        if result.invocations:
+            result.invocations = _redact_invocations(result.invocations, hidden)
         result.duration_s = round(time.monotonic() - t0, 3)
         result.replayed = state.get("replayed") or {}
         result.expected_digest = case.expected_digest
@@ -339,9 +348,9 @@ async def _one(
         progress(1)
 
 
-def _case_log(plan: SuitePlan, case: CaseInput, n: int, logs: LogOptions) -> capture.CaseLog:
+def _case_log(plan: SuitePlan, case: CaseInput, n: int, logs: LogOptions, hidden: Optional[list[tuple[str, str]]] = None) -> capture.CaseLog:
     label = f"{plan.name}/{case.eval_id}" + (f" run {n}" if plan.agent.num_runs > 1 else "")
-    return capture.CaseLog(capture.echo_to(logs.live, label) if logs.live is not None else None, redact=_redact)
+    return capture.CaseLog(capture.echo_to(logs.live, label) if logs.live is not None else None, redact=lambda text: _redact(text, hidden))
 
 
 async def _logged(log: capture.CaseLog, conversation: Any) -> Any:
@@ -390,14 +399,40 @@ async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: d
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
-def _redact(text: str) -> str:
-    """An error message without the values of secret-looking environment variables: the
-    agent's stderr or an exception may quote its own key, and errors go to results and the
-    PR comment."""
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, f"${{{name}}}")
+def _known_secrets(extra: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(value, what replaces it), longest first: the values of secret-looking environment
+    variables (shown as ${NAME}), then `extra` values (shown as ***). Short values are not
+    secrets worth hiding, and replacing them would garble ordinary text."""
+    found = {value: f"${{{name}}}" for name, value in os.environ.items() if len(value) >= 8 and _SECRET_NAME.search(name)}
+    for value in extra:
+        if value and len(value) >= 8:
+            found.setdefault(value, "***")
+    return sorted(found.items(), key=lambda item: -len(item[0]))
+
+
+def _redact(text: str, hidden: Optional[list[tuple[str, str]]] = None) -> str:
+    """An error message without known secret values: the agent's stderr or an exception may
+    quote its own key, and errors go to results and the PR comment."""
+    for value, shown in _known_secrets(()) if hidden is None else hidden:
+        if value in text:
+            text = text.replace(value, shown)
     return text
+
+
+def _redact_invocations(invocations: list[Any], hidden: list[tuple[str, str]]) -> list[Any]:
+    """The agent's invocations with known secret values replaced wherever they occur (an
+    agent that prints its environment must not publish the token in the PR comment)."""
+    out = []
+    for inv in invocations:
+        text = json.dumps(inv.model_dump(mode="json", by_alias=False), ensure_ascii=False)
+        found = [(json.dumps(v, ensure_ascii=False)[1:-1], json.dumps(r, ensure_ascii=False)[1:-1]) for v, r in hidden]
+        if not any(v in text for v, _ in found):
+            out.append(inv)
+            continue
+        for value, shown in found:
+            text = text.replace(value, shown)
+        out.append(type(inv).model_validate(json.loads(text)))
+    return out
 
 
 def _describe(e: BaseException) -> str:

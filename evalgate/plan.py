@@ -16,17 +16,19 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_simulator_config, read_test_config, suite_agent
+from evalgate.confine import config_path_problems, outside
 from evalgate.criteria import Criterion
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.loaders.actual import ActualRecord, load_actual
-from evalgate.loaders.evalsets import LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
+from evalgate.loaders.evalsets import EVALSET_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
 from evalgate.results import digest
 from evalgate.simulated_user import BUILT_IN_PERSONAS, UserSimulatorConfig, known_persona
 
 
 def build_plans(loaded: LoadedConfig) -> list[SuitePlan]:
     problems = ProblemCollector()
+    problems.extend(config_path_problems(loaded))
     plans = []
     for i, suite in enumerate(loaded.config.suites):
         plan = problems.run(_build_suite, loaded, i, suite)
@@ -91,10 +93,14 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
         return _trace_suite(loaded, i, suite, explicit or {})
     agent = suite_agent(loaded.config, suite)
     problems = ProblemCollector()
+    # Every file an item names must lie inside the project (evalgate.confine); the items'
+    # paths are checked first, their case selectors read after.
+    _confined(loaded, problems, [_selector_path(item) for item in suite.evalsets], EVALSET_SUFFIXES, "suites", i, "evalsets")
+    problems.raise_if_any()
     set_files = problems.run(expand_evalsets, suite.evalsets, base, shown, lambda j: loaded.where("suites", i, "evalsets", j)) or []
     actual_files = []
     if agent is None:
-        actual_files = problems.run(expand, suite.actual, base, (".evalset_result.json", ".jsonl"), shown, lambda j: loaded.where("suites", i, "actual", j)) or []
+        actual_files = _confined(loaded, problems, suite.actual, (".evalset_result.json", ".jsonl"), "suites", i, "actual")
     problems.raise_if_any()
 
     loaded_sets = [(f, problems.run(load_evalset, f.path, base)) for f in set_files]
@@ -336,6 +342,31 @@ def selected_digest(config_digest: str, patterns: list[str]) -> str:
     return digest({"config_digest": config_digest, "case": sorted(set(patterns))})
 
 
+def _confined(loaded: LoadedConfig, problems: ProblemCollector, patterns: list[Optional[str]], suffixes: tuple[str, ...], *loc: Any) -> list[Path]:
+    """The files `patterns` name (`expand`), each of which must lie inside the project
+    (evalgate.confine): a problem for each pattern that leads outside, and its files dropped.
+    A None pattern is skipped (its item is reported elsewhere)."""
+    out: dict[Path, None] = {}  # in order, each file once (expand resolved them)
+    for j, pattern in enumerate(patterns):
+        if pattern is None:
+            continue
+        files = problems.run(expand, [pattern], loaded.base, suffixes, loaded.shown, lambda _: loaded.where(*loc, j)) or []
+        escaped = outside(loaded, files, pattern, loaded.where(*loc, j))
+        problems.extend(escaped)
+        if not escaped:
+            out.update(dict.fromkeys(files))
+    return list(out)
+
+
+def _selector_path(item: str) -> Optional[str]:
+    """An `evalsets` item's path, without its case selector (as `adk eval` splits it); None
+    when the selector is malformed (expand_evalsets says how)."""
+    try:
+        return split_selector(item)[0]
+    except ValueError:
+        return None
+
+
 def _criteria_file(loaded: LoadedConfig, suite: SuiteConfig) -> Optional[Path]:
     """The suite's `criteria:` when it names an ADK test_config.json."""
     if not isinstance(suite.criteria, str):
@@ -454,7 +485,7 @@ def _trace_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig, criteria: dic
     for name, crit in criteria.items():
         if crit.input_kind != "trace":
             problems.add(loaded.shown, loaded.where("suites", i, "criteria", name), f"'{name}' scores eval sets, not traces", "Trace suites take trace criteria such as 'trace_value'.")
-    files = problems.run(expand, suite.traces, loaded.base, (".json", ".jsonl"), loaded.shown, lambda j: loaded.where("suites", i, "traces", j)) or []
+    files = _confined(loaded, problems, suite.traces, (".json", ".jsonl"), "suites", i, "traces")
     problems.raise_if_any()
     cases = []
     seen: dict[str, str] = {}

@@ -111,6 +111,11 @@ class CaseResult(_Model):
     criteria: dict[str, CriterionResult]
     invocations: list[InvocationSummary] = Field(default_factory=list)
     source: dict[str, str] = Field(default_factory=dict, description="Files the case and its actual outputs came from.")
+    judge_cache_hits: Optional[int] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="How many of the case's judge verdicts were read from the judge cache instead of asked (absent: none).",
+    )
     conversation_end: Optional[str] = Field(
         None,
         exclude_if=lambda v: v is None,

@@ -4,7 +4,10 @@ It speaks the shapes in shared/notes/wire-protocols.md: issue comments with Link
 pagination (next links use `/repositories/{id}/...` as GitHub does), commit statuses,
 the contents API on branches with blob shas and conflict answers, git refs / trees /
 commits / blobs, commits with parents, issues (list / create / edit, for the nightly
-tracking issue) and `GET /pulls/{n}`. Tests can inject faults, switch to a fork's
+tracking issue), `GET /pulls/{n}` and `GET /user`. Comments and issues carry their author
+(`user.login`, `user.type`): what the token writes is written as `actor`, by default the
+workflow token's `github-actions[bot]` (a Bot, to which `GET /user` answers 403 as GitHub
+does); `as_user(login)` makes the token a person's (a personal access token). Tests can inject faults, switch to a fork's
 read-only token, hook a callback before a request (a concurrent writer), and read the
 request log.
 
@@ -93,6 +96,7 @@ class FakeGitHub:
         self.max_per_page = 100  # GitHub's cap; lower it to force many pages
         self.large_file_limit = 1_000_000  # contents GET leaves `content` empty above this size
         self.read_only = False  # a fork PR's token: every write answers 403
+        self.actor: dict[str, Any] = dict(BOT)  # who the token writes as
         self.link_base: Optional[str] = None  # override the host in Link headers
         self.log: list[Request] = []
         self.faults: list[Fault] = []
@@ -159,6 +163,10 @@ class FakeGitHub:
             for r in self.log
             if (method is None or r.method == method) and (path is None or re.fullmatch(path, r.path))
         ]
+
+    def as_user(self, login: str, uid: int = 583231) -> None:
+        """The token is a person's (a personal access token): it writes as them, and `GET /user` answers."""
+        self.actor = {"login": login, "id": uid, "type": "User"}
 
     def add_comment(self, number: int, body: str, user: Optional[dict[str, Any]] = None) -> dict[str, Any]:
         with self._lock:
@@ -338,6 +346,11 @@ class FakeGitHub:
                 return reply
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> _Reply:
+        if method == "GET" and path == "/user":
+            # An installation token (GITHUB_TOKEN, an app's) is no user: GitHub answers 403.
+            if self.actor.get("type") == "Bot":
+                raise _Reply(403, {"message": "Resource not accessible by integration", "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user", "status": "403"})
+            return _Reply(200, {**self.actor, "site_admin": False})
         repo = f"/repos/{self.repository}"
         if not path.startswith(repo + "/") and path != repo:
             raise _Reply(404, NOT_FOUND)
@@ -407,7 +420,7 @@ class FakeGitHub:
             raise _Reply(422, {"message": "Validation Failed", "errors": [{"resource": "IssueComment", "code": "missing_field", "field": "body"}]})
         if len(text) > 65536:
             raise _Reply(422, {"message": "Validation Failed", "errors": [{"message": "Body is too long (maximum is 65536 characters)"}]})
-        return _Reply(201, _public(self._new_comment(int(number), text, BOT)))
+        return _Reply(201, _public(self._new_comment(int(number), text, self.actor)))
 
     def _update_comment(self, query, body, cid):
         comment = self.comments.get(int(cid))
@@ -589,7 +602,7 @@ class FakeGitHub:
             raise _Reply(422, {"message": "Validation Failed", "errors": [{"resource": "Issue", "code": "missing_field", "field": "title"}]})
         if len(body.get("body") or "") > 65536:
             raise _Reply(422, {"message": "Validation Failed", "errors": [{"message": "body is too long (maximum is 65536 characters)"}]})
-        return _Reply(201, dict(self._new_issue(body["title"], body.get("body") or "", "open", BOT)))
+        return _Reply(201, dict(self._new_issue(body["title"], body.get("body") or "", "open", self.actor)))
 
     def _get_issue(self, query, body, number):
         issue = self.issues.get(int(number))

@@ -317,6 +317,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
         f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",
         f"GET {api}/issues/{PR}/comments 200",  # finds the first run's comment by its marker
+        "GET /user 403",  # ... and its author: the workflow token's own identity (it may not read /user)
         f"PATCH {api}/issues/comments/{comment['id']} 200",
         f"POST {api}/statuses/{fixed} 201",
     ]

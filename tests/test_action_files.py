@@ -21,6 +21,7 @@ ENTRYPOINT = "/opt/evalgate/entrypoint/main.py"
 INPUTS = {
     "config": "EVALGATE_CONFIG",
     "github-token": "EVALGATE_GITHUB_TOKEN",
+    "github-identity": "EVALGATE_GITHUB_IDENTITY",
     "mode": "EVALGATE_MODE",
     "comment": "EVALGATE_COMMENT",
     "status-context": "EVALGATE_STATUS_CONTEXT",

@@ -709,3 +709,71 @@ def test_merge_refuses_legs_of_another_commit_and_a_leg_refuses_a_mode(action, h
     assert "Leave mode at auto on the legs" in action.summary
     assert action("push", _push(sha), sha=sha, shard="3/2") == 2
     assert "input 'shard' (EVALGATE\\_SHARD)" in action.summary
+
+
+# --- markers: only the token's own comments and issues are evalgate's (issue 26) ---------------
+
+
+def test_a_planted_marker_comment_is_left_alone_and_evalgate_posts_its_own(action, baseline):
+    fake = action.fake
+    head = fake.add_commit([baseline], "PR head")
+    # Someone starts a comment with the gate's marker, hoping evalgate writes its verdict into
+    # it (and then editing it back to "PASS").
+    planted = dict(fake.add_comment(PR, f"{marker('evalgate')}\n## evalgate: PASS\nall good", user={"login": "mallory", "id": 666, "type": "User"}))
+    _set_outputs(action.ws, regressed=True)
+    assert action("pull_request", _pull_request(head, baseline), sha=head) == 1, action.stdout
+    assert fake.comments[planted["id"]]["body"] == planted["body"]
+    assert not fake.requests("PATCH", rf"/repos/octo/hello/issues/comments/{planted['id']}")
+    [ours] = [c for c in fake.issue_comments(PR) if c["id"] != planted["id"]]
+    assert ours["user"]["login"] == "github-actions[bot]" and "FAIL" in ours["body"]
+    assert action.outputs["comment-url"] == ours["html_url"]
+    # The next run edits evalgate's own comment, never the planted one.
+    _set_outputs(action.ws, regressed=False)
+    assert action("pull_request", _pull_request(head, baseline), sha=head) == 0, action.stdout
+    assert len(fake.issue_comments(PR)) == 2
+    assert fake.comments[planted["id"]]["body"] == planted["body"]
+    assert fake.requests("PATCH", rf"/repos/octo/hello/issues/comments/{ours['id']}")
+
+
+def test_a_personal_token_finds_its_own_comment_by_its_user(action, baseline):
+    fake = action.fake
+    fake.as_user("release-bot-person")
+    head = fake.add_commit([baseline], "PR head")
+    _set_outputs(action.ws, regressed=True)
+    action("pull_request", _pull_request(head, baseline), sha=head)
+    _set_outputs(action.ws, regressed=False)
+    action("pull_request", _pull_request(head, baseline), sha=head)
+    [comment] = fake.issue_comments(PR)  # edited in place: the token's user wrote it
+    assert comment["user"]["login"] == "release-bot-person" and "PASS" in comment["body"]
+
+
+def test_a_planted_tracking_issue_is_left_alone_and_evalgate_opens_its_own(action, baseline):
+    fake = action.fake
+    planted = fake.add_issue("evalgate: nightly regression (evalgate)", f"{tracking_marker('evalgate')}\nnothing to see", user={"login": "mallory", "id": 666, "type": "User"})
+    schedule = {"schedule": "0 3 * * *"}
+    _set_outputs(action.ws, regressed=True)
+    assert action("schedule", schedule, sha=baseline) == 1, action.stdout
+    [ours] = [i for i in fake.issues.values() if i["number"] != planted["number"]]
+    assert ours["user"]["login"] == "github-actions[bot]" and "lights-en" in ours["body"]
+    assert fake.issues[planted["number"]]["body"] == f"{tracking_marker('evalgate')}\nnothing to see"
+    # Passing again closes evalgate's issue only.
+    _set_outputs(action.ws, regressed=False)
+    assert action("schedule", schedule, sha=baseline) == 0
+    assert fake.issues[ours["number"]]["state"] == "closed"
+    assert fake.issues[planted["number"]]["state"] == "open" and not fake.issue_comments(planted["number"])
+    assert not fake.requests("PATCH", rf"/repos/octo/hello/issues/{planted['number']}")
+
+
+def test_the_github_identity_input_names_an_apps_bot(action, baseline):
+    fake = action.fake
+    fake.actor = {"login": "evalgate-app[bot]", "id": 99, "type": "Bot"}  # an app's installation token
+    head = fake.add_commit([baseline], "PR head")
+    _set_outputs(action.ws, regressed=True)
+    action("pull_request", _pull_request(head, baseline), sha=head, github_identity="evalgate-app[bot]")
+    _set_outputs(action.ws, regressed=False)
+    action("pull_request", _pull_request(head, baseline), sha=head, github_identity="evalgate-app[bot]")
+    [comment] = fake.issue_comments(PR)
+    assert "PASS" in comment["body"] and not fake.requests("GET", "/user")
+    # A login that cannot be one is a bad input.
+    assert action("pull_request", _pull_request(head, baseline), sha=head, github_identity="not a login") == 2
+    assert "input 'github-identity' (EVALGATE_GITHUB_IDENTITY)" in action.stdout

@@ -18,7 +18,7 @@ from evalgate.github import (
     RetryPolicy,
     truncate,
 )
-from fake_github import FakeGitHub, fake_github  # noqa: F401  (fixture)
+from fake_github import BOT, FakeGitHub, fake_github  # noqa: F401  (fixture)
 
 PR = 5
 COMMENTS = rf"/repos/octo/hello/issues/{PR}/comments"
@@ -120,8 +120,8 @@ def test_a_second_upsert_edits_the_first_comment_even_on_page_3(fake_github, cli
 
 def test_the_newest_marked_comment_is_the_one_edited(fake_github, client):  # noqa: F811
     marker = gate_marker("default")
-    old = fake_github.add_comment(PR, f"{marker}\nold")
-    new = fake_github.add_comment(PR, f"{marker}\nnewer")
+    old = fake_github.add_comment(PR, f"{marker}\nold", user=BOT)  # both evalgate's own
+    new = fake_github.add_comment(PR, f"{marker}\nnewer", user=BOT)
     client.upsert_comment(PR, "third", marker)
     assert fake_github.comments[old["id"]]["body"] == f"{marker}\nold"
     assert fake_github.comments[new["id"]]["body"] == f"{marker}\nthird"  # marker added when missing
@@ -142,7 +142,7 @@ def test_an_unchanged_comment_is_not_rewritten(fake_github, client):  # noqa: F8
     client.upsert_comment(PR, f"{marker}\nsame", marker)
     fake_github.log.clear()
     assert client.upsert_comment(PR, f"{marker}\nsame", marker)[1] is False
-    assert [r.method for r in fake_github.log] == ["GET"]
+    assert [(r.method, r.path) for r in fake_github.log] == [("GET", COMMENTS), ("GET", "/user")]  # who we are: asked once
 
 
 def test_a_comment_over_githubs_limit_is_refused_before_sending(fake_github, client):  # noqa: F811
@@ -400,3 +400,33 @@ def test_a_quoted_marker_in_someone_elses_comment_is_not_ours(client, fake_githu
     assert created
     bodies = [c["body"] for c in client.iter_issue_comments(PR)]
     assert bodies == [f"> {marker}\nquoting the bot", f"{marker}\nreport"]
+
+
+# --- whose comment it is (issue 26) --------------------------------------------------------
+
+
+def test_a_comment_starting_with_the_marker_by_someone_else_is_not_ours(client, fake_github):  # noqa: F811
+    marker = gate_marker("default")
+    planted = fake_github.add_comment(PR, f"{marker}\nPASS", user={"login": "mallory", "id": 666, "type": "User"})
+    url, created = client.upsert_comment(PR, "report", marker)
+    assert created and fake_github.comments[planted["id"]]["body"] == f"{marker}\nPASS"
+    assert client.identity() == "github-actions[bot]"  # GET /user answered 403 to the workflow token
+
+
+def test_the_marker_must_be_the_whole_first_line(client, fake_github):  # noqa: F811
+    marker = gate_marker("default")
+    other = fake_github.add_comment(PR, f"{marker} but not alone\nx", user=BOT)
+    assert client.upsert_comment(PR, "report", marker)[1] is True
+    assert fake_github.comments[other["id"]]["body"] == f"{marker} but not alone\nx"
+
+
+def test_a_personal_tokens_identity_comes_from_get_user(fake_github):  # noqa: F811
+    fake_github.as_user("octocat")
+    client = GitHubClient(fake_github.url, fake_github.repository, fake_github.token)
+    assert client.identity() == "octocat"
+    assert client.identity() == "octocat" and len(fake_github.requests("GET", "/user")) == 1
+
+
+def test_a_given_identity_is_not_looked_up(fake_github):  # noqa: F811
+    client = GitHubClient(fake_github.url, fake_github.repository, fake_github.token, identity="my-app[bot]")
+    assert client.identity() == "my-app[bot]" and fake_github.log == []

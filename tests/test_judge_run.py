@@ -56,6 +56,8 @@ def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypat
     code, _, _ = cli("run", "--out", "out2", "--quiet", cwd=root)
     assert code == 1 and fake_gemini.requests == []
     again = json.loads((root / "out2" / "results.json").read_text(encoding="utf-8"))
+    # The same results; each case now says how many of its verdicts came from the cache.
+    assert [c.pop("judge_cache_hits") for c in again["suites"][0]["cases"]] == [drawn, 3]
     assert again["suites"][0]["cases"] == suite["cases"]
     assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == drawn + 3
 

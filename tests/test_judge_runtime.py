@@ -500,6 +500,7 @@ def test_cache_files_are_content_addressed(gemini, make_runtime, tmp_path):
     assert stored == {
         "format": 1, "key": key, "text": '{"verdict": "valid", "reason": "names Paris"}',
         "usage": {"prompt_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        "writer": {"kind": "local", "event": "", "ref": ""},  # who wrote it (issue 26)
     }
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
 

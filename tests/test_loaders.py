@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -160,7 +161,8 @@ def test_unknown_actual_file_shape(tmp_path):
 
 def test_folder_discovery_uses_each_test_config(shared_fixtures, tmp_path, cli):
     """A folder suite picks up every *.test.json with the test_config.json beside it."""
-    folder = shared_fixtures / "adk" / "home_automation_agent"
+    # Inside the project: a config's paths may not lead out of it (issue 26).
+    folder = Path(shutil.copytree(shared_fixtures / "adk" / "home_automation_agent", tmp_path / "home_automation_agent"))
     lines = []
     for path in _fixture_files(folder):
         es = load_evalset(path, base=tmp_path).eval_set

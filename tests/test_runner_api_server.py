@@ -197,8 +197,9 @@ def model_env(model, monkeypatch):
 
 def test_same_invocations_and_scores_as_the_in_process_runner(cli, adk_server, agents_dir, model_env, tmp_path):
     outputs = {}
+    evals = shutil.copytree(agents_dir / "evals", tmp_path / "evals")  # a config's data lies inside its project
     for kind, agent in {"adk": f"{{adk: {agents_dir / APP}}}", "url": f"{{url: '{adk_server}', app: {APP}}}"}.items():
-        config = write_config(tmp_path / f"{kind}.yaml", agents_dir / "evals", agent, criteria="{tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
+        config = write_config(tmp_path / f"{kind}.yaml", evals, agent, criteria="{tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
         code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / kind))
         assert "Traceback" not in err, err
         # Results without the measured seconds (efficiency's invocation_duration_v1), as RunResults.comparable() has them.
@@ -227,7 +228,8 @@ def test_same_invocations_and_scores_as_the_in_process_runner(cli, adk_server, a
 
 
 def test_a_tool_error_on_the_server_fails_only_that_case(cli, adk_server, agents_dir, tmp_path):
-    config = write_config(tmp_path / "c.yaml", agents_dir / "broken", f"{{url: '{adk_server}/{APP}'}}", not_evaluated="fail")
+    broken = shutil.copytree(agents_dir / "broken", tmp_path / "broken")  # a config's data lies inside its project
+    config = write_config(tmp_path / "c.yaml", broken, f"{{url: '{adk_server}/{APP}'}}", not_evaluated="fail")
     code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
     lines = {r["eval_id"]: r for r in read_jsonl(tmp_path / "out" / "inference.jsonl")}
     assert code == 1
@@ -499,22 +501,22 @@ def test_a_refused_probe_names_the_headers(cli, api, echo_evals, tmp_path):
     assert "refused the request (HTTP 403)" in line and ".headers:" in line
 
 
-HEADERS = '{Authorization: "Bearer ${EVALGATE_TEST_TOKEN}", X-Trace: fixed}'
+HEADERS = '{Authorization: "Bearer ${AGENT_TEST_TOKEN}", X-Trace: fixed}'
 
 
 def test_a_header_variable_that_is_not_set_is_an_input_error(cli, api, echo_evals, tmp_path, monkeypatch):
-    monkeypatch.delenv("EVALGATE_TEST_TOKEN", raising=False)
+    monkeypatch.delenv("AGENT_TEST_TOKEN", raising=False)
     config = write_config(tmp_path / "c.yaml", echo_evals, f"{{url: '{api.url}', app: {APP}, headers: {HEADERS}}}")
     code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
     assert code == 2
     line = one_error_line(err)
-    assert "${EVALGATE_TEST_TOKEN} is not set" in line and "headers.Authorization" in line
+    assert "${AGENT_TEST_TOKEN} is not set" in line and "headers.Authorization" in line
     assert api.seen == []
 
 
 def test_headers_reach_the_server_and_their_values_are_never_shown(cli, api, echo_evals, tmp_path, monkeypatch):
     token = "tok-SECRET-0123456789"
-    monkeypatch.setenv("EVALGATE_TEST_TOKEN", token)
+    monkeypatch.setenv("AGENT_TEST_TOKEN", token)
 
     def echo_headers_on_error(body: dict) -> Reply:
         # A server that quotes what it got in its error (some proxies do): the token must not leak.

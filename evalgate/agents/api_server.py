@@ -14,6 +14,8 @@ app, and the base is the url without it: `http://host:8000/my_agent` is app `my_
 
 `headers` (for example `Authorization: Bearer ${TOKEN}` for Cloud Run) are read from the
 environment at start and go only on the wire: no message, result or log shows their values.
+They may not name the GitHub token or evalgate's and the runner's own variables (EVALGATE_*,
+ACTIONS_*, INPUT_*, GITHUB_TOKEN), and with headers a redirect to another host is not followed.
 
 Under `tools: replay` the server runs the agent's tools, so evalgate cannot answer them;
 it puts the case's recorded tool calls into the session state under
@@ -30,10 +32,11 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 from evalgate.adk import Content, Invocation
 from evalgate.agents import DEFAULT_USER_ID, ENV_VAR, AgentError, CaseRun, Conversation, Runner, capture, expand_env
+from evalgate.agents.environment import withheld
 from evalgate.agents.events import to_invocations, user_event
 from evalgate.agents.replay import recorded_calls
 from evalgate.errors import Problem, closest
@@ -45,6 +48,24 @@ CLOSE_TIMEOUT_S = 5.0
 DETAIL_CHARS = 300  # of an error body, in a message
 LOG_CHARS = 20_000  # of an error body, in the case run's log
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # an HTTP header name (RFC 9110 token)
+MAX_REDIRECTS = 5
+
+
+def header_variable_allowed(name: str) -> bool:
+    """Whether `${name}` may be sent to an agent's server in a header: not the GitHub token,
+    nor evalgate's own settings (EVALGATE_*), nor the runner's (ACTIONS_*, INPUT_*)."""
+    return not (withheld(name) or name.upper().startswith("EVALGATE_"))
+
+
+def _origin(url: str) -> tuple[str, str, Optional[int]]:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+def _origin_url(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], "", "", ""))
 
 
 class ApiServerRunner(Runner):
@@ -83,9 +104,16 @@ class ApiServerRunner(Runner):
 
     def check(self) -> list[Problem]:
         problems = self._locate()[2]
-        for name in self.spec.headers:
+        for name, value in self.spec.headers.items():
             if not _TOKEN.match(name):
                 problems.append(Problem(self.shown, self.place("headers"), f"'{name}' is not a valid HTTP header name", "Use letters, digits and dashes, as in Authorization or X-Api-Key."))
+            for var in ENV_VAR.findall(value):
+                if not header_variable_allowed(var):
+                    problems.append(Problem(
+                        self.shown, self.place("headers", name),
+                        f"${{{var}}} is the GitHub token or one of evalgate's or the runner's own variables, which are never sent to an agent's server",
+                        "Put the server's own credential in a variable of its own (in CI: from a secret, e.g. AGENT_TOKEN: ${{ secrets.AGENT_TOKEN }}) and name that.",
+                    ))
         return problems
 
     async def start(self) -> None:
@@ -174,12 +202,31 @@ class ApiServerRunner(Runner):
     def _call(self, method: str, url: str, body: Any, timeout: tuple[float, float]) -> tuple[int, Any]:
         import requests
 
+        shown = f"{method} {_safe_url(url)}"
         try:
-            response = self.http.request(method, url, json=body, timeout=timeout)
+            response = self.http.request(method, url, json=body, timeout=timeout, allow_redirects=not self.headers)
+            # With headers of our own (a credential, usually), a redirect is followed only on
+            # the same scheme, host and port: requests would drop Authorization on another
+            # host, but send every other header there.
+            for _ in range(MAX_REDIRECTS):
+                if not (self.headers and response.is_redirect):
+                    break
+                target = urljoin(response.url, response.headers["location"])
+                if _origin(target) != _origin(url):
+                    raise AgentError(
+                        f"{shown}: the server redirected to another host ({_safe_url(_origin_url(target))}); "
+                        "not followed, so the configured headers are not sent there. Give the final url in `url`."
+                    )
+                if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+                    method, body = "GET", None  # as browsers and requests do
+                response = self.http.request(method, target, json=body, timeout=timeout, allow_redirects=False)
+            else:
+                if self.headers and response.is_redirect:
+                    raise AgentError(f"{shown}: more than {MAX_REDIRECTS} redirects")
         except requests.Timeout:
-            raise AgentError(f"{method} {_safe_url(url)}: no answer within {timeout[1]:g} s") from None
+            raise AgentError(f"{shown}: no answer within {timeout[1]:g} s") from None
         except requests.RequestException as e:
-            raise AgentError(f"{method} {_safe_url(url)}: {self.redact(_reason(e))}") from None
+            raise AgentError(f"{shown}: {self.redact(_reason(e))}") from None
         try:
             return response.status_code, json.loads(response.content)
         except ValueError:

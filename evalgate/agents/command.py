@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from evalgate.adk import Content, Invocation, field_names
 from evalgate.agents import AgentError, CaseRun, Conversation, Runner, capture
 from evalgate.agents.agent_io import AgentInput, AgentOutput
+from evalgate.agents.environment import agent_environment
 from evalgate.agents.replay import recorded_calls
 from evalgate.errors import InputError, Problem, display_path, problems_from_validation
 
@@ -131,6 +132,7 @@ class _CommandConversation(Conversation):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 limit=LINE_LIMIT,
+                env=agent_environment(),  # without the GitHub token and the runner's ACTIONS_* credentials
                 # Its own process group, so close() also ends what it started (a shell
                 # script's python, `npm run`'s node) and Ctrl-C reaches evalgate only.
                 start_new_session=os.name == "posix",

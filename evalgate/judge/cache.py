@@ -7,14 +7,28 @@ keyed by the kind "vertex", the metric, the instance JSON, the criterion and its
 version, and keeps its result as JSON text in the same kind of file. Files live at
 `root/ab/abcdef….json` (works with `actions/cache`), are written atomically, and a file that
 cannot be read is a miss. Only successful replies are stored; the runtime decides that.
+
+Provenance (issue 26): a cached verdict is believed as the judge's answer, so who wrote it
+matters. A file tracked by git in the checkout is never read (it came with the code under
+test, not from a judge run: a pull request could commit "valid" verdicts for its own
+changes). Every entry names the run that wrote it (`CachePolicy.writer`: a default-branch
+run, a pull request run, another branch's, or a local run), and a policy may believe only
+some writers: a pull request run believes only entries written by default-branch runs, plus
+the ones it wrote itself in this process.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import re
+import shutil
+import struct
+import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -22,7 +36,29 @@ from typing import Any, Optional
 from evalgate.judge.request import JudgeRequest
 from evalgate.vertex.service import EvalRequest
 
+log = logging.getLogger(__name__)
+
 CACHE_FORMAT = 1  # bump when the key or the file changes meaning: old entries then miss
+WRITERS = ("default", "pull_request", "branch", "local")
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """Who this run is, as a writer of cache entries, and whose entries it believes.
+
+    `writer`: "default" (a run of the default branch: its pushes, schedules, manual runs and
+    the trusted workflow_run job), "pull_request", "branch" (another branch's run) or "local"
+    (outside GitHub Actions). `event` and `ref` are the writer's, for the record. `believe`:
+    the writers whose entries are read; None reads every entry (still never a tracked file).
+    """
+
+    writer: str = "local"
+    event: str = ""
+    ref: str = ""
+    believe: Optional[frozenset[str]] = None
+
+    def record(self) -> dict[str, str]:
+        return {"kind": self.writer, "event": self.event, "ref": self.ref}
 
 
 @dataclass(frozen=True)
@@ -63,22 +99,60 @@ def eval_cache_key(request: EvalRequest) -> str:
 
 
 class JudgeCache:
-    """Content-addressed files under `root`."""
+    """Content-addressed files under `root`, read under a `CachePolicy`.
 
-    def __init__(self, root: Path):
+    `refused` counts the entries present but not believed, by reason ("tracked": the file is
+    tracked by git; "writer": written by a run the policy does not believe; "unknown":
+    git could not say which files it tracks, so nothing was read).
+    """
+
+    def __init__(self, root: Path, policy: CachePolicy = CachePolicy()):
         self.root = Path(root)
+        self.policy = policy
+        self.refused: dict[str, int] = {}
+        self._own: set[str] = set()  # keys this process wrote: believed whoever we are
+        self._tracked: Optional[frozenset[str]] = None
+        self._tracked_known = False
+        self._lock = threading.Lock()
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Optional[CachedReply]:
-        """The stored reply, or None when absent or unreadable (a corrupt file is a miss)."""
+        """The stored reply, or None when absent, unreadable (a corrupt file is a miss), tracked
+        by git, or written by a run the policy does not believe."""
+        return self.lookup(key)[0]
+
+    def lookup(self, key: str) -> tuple[Optional[CachedReply], bool]:
+        """(the stored reply or None, whether an entry was there but not believed)."""
+        reply = self._read(key)
+        return (reply, False) if reply is not False else (None, True)
+
+    def _read(self, key: str) -> Any:
+        # The reply, None for a miss, False for an entry refused (counted in `refused`).
+        path = self.path(key)
         try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+            raw = path.read_text(encoding="utf-8")
         except (OSError, ValueError):
+            return None
+        with self._lock:
+            own = key in self._own
+        if not own:
+            tracked = self._tracked_files()
+            if tracked is None:
+                return self._refuse("unknown")
+            if f"{key[:2]}/{key}.json" in tracked:
+                return self._refuse("tracked")
+        try:
+            data = json.loads(raw)
+        except ValueError:
             return None
         if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("key") != key:
             return None
+        if not own and self.policy.believe is not None:
+            writer = data.get("writer")
+            if not isinstance(writer, dict) or writer.get("kind") not in self.policy.believe:
+                return self._refuse("writer")
         text, usage = data.get("text"), data.get("usage", {})
         if not isinstance(text, str) or not text.strip() or not isinstance(usage, dict):
             return None
@@ -91,7 +165,7 @@ class JudgeCache:
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps(
-            {"format": CACHE_FORMAT, "key": key, "text": text, "usage": dict(usage)},
+            {"format": CACHE_FORMAT, "key": key, "text": text, "usage": dict(usage), "writer": self.policy.record()},
             ensure_ascii=False,
             sort_keys=True,
         )
@@ -100,12 +174,150 @@ class JudgeCache:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(data)
             os.replace(tmp, target)
+            with self._lock:
+                self._own.add(key)
         except BaseException:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
             raise
+
+
+    def _refuse(self, reason: str) -> bool:
+        with self._lock:
+            self.refused[reason] = self.refused.get(reason, 0) + 1
+        return False
+
+    def _tracked_files(self) -> Optional[frozenset[str]]:
+        """Entry paths (relative to the root, "/"-separated) that git tracks; None when that
+        cannot be known (then nothing is believed). Asked once per cache."""
+        with self._lock:
+            if not self._tracked_known:
+                self._tracked = tracked_files(self.root)
+                self._tracked_known = True
+                if self._tracked is None:
+                    log.warning("judge cache %s: git cannot say which of its files are tracked, so no cached "
+                                "verdict is used (install git, or move the cache out of the repository)", self.root)
+            return self._tracked
+
+
+def tracked_files(root: Path) -> Optional[frozenset[str]]:
+    """The files under `root` that git tracks (paths relative to `root`): empty when `root`
+    is not inside a git work tree. Asked of `git ls-files`; without a git program (the
+    action's image has none) read from the repository's index file (`read_index`). None
+    when it is inside a work tree but neither can answer: the caller must then trust no
+    file in it."""
+    root = Path(root)
+    if not root.is_dir():
+        return frozenset()
+    real = root.resolve()
+    top = next((folder for folder in (real, *real.parents) if (folder / ".git").exists()), None)
+    if top is None:
+        return frozenset()
+    git = shutil.which("git")
+    if git is None:
+        listed = read_index(top)
+        if listed is None:
+            return None
+        prefix = real.relative_to(top).as_posix()
+        if prefix == ".":
+            return frozenset(listed)
+        return frozenset(p[len(prefix) + 1:] for p in listed if p.startswith(prefix + "/"))
+    try:
+        # safe.directory: the action's container runs as root in a checkout another user owns,
+        # where git otherwise refuses to read the repository at all.
+        out = subprocess.run(
+            [git, "-c", "safe.directory=*", "-c", "core.quotePath=false", "ls-files", "-z", "--", "."],
+            cwd=root, capture_output=True, timeout=60, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return frozenset(p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p)
+
+
+def read_index(top: Path) -> Optional[frozenset[str]]:
+    """The paths (relative to the work tree `top`, "/"-separated) in its git index, read
+    from the file itself (index versions 2, 3 and 4, SHA-1 or SHA-256 repositories). None
+    when it cannot be read for certain: a split or sparse index, an unknown version, a
+    damaged file."""
+    dot = top / ".git"
+    try:
+        if dot.is_file():  # a worktree or submodule: "gitdir: <path>"
+            text = dot.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            gitdir = (top / text[len("gitdir:"):].strip()).resolve()
+        else:
+            gitdir = dot
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        index = gitdir / "index"
+        if not index.exists():
+            return frozenset()  # nothing was ever added
+        data = index.read_bytes()
+        config = (common / "config").read_text(encoding="utf-8", errors="replace") if (common / "config").is_file() else ""
+    except OSError:
+        return None
+    hash_size = 32 if re.search(r"(?im)^\s*objectformat\s*=\s*sha256\s*$", config) else 20
+    return _parse_index(data, hash_size)
+
+
+def _parse_index(data: bytes, hash_size: int) -> Optional[frozenset[str]]:
+    if len(data) < 12 + hash_size or data[:4] != b"DIRC":
+        return None
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3, 4):
+        return None
+    pos, paths, previous = 12, set(), b""
+    fixed = 40 + hash_size + 2  # times, dev, ino, mode, uid, gid, size; object id; flags
+    try:
+        for _ in range(count):
+            start = pos
+            mode = struct.unpack(">I", data[pos + 24:pos + 28])[0]
+            flags = struct.unpack(">H", data[pos + fixed - 2:pos + fixed])[0]
+            pos += fixed
+            if flags & 0x4000:  # extended flags (version 3 and later)
+                if version < 3:
+                    return None
+                pos += 2
+            if version == 4:
+                strip, pos = _varint(data, pos)
+                end = data.index(b"\0", pos)
+                if strip > len(previous):
+                    return None
+                name = previous[:len(previous) - strip] + data[pos:end]
+                pos = end + 1
+            else:
+                end = data.index(b"\0", pos)
+                name = data[pos:end]
+                pos = start + ((end - start) // 8 + 1) * 8  # NUL padding to a multiple of 8
+            if mode & 0o170000 == 0o040000:  # a sparse index's folder entry hides the files in it
+                return None
+            previous = name
+            paths.add(name.decode("utf-8", "surrogateescape"))
+        if pos > len(data) - hash_size:
+            return None
+        if b"link" == data[pos:pos + 4]:  # a split index keeps entries in another file
+            return None
+    except (struct.error, ValueError, IndexError):
+        return None
+    return frozenset(paths)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """git's offset varint (index version 4): 7 bits a byte, each continuation adding one."""
+    byte = data[pos]
+    value = byte & 0x7F
+    pos += 1
+    while byte & 0x80:
+        byte = data[pos]
+        value = ((value + 1) << 7) | (byte & 0x7F)
+        pos += 1
+    return value, pos
 
 
 def _not_json(value: Any) -> Any:

@@ -9,6 +9,7 @@ executor (`map`), not on pools of their own: a case thread hands its samples ove
 from __future__ import annotations
 
 import collections
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, Sequence, TypeVar
@@ -54,7 +55,8 @@ class RequestPool:
         if len(jobs) <= 1 or getattr(_worker, "active", False):
             return [job() for job in jobs]
         executor = self._get_executor()
-        futures = [executor.submit(job) for job in jobs]
+        # Each job runs in the caller's context (the case being scored: evalgate.judge.request.CASE_TALLY).
+        futures = [executor.submit(contextvars.copy_context().run, job) for job in jobs]
         return [f.result() for f in futures]
 
     def close(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -24,3 +26,19 @@ class JudgeReply:
     error: Optional[str] = None  # why there is no usable text (after retries)
     cached: bool = False
     usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, output_tokens (incl. thinking), total_tokens
+
+
+class CaseTally:
+    """How many of one case's judge requests were answered from the cache. The engine sets
+    one per case in `CASE_TALLY` while it scores the case; the runtime counts into it."""
+
+    def __init__(self) -> None:
+        self.cache_hits = 0
+        self._lock = threading.Lock()
+
+    def hit(self) -> None:
+        with self._lock:
+            self.cache_hits += 1
+
+
+CASE_TALLY: ContextVar[Optional[CaseTally]] = ContextVar("evalgate_case_tally", default=None)

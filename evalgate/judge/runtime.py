@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
-from evalgate.judge.cache import JudgeCache, cache_key, eval_cache_key
+from evalgate.judge.cache import CachePolicy, JudgeCache, cache_key, eval_cache_key
 from evalgate.judge.pool import RequestPool
-from evalgate.judge.request import JudgeReply, JudgeRequest
+from evalgate.judge.request import CASE_TALLY, JudgeReply, JudgeRequest
 from evalgate.judge.retry import DEADLINE_PASSED, Deadline, Outcome, RetryPolicy, Transport
 from evalgate.judge.transport import (
     INSTALL_HINT,
@@ -86,6 +86,9 @@ class JudgeRuntime:
     `early_stop`: majority-vote criteria stop drawing samples once their majority is decided
     (the config's `judge.early_stop`, on by default there); off, every sample is drawn, as ADK.
 
+    `cache_policy`: who this run is as a cache writer and whose entries it believes
+    (`evalgate.judge.cache.CachePolicy`); files tracked by git are never read.
+
     The environment is read on first use, not at construction. `sleep`, `clock` and `jitter`
     are injectable for tests.
     """
@@ -99,6 +102,7 @@ class JudgeRuntime:
         max_attempts: int = 5,
         cache_dir: Path = Path(".evalgate/cache"),
         use_cache: bool = True,
+        cache_policy: CachePolicy = CachePolicy(),
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
@@ -124,7 +128,7 @@ class JudgeRuntime:
         self.max_attempts = max_attempts
         self.use_cache = use_cache
         self.early_stop = early_stop
-        self._cache = JudgeCache(Path(cache_dir))
+        self._cache = JudgeCache(Path(cache_dir), cache_policy)
         self._clock = clock
         self._client_factory = client_factory
         self._deadline = Deadline(deadline_s, clock)
@@ -187,9 +191,12 @@ class JudgeRuntime:
                 key = cache_key(request)
             except TypeError as exc:
                 return self._failed(request, str(exc))
-            hit = self._cache.get(key)
+            hit, refused = self._cache.lookup(key)
+            if refused:
+                self._count(request.criterion, cache_refused=1)
             if hit is not None and (accept is None or accept(hit.text)):
                 self._count(request.criterion, cache_hits=1)
+                _tally_hit()
                 return JudgeReply(text=hit.text, cached=True, usage=dict(hit.usage))
         reason = self.credentials()
         if reason is not None:
@@ -231,10 +238,13 @@ class JudgeRuntime:
         key = None
         if self.use_cache:
             key = eval_cache_key(request)
-            hit = self._cache.get(key)
+            hit, refused = self._cache.lookup(key)
+            if refused:
+                self._count(request.criterion, cache_refused=1)
             stored = _stored_eval(hit.text) if hit is not None else None
             if stored is not None:
                 self._count(request.criterion, cache_hits=1)
+                _tally_hit()
                 return EvalReply(**stored, cached=True)
         try:
             instance = json.loads(request.instance_json)
@@ -259,6 +269,11 @@ class JudgeRuntime:
             self._store(key, json.dumps(result, sort_keys=True, ensure_ascii=False), {})
         return EvalReply(**result)
 
+    def cache_refused(self) -> dict[str, int]:
+        """Cache entries found but not believed, by reason (`JudgeCache.refused`)."""
+        with self._lock:
+            return dict(self._cache.refused)
+
     def map(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
         """Run a criterion's jobs (its samples, its invocations) on the run's one executor;
         results in job order. The requests they make share the run's slots and rate cap."""
@@ -267,7 +282,8 @@ class JudgeRuntime:
     def stats(self) -> dict[str, dict[str, int]]:
         """Per criterion: requests (HTTP attempts), cache_hits, retries, failures (asks and
         evaluations that ended without a result) and tokens spent by this run (cached
-        replies cost nothing; Vertex AI evaluations report none)."""
+        replies cost nothing; Vertex AI evaluations report none); `cache_refused` when
+        stored entries were found but not believed (`evalgate.judge.cache`)."""
         with self._lock:
             return {name: dict(counts) for name, counts in sorted(self._stats.items())}
 
@@ -369,7 +385,7 @@ class JudgeRuntime:
         with self._lock:
             counts = self._stats.setdefault(criterion, dict.fromkeys(STAT_KEYS, 0))
             for name, value in deltas.items():
-                counts[name] += value
+                counts[name] = counts.get(name, 0) + value  # cache_refused: only when it happens
 
     def _failed(self, request: JudgeRequest, error: str, usage: Optional[dict[str, int]] = None) -> JudgeReply:
         self._count(request.criterion, failures=1)
@@ -394,6 +410,12 @@ class JudgeRuntime:
         text = re.sub(r"(?i)([?&]key=)[^&\s'\"]+", r"\1***", text)
         text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+", r"\1***", text)
         return re.sub(r"AIza[0-9A-Za-z_-]{20,}", "***", text)
+
+
+def _tally_hit() -> None:
+    tally = CASE_TALLY.get()
+    if tally is not None:
+        tally.hit()
 
 
 def _stored_eval(text: str) -> Optional[dict[str, Any]]:

@@ -514,6 +514,7 @@ def _key_cases(keys: list[CaseKey], kind: str, show_suite: bool, cases: dict[Cas
 _STAT_LABELS = {
     "requests": "requests",
     "cache_hits": "cache hits",
+    "cache_refused": "cache entries not believed",
     "retries": "retries",
     "failures": "failures",
     "input_tokens": "input tokens",
