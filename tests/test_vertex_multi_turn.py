@@ -367,3 +367,164 @@ def test_both_names_and_only_adks_options():
     with pytest.raises(InputError) as e:
         parse_criteria({"multi_turn_task_success_v1": {}}, "test_config.json", where)  # no default threshold, as ADK
     assert "threshold" in str(e.value)
+
+
+# === response_evaluation_score: Vertex AI coherence (1-5), one request per invocation ========================
+
+
+class FakeBucket:
+    """A stand-in for Google Cloud Storage (google-cloud-storage's JSON API, reached through
+    STORAGE_EMULATOR_HOST): the objects in `objects` ({"bucket/name": bytes}) exist, nothing else."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler
+
+        import fake_http
+
+        self.objects: dict[str, bytes] = {}
+        self.paths: list[str] = []
+        bucket = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                from urllib.parse import unquote, urlsplit
+
+                split = urlsplit(self.path)
+                bucket.paths.append(split.path)
+                path = split.path.removeprefix("/download")
+                parts = path.split("/")  # /storage/v1/b/{bucket}/o/{object}
+                key = f"{parts[4]}/{unquote(parts[6])}" if len(parts) == 7 and parts[5] == "o" else None
+                data = bucket.objects.get(key) if key else None
+                if data is None:
+                    fake_http.send_reply(self, fake_http.google_error(404, "No such object"))
+                elif "alt=media" in split.query:
+                    fake_http.send_reply(self, fake_http.Reply(200, data.decode("utf-8")))
+                else:
+                    fake_http.send_reply(self, fake_http.Reply(200, {"name": key.split("/", 1)[1], "bucket": parts[4],
+                                                                     "size": str(len(data))}))
+
+        self._server = fake_http.serve(Handler)
+        self.url = fake_http.base_url(self._server)
+
+    def stop(self) -> None:
+        import fake_http
+
+        fake_http.stop(self._server)
+
+
+SDK_BUCKET = "vertex-ai-generative-ai-eval-sdk-resources"  # where ADK's Vertex SDK looks for coherence v1
+RATED = [
+    {"userContent": {"role": "user", "parts": [{"text": "서울 날씨 어때?"}]},
+     "finalResponse": {"role": "model", "parts": [{"text": "서울은 맑아요."}, {"text": "기온은 21도예요."}]}},
+    {"userContent": {"role": "user", "parts": [{"text": "내일은?"}]},
+     "finalResponse": {"role": "model", "parts": [{"text": "비, 그리고 고양이."}]}},
+]
+REFERENCES = [{"userContent": RATED[0]["userContent"], "finalResponse": {"parts": [{"text": "맑고 21도"}]}},
+              {"userContent": RATED[1]["userContent"], "finalResponse": {"parts": [{"text": ""}]}}]  # no reference
+
+
+def rating(body: dict[str, Any]) -> dict[str, Any]:
+    prompt = body["instance"]["prompt"]["contents"]["contents"][0]["parts"][0]["text"]
+    return result(4.0, "흐름이 자연스러워요.") if prompt == "서울 날씨 어때?" else result(2.0, "두 번째 문장이 엉뚱해요.")
+
+
+@pytest.fixture
+def bucket(both, monkeypatch):
+    """ADK's Vertex SDK reads its metric files from this fake bucket (and forgets any it read before)."""
+    from agentplatform._genai._evals_metric_loaders import LazyLoadedPrebuiltMetric
+
+    fake = FakeBucket()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", fake.url)
+    monkeypatch.setattr(LazyLoadedPrebuiltMetric, "_cache", {})
+    both.fake.responder = rating
+    yield fake
+    fake.stop()
+
+
+def by_prompt(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(bodies, key=lambda b: json.dumps(b["instance"]["prompt"], ensure_ascii=False))
+
+
+def test_coherence_template_is_the_one_google_cloud_aiplatform_ships():
+    from vertexai.evaluation import MetricPromptTemplateExamples
+
+    from evalgate.criteria.response_evaluation_score import coherence_template
+
+    template = coherence_template()
+    assert template == MetricPromptTemplateExamples.get_prompt_template("coherence")
+    assert "{prompt}" in template and "{response}" in template
+
+
+def test_response_evaluation_score_request_equals_adks_given_that_template_in_its_bucket(both, bucket):
+    import yaml
+
+    from evalgate.criteria.response_evaluation_score import coherence_template
+
+    bucket.objects[f"{SDK_BUCKET}/metrics/coherence/v1.yaml"] = yaml.safe_dump(
+        {"name": "coherence", "prompt_template": coherence_template()}, allow_unicode=True).encode("utf-8")
+    adk_result, adk_bodies = both.adk("response_evaluation_score", 3.0, turns=RATED, expected=REFERENCES)
+    scored, ours, stats = both.evalgate("response_evaluation_score", 3.0, turns=RATED, expected=REFERENCES)
+
+    assert any(p.endswith("metrics%2Fcoherence%2Fv1.yaml") or p.endswith("metrics/coherence/v1.yaml") for p in bucket.paths)
+    assert len(adk_bodies) == len(ours) == 2 and stats["requests"] == 2  # one request per invocation
+    assert [as_the_client_sends(b) for b in by_prompt(adk_bodies)] == by_prompt(ours)
+    tomorrow, seoul = by_prompt(ours)
+    assert seoul["metrics"] == [{"llmBasedMetricSpec": {"metricPromptTemplate": coherence_template()}}]
+    assert seoul["instance"]["response"]["contents"]["contents"][0]["parts"] == [{"text": "서울은 맑아요.\n기온은 21도예요."}]
+    assert "reference" in seoul["instance"] and "reference" not in tomorrow["instance"]
+
+    assert (scored.score, scored.status.name) == (adk_result.overall_score, adk_result.overall_eval_status.name) == (3.0, "PASSED")
+    assert [(i.score, i.status.name) for i in scored.per_invocation] == statuses(adk_result) == [(4.0, "PASSED"), (2.0, "FAILED")]
+    assert [evalgate_verdicts(i.details) for i in scored.per_invocation] == [
+        [(r.rubric_id, r.score, r.rationale) for r in p.rubric_scores] for p in adk_result.per_invocation_results]
+
+
+def test_adk_without_the_bucket_cannot_score_it_and_evalgate_can(both, bucket):
+    """Offline (the bucket holds no coherence file), ADK's evaluator raises before any request;
+    `adk eval` records that as NOT_EVALUATED. evalgate rates the same invocations."""
+    with pytest.raises(ValueError, match="could not be resolved"):
+        both.adk("response_evaluation_score", 3.0, turns=RATED, expected=REFERENCES)
+    assert both.fake.requests == []
+    scored, ours, _ = both.evalgate("response_evaluation_score", 3.0, turns=RATED, expected=REFERENCES)
+    assert len(ours) == 2 and (scored.score, scored.status) == (3.0, Status.PASSED)
+
+
+def test_response_evaluation_score_failures_and_cache(both):
+    both.fake.responder = rating
+    scenario, requests, _ = both.evalgate("response_evaluation_score", 3.0, turns=RATED, expected=None)
+    assert requests == [] and scenario.status is Status.NOT_EVALUATED and "expected conversation" in scenario.error
+
+    silent = [RATED[0], {**RATED[1], "finalResponse": None}]
+    partly, requests, _ = both.evalgate("response_evaluation_score", 3.0, turns=silent, expected=REFERENCES)
+    assert len(requests) == 1 and partly.per_invocation[1].error == "the invocation has no final response text to rate"
+    assert (partly.score, partly.status) == (4.0, Status.NOT_EVALUATED)  # partly rated: never a pass
+
+    both.fake.responder = lambda body: result(7.0, "?")
+    odd, _, _ = both.evalgate("response_evaluation_score", 3.0, turns=RATED[:1], expected=REFERENCES[:1], cache=False)
+    assert odd.status is Status.NOT_EVALUATED and "coherence rating 7, outside [1, 5]" in odd.error
+
+    both.fake.responder = lambda body: row_error(3, "템플릿 변수를 채울 수 없어요")
+    bad, _, _ = both.evalgate("response_evaluation_score", 3.0, turns=RATED[:1], expected=REFERENCES[:1], cache=False)
+    assert bad.status is Status.NOT_EVALUATED and "템플릿 변수를 채울 수 없어요" in bad.error
+
+    both.fake.responder = rating
+    first, requests, _ = both.evalgate("response_evaluation_score", 4.5, turns=RATED, expected=REFERENCES)
+    assert len(requests) == 1  # the first invocation was rated above (threshold apart): from the cache
+    assert (first.score, first.status) == (3.0, Status.FAILED)
+    again, requests, stats = both.evalgate("response_evaluation_score", 4.5, turns=RATED, expected=REFERENCES)
+    assert requests == [] and stats["cache_hits"] == 2 and again.model_dump() == first.model_dump()
+
+
+def test_response_evaluation_score_threshold_is_on_the_1_to_5_scale():
+    where = lambda *loc: ".".join(map(str, loc))  # noqa: E731
+    assert parse_criteria({"response_evaluation_score": 3.5}, "test_config.json", where)["response_evaluation_score"].threshold == 3.5
+    for bad in (0.8, 5.5):
+        with pytest.raises(InputError) as e:
+            parse_criteria({"response_evaluation_score": bad}, "test_config.json", where)
+        assert f"threshold {bad} is outside [1, 5]. Use a threshold between 1 and 5." in str(e.value)
+    with pytest.raises(InputError) as e:
+        parse_criteria({"safety_v1": 2}, "test_config.json", where)
+    assert "outside [0, 1]. Use a threshold between 0 and 1." in str(e.value)
