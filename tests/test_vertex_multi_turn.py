@@ -91,7 +91,11 @@ TURNS: list[dict[str, Any]] = [
             {"author": "weather_agent", "content": {"role": "user", "parts": [
                 {"functionResponse": {"id": "t1", "name": "transfer_to_agent", "response": {"result": None}}}]}},
             {"author": "forecast_agent", "content": {"role": "model", "parts": [
-                {"functionCall": {"id": "f1", "name": "get_forecast", "args": {"city": "서울", "days": 1}}}]}},
+                {"functionCall": {"id": "f1", "name": "get_forecast", "args": {"city": "서울", "days": 1}},
+                 "thoughtSignature": "c2lnbmF0dXJlLT4_"}]}},  # base64 (URL-safe alphabet) as ADK writes bytes
+            {"author": "forecast_agent", "content": {"role": "model", "parts": [
+                {"executableCode": {"language": "PYTHON", "code": "print(12.5 / 10)"}},
+                {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1.25"}}]}},
             {"author": "forecast_agent", "content": {"role": "user", "parts": [
                 {"functionResponse": {"id": "f1", "name": "get_forecast", "response": {"rain_mm": 12.5}}}]}},
             {"author": "forecast_agent", "content": {"role": "model", "parts": [{"text": "비 12.5mm"}]}},
@@ -223,6 +227,7 @@ def test_the_request_equals_adks_as_json(both, metric):
     turns = ours["instance"]["agentEvalData"]["turns"]
     assert [t["turnId"] for t in turns] == ["e-8f2a", "e-77c1", "e-0c3d"]
     assert "내일 우산 필요해?" in json.dumps(ours, ensure_ascii=False)
+    assert '"thought_signature": "c2lnbmF0dXJlLT4_"' in json.dumps(adk_body)  # ADK sends what was recorded
     assert adk_result.overall_score == scored.score == 0.75
 
 
@@ -243,6 +248,9 @@ def test_what_the_request_holds(both):
                        ("agent", ["text"])]  # the event without content is left out
     assert flow[1][1] == ("weather_agent", ["text", "thought", "functionCall"])  # thoughts go as recorded
     assert flow[1][-1] == ("agent", ["text", "thought", "text"])
+    assert flow[1][3:5] == [("forecast_agent", ["functionCall", "thoughtSignature"]),
+                            ("forecast_agent", ["executableCode", "codeExecutionResult"])]
+    assert turns[1]["events"][3]["content"]["parts"][0]["thoughtSignature"] == "c2lnbmF0dXJlLT4/"  # proto JSON: standard base64
     # The older intermediate-data shape sends no events; no final response: an author alone.
     assert flow[2] == [("user", ["text", "inlineData"]), ("agent", [])]
     assert turns[2]["events"][-1] == {"author": "agent"}

@@ -14,7 +14,9 @@
   (the invocation_id), events}; the events are the user's content, every recorded
   `invocation_events` entry that has content (tool calls, tool responses, texts, thoughts;
   authors as recorded), then {author "agent", content: final_response}. Contents go as
-  recorded: nothing is summarised or dropped, except fields the service's Part does not have.
+  recorded, with every part field evalgate's data model keeps (text, thought,
+  thought_signature, function calls and responses, inline and file data, executable code and
+  its result); rarer google-genai fields (video_metadata, display_name, ...) are not sent.
   The older `intermediate_data` shape (tool_uses, ...) contributes no events, as in ADK.
 Not sent, as in ADK: the expected invocations, the conversation scenario, rubrics, session state.
 
@@ -151,8 +153,9 @@ def _recorded(content: Content) -> dict[str, Any]:
             part: dict[str, Any] = {}
             if p.text is not None:
                 part["text"] = p.text
-            if p.thought is not None:
-                part["thought"] = p.thought
+            for name in ("thought", "thought_signature", "executable_code", "code_execution_result"):
+                if getattr(p, name) is not None:
+                    part[name] = getattr(p, name)
             for name, fields in _PART_FIELDS.items():
                 value = getattr(p, name)
                 if value is not None:
