@@ -536,3 +536,45 @@ def test_response_evaluation_score_threshold_is_on_the_1_to_5_scale():
     with pytest.raises(InputError) as e:
         parse_criteria({"safety_v1": 2}, "test_config.json", where)
     assert "outside [0, 1]. Use a threshold between 0 and 1." in str(e.value)
+
+
+# === through `evalgate run` ======================================================================================
+
+
+def test_both_kinds_through_run(cli, both, tmp_path):
+    """A suite naming ADK's multi-turn metric and response_evaluation_score: one request for the
+    case's conversation, one per rated invocation; results, ADK-shaped results and the summary."""
+    from test_inputs import make_project
+
+    def answer(body):
+        return rating(body) if metric_of_body(body) == "llm_based_metric_spec" else ANSWER
+
+    both.fake.responder = answer
+    eval_set = {"eval_set_id": "weather", "eval_cases": [{"eval_id": "umbrella", "conversation": EXPECTED}]}
+    config = ("suites:\n  - name: weather\n    evalsets: [evals/*.evalset.json]\n    actual: runs/out.jsonl\n"
+              "    criteria:\n      multi_turn_task_success_v1: 0.5\n      response_evaluation_score: {threshold: 3}\n"
+              f"vertex: {{location: us-central1, endpoint: '{both.fake.url}'}}\n")
+    root = make_project(tmp_path / "project", eval_set=eval_set, config=config,
+                        actual_lines=[{"eval_set_id": "weather", "eval_id": "umbrella", "invocations": TURNS}])
+    code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
+    assert "Traceback" not in out + err
+    results = json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
+    [case] = results["suites"][0]["cases"]
+    task = case["criteria"]["multi_turn_task_success_v1"]
+    assert (task["score"], task["status"]) == (0.75, "PASSED")
+    assert [i["status"] for i in task["per_invocation"]] == ["NOT_EVALUATED", "NOT_EVALUATED", "PASSED"]
+    assert task["per_invocation"][-1]["details"]["explanation"] == "대체로 목표를 달성했어요."
+    coherence = case["criteria"]["response_evaluation_score"]
+    assert [i["score"] for i in coherence["per_invocation"]] == [4.0, 2.0, None]  # turn 3 has no response
+    assert coherence["status"] == "NOT_EVALUATED" and coherence["threshold"] == 3
+    assert sorted(metric_of_body(r.body) for r in both.fake.requests) == ["llm_based_metric_spec"] * 2 + ["multi_turn_task_success_v1"]
+    adk = json.loads(next((root / "out" / "adk").rglob("*.evalset_result.json")).read_text(encoding="utf-8"))
+    metrics = {m["metric_name"]: m for m in adk["eval_case_results"][0]["overall_eval_metric_results"]}
+    assert (metrics["multi_turn_task_success_v1"]["score"], metrics["multi_turn_task_success_v1"]["eval_status"]) == (0.75, 1)
+    assert code == 0, out + err  # PASSED and NOT_EVALUATED (not_evaluated: warn)
+
+
+def metric_of_body(body):
+    from fake_vertex import metric_of
+
+    return metric_of(body)
