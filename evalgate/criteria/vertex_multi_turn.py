@@ -58,9 +58,6 @@ class AdkMultiTurnMetric(VertexCriterion):
     def score_invocations(self, actual: list[Invocation], expected: Optional[list[Invocation]]) -> list[Outcome]:
         return self.score_case(actual, expected, None).per_invocation
 
-    def instance(self, actual: list[Invocation], expected: Optional[list[Invocation]], i: int) -> dict[str, Any]:
-        return conversation_instance(actual[: i + 1])
-
 
 def conversation_instance(actual: list[Invocation]) -> dict[str, Any]:
     """The evaluateInstances instance ADK 2.13 builds for a conversation (REST JSON, snake_case)."""
