@@ -483,10 +483,11 @@ def json_schema() -> dict[str, Any]:
     for name, cls in sorted(REGISTRY.items()):
         options = cls.model_json_schema(by_alias=False)
         options.pop("title", None)
+        low, high = (int(x) if x.is_integer() else x for x in threshold_range(cls))
         schema.setdefault("$defs", {}).update(options.pop("$defs", {}))
         props[name] = {
             "description": (cls.__doc__ or "").strip().splitlines()[0],
-            "anyOf": [{"type": "number", "minimum": threshold_range(cls)[0], "maximum": threshold_range(cls)[1]}, options],
+            "anyOf": [{"type": "number", "minimum": low, "maximum": high}, options],
         }
     criteria_schema = {"type": "object", "properties": props, "additionalProperties": False}
     suite = schema["$defs"]["SuiteConfig"]["properties"]
