@@ -61,6 +61,10 @@ class Part(AdkModel):
     function_response: Optional[FunctionResponse] = None
     inline_data: Optional[Blob] = None
     file_data: Optional[FileData] = None
+    # Kept as recorded (base64 / JSON), so what is sent on (Vertex agent data) is what ADK sends.
+    thought_signature: Optional[str] = None
+    executable_code: Optional[dict[str, Any]] = None
+    code_execution_result: Optional[dict[str, Any]] = None
 
 
 class Content(AdkModel):

@@ -508,14 +508,24 @@ def parse_criteria(raw: dict[str, Any], shown: str, where) -> dict[str, Criterio
                     what = f"unknown option '{loc[-1]}' for {name}"
                     fix = "Remove it or fix the spelling. " + did_you_mean(str(loc[-1]), _option_names(cls))
                 elif loc and loc[0] == "threshold" and kind in ("greater_than_equal", "less_than_equal"):
-                    what = f"threshold {params.get('threshold')} is outside [0, 1]"
-                    fix = "Use a threshold between 0 and 1."
+                    low, high = threshold_range(cls)
+                    what = f"threshold {params.get('threshold')} is outside [{low:g}, {high:g}]"
+                    fix = f"Use a threshold between {low:g} and {high:g}."
                 elif kind == "missing":
                     fix = f"Add '{loc[-1]}'."
                 place = where(name) if isinstance(value, (int, float)) else where(name, *loc)
                 problems.add(shown, place, what[:1].lower() + what[1:], fix)
     problems.raise_if_any()
     return out
+
+
+def threshold_range(cls: type[Criterion]) -> tuple[float, float]:
+    """The thresholds a criterion accepts: [0, 1] for most, its own scale for a few (a 1-5 rating)."""
+    low, high = 0.0, 1.0
+    for bound in cls.model_fields["threshold"].metadata:
+        low = getattr(bound, "ge", low)
+        high = getattr(bound, "le", high)
+    return low, high
 
 
 def _option_names(cls: type[Criterion]) -> list[str]:
@@ -677,10 +687,11 @@ def json_schema() -> dict[str, Any]:
     for name, cls in sorted(REGISTRY.items()):
         options = cls.model_json_schema(by_alias=False)
         options.pop("title", None)
+        low, high = (int(x) if x.is_integer() else x for x in threshold_range(cls))
         schema.setdefault("$defs", {}).update(options.pop("$defs", {}))
         props[name] = {
             "description": (cls.__doc__ or "").strip().splitlines()[0],
-            "anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, options],
+            "anyOf": [{"type": "number", "minimum": low, "maximum": high}, options],
         }
     for name in efficiency.METRICS:
         props[name] = {

@@ -136,10 +136,13 @@ def error(status: int, message: Optional[str] = None, *, retry_after: Optional[f
 
 
 def metric_of(body: Any) -> Optional[str]:
-    """The managed metric a request asks for (either casing), or None."""
+    """The managed metric a request asks for (either casing); "llm_based_metric_spec" for a
+    metric given by its own prompt template; None for neither."""
     metrics = (body or {}).get("metrics") or []
     if not metrics or not isinstance(metrics[0], dict):
         return None
+    if isinstance(metrics[0].get("llmBasedMetricSpec") or metrics[0].get("llm_based_metric_spec"), dict):
+        return "llm_based_metric_spec"
     spec = metrics[0].get("predefinedMetricSpec") or metrics[0].get("predefined_metric_spec") or {}
     return spec.get("metricSpecName") or spec.get("metric_spec_name")
 
@@ -350,7 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not token or (fake.access_token is not None and token != fake.access_token):
             return error(401, "Request had invalid authentication credentials.")
         if metric_of(body) is None:
-            return error(400, "fake Vertex: metrics[0].predefined_metric_spec.metric_spec_name is required")
+            return error(400, "fake Vertex: metrics[0] needs predefined_metric_spec.metric_spec_name or llm_based_metric_spec")
         queued = fake._queue.take(body)
         if queued is None:
             return Reply()

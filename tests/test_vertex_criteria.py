@@ -33,7 +33,10 @@ VERTEX_METRICS = [
     "final_response_reference_free_v1", "final_response_quality_v1", "hallucination_v1", "tool_use_quality_v1",
     "gecko_text2image_v1", "gecko_text2video_v1",
 ]
-VERTEX_CRITERIA = sorted(name for name, cls in REGISTRY.items() if issubclass(cls, VertexCriterion))
+# The managed metrics of vertex_metrics.py; ADK's multi-turn metrics and response_evaluation_score
+# (also on the Vertex runtime) are tests/test_vertex_multi_turn.py's.
+VERTEX_CRITERIA = sorted(name for name, cls in REGISTRY.items()
+                         if issubclass(cls, VertexCriterion) and cls.__module__ == "evalgate.criteria.vertex_metrics")
 
 
 # One executor for every scripted runtime of these tests, as a run has one.

@@ -10,6 +10,7 @@ from evalgate.criteria import (  # noqa: F401,E402
     final_response_match_v2,
     hallucinations,
     per_turn_user_simulator,
+    response_evaluation_score,
     response_match,
     rubric_final_response,
     rubric_multi_turn_trajectory,
@@ -19,6 +20,7 @@ from evalgate.criteria import (  # noqa: F401,E402
     trajectory_overlap,
     trajectory_single_tool_use,
     vertex_metrics,
+    vertex_multi_turn,
 )
 
 __all__ = ["REGISTRY", "Criterion", "Outcome", "criterion"]

@@ -326,7 +326,8 @@ def vertex_transport(client: Any, setup: VertexSetup, request: EvalRequest,
 
     payload = {
         "location": f"projects/{setup.project}/locations/{setup.location}",
-        "metrics": [{"predefined_metric_spec": {"metric_spec_name": request.metric}}],
+        "metrics": [json.loads(request.metric_spec_json) if request.metric_spec_json
+                    else {"predefined_metric_spec": {"metric_spec_name": request.metric}}],
         "instance": instance,
     }
     try:

@@ -1,7 +1,7 @@
 """The contract between Vertex metric criteria and the run's runtime.
 
-A criterion builds an `EvalRequest` (a versioned managed-metric name and the REST
-`instance` JSON of evaluateInstances) and calls `runtime.evaluate(request)`. The runtime
+A criterion builds an `EvalRequest` (a versioned managed-metric name, or a metric spec of its
+own, and the REST `instance` JSON of evaluateInstances) and calls `runtime.evaluate(request)`. The runtime
 (`evalgate.judge.runtime.JudgeRuntime.evaluate`) sends it through google-cloud-aiplatform
 with the same run-wide in-flight bound, rate cap, retry loop (408, 409, 429, 499, 5xx,
 timeouts), deadline and content-addressed cache as judge requests, and never raises for a
@@ -21,6 +21,9 @@ class EvalRequest:
     metric: str  # the versioned managed metric, e.g. "general_quality_v1" (always pinned)
     instance_json: str  # the evaluateInstances `instance` as canonical JSON (REST field names)
     prompt_version: str = "1"  # bump when the instance mapping changes: part of the cache key
+    # The `metrics[0]` entry as canonical JSON when it is not the managed metric `metric` (e.g.
+    # {"llm_based_metric_spec": {"metric_prompt_template": ...}}); part of the cache key.
+    metric_spec_json: Optional[str] = None
 
 
 @dataclass
