@@ -604,7 +604,10 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
                 ctx.warn(note)
 
     run, _ = score(ctx, loaded, policy=policy)
-    comparison = _incomplete(ctx, compare(baseline, run, gate, past, info))
+    from evalgate.pairwise import run_pairwise
+
+    pairs = run_pairwise(loaded, gate, baseline, run, ctx.settings.judge_concurrency)  # gate.pairwise (off by default)
+    comparison = _incomplete(ctx, compare(baseline, run, gate, past, info, pairwise=pairs))
     if "policy" in own and (base_gate is not None or baseline is not None):
         comparison.gate_change = diff(policy_of_results(base_gate or own_gate, baseline), own["policy"])
     return Outcome(comparison, run, _publish(ctx, gate, comparison, run, number, head_sha, history), baseline=baseline, trend=history)

@@ -386,6 +386,17 @@ def _exit_for(verdict, gate) -> int:
     return EXIT_PASSED
 
 
+def _pairwise(config_arg: str | None, gate, baseline, current):
+    """gate.pairwise: the changed answers judged side by side (evalgate.pairwise), on a judge
+    runtime from the config's judge section; None when off or without a baseline."""
+    if not gate.pairwise.enabled or baseline is None:
+        return None
+    from evalgate.config import find_config, load_config
+    from evalgate.pairwise import run_pairwise
+
+    return run_pairwise(load_config(find_config(config_arg)), gate, baseline, current)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from evalgate import results
     from evalgate.baselines import find_baseline, git_first_parent
@@ -407,7 +418,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             baseline, info = found[0].results, found[1]
         ledger = store.load_ledger(gate.id)
         trend = store.load_trend(gate.id)
-    comparison = compare(baseline, current, gate, ledger, info)
+    comparison = compare(baseline, current, gate, ledger, info, pairwise=_pairwise(args.config, gate, baseline, current))
     report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url, trend=trend)
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
