@@ -343,13 +343,16 @@ class PairwiseComparison:
         )
         unchanged = self.compared - self.changed
         if unchanged:
-            text += f" ({unchanged} unchanged)"
+            text += f", {unchanged} unchanged"
+        extra = []
+        if self.not_evaluated:
+            extra.append(f"{_plural(self.not_evaluated, 'case')} not evaluated")
+        if self.pairs.left_out:
+            extra.append(f"{len(self.pairs.left_out)} left out by max_cases")
+        if extra:
+            text += " (" + ", ".join(extra) + ")"
         if self.p_adjusted is not None:
             text += f"; p = {_fmt_p(self.p_adjusted)} after Holm"
-        if self.not_evaluated:
-            text += f"; {_plural(self.not_evaluated, 'case')} not evaluated"
-        if self.pairs.left_out:
-            text += f"; {len(self.pairs.left_out)} left out by max_cases"
         return text
 
 
@@ -1223,7 +1226,7 @@ def _pairwise_verdict(comp: PairwiseComparison, policy: GatePolicy) -> tuple[Opt
     drop = None if comp.delta is None else -comp.delta
     if comp.p_adjusted is not None and comp.p_adjusted < policy.alpha:
         comp.status = Verdict.FAIL
-        text = f"{what}: the pull request's answers lose significantly more often than they win (drop {drop:.3f}, margin {margin:g})"
+        text = f"{what}: the pull request's answers lose significantly more often than they win (drop {drop:.3f}, beyond the margin {margin:g})"
         comp.reasons.insert(0, text)
         return text, None
     if drop is not None and drop > margin and (comp.drop_upper is None or comp.drop_upper > max(policy.resolution, margin)):

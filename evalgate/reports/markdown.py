@@ -724,6 +724,9 @@ def _headline(comparison: Comparison, current: RunResults) -> Markdown:
             parts.append("no regressed cases")
         if kinds.count("fixed"):
             parts.append(count(kinds.count("fixed"), "fixed case", "fixed cases"))
+        worse = sum(s.pairwise.losses for s in comparison.suites if getattr(s, "pairwise", None) is not None)
+        if worse:  # gate.pairwise
+            parts.append(count(worse, "answer") + " worse side by side")
     c = current.counts
     parts.append(
         f"{count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated{incomplete_note(c)}"
