@@ -310,9 +310,10 @@ class PairwiseComparison:
 
     The pull request's preference score of a case is 1 for a win, 1/2 for a tie (unchanged
     answers included) and 0 for a loss; `delta` is its mean over the compared cases less 1/2,
-    (wins - losses) / (2 * compared), on the scale of a criterion's score, so `margin_judge`
-    and `resolution` mean what they mean for a judge criterion. The test: H0, the expected
-    drop is at most the margin; given the n decided cases, each is lost with probability at
+    (wins - losses) / (2 * compared), on the scale of a criterion's score, so `resolution`
+    means what it means for a criterion; the margin is `gate.pairwise.margin` (default 0:
+    one request sees both answers, so no judge mood moves one side alone, and the two
+    orders cancel a position bias). The test: H0, the expected drop is at most the margin; given the n decided cases, each is lost with probability at
     most 1/2 + margin * compared / n, so p = P(Binomial(n, that) >= losses). One entry in the
     gate's Holm family. INCONCLUSIVE by the gate's rule: the drop is beyond the margin, not
     significant, and its one-sided 95% upper bound (Clopper-Pearson on the share of losses)
@@ -1199,7 +1200,7 @@ def _pairwise_draft(pairs: SuitePairs, policy: GatePolicy) -> PairwiseComparison
     n, total = losses + wins, len(counted)
     comp.delta = (wins - losses) / (2 * total)
     if n:
-        margin = policy.margin_judge
+        margin = policy.pairwise.margin
         comp.p_value = sign_test(losses, wins, 0.5 + margin * total / n)
         upper = binomial_upper(losses, n)
         comp.drop_upper = None if upper is None else (2 * upper - 1) * n / (2 * total)
@@ -1208,7 +1209,7 @@ def _pairwise_draft(pairs: SuitePairs, policy: GatePolicy) -> PairwiseComparison
 
 def _pairwise_verdict(comp: PairwiseComparison, policy: GatePolicy) -> tuple[Optional[str], Optional[str]]:
     """(why it FAILs, why it is INCONCLUSIVE), each None when not; sets comp.status and reasons."""
-    margin = policy.margin_judge
+    margin = policy.pairwise.margin
     what = comp.summary()
     if comp.not_evaluated:
         failed_cases = [c for c in comp.pairs.cases if c.outcome == "not_evaluated"]

@@ -83,6 +83,15 @@ class PairwisePolicy(BaseModel):
         "in the report. Default: all of them.",
     )
 
+    margin: float = Field(
+        default=0.0,
+        ge=0,
+        le=0.5,
+        description="Drop in the preference score tolerated: (losses - wins) / (2 x cases compared), 0 to 1/2. Default 0: "
+        "both answers are judged in one request, so a judge's mood cannot move one side alone, and the order "
+        "balancing cancels a position bias; what is left is the judge's noise, which the sign test allows for.",
+    )
+
     @field_validator("num_samples")
     @classmethod
     def _even(cls, value: int) -> int:

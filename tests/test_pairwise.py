@@ -104,7 +104,10 @@ def test_both_orders_are_asked_and_a_dropped_detail_fails_the_gate(fake_gemini, 
     [suite] = comparison.suites
     pw = suite.pairwise
     assert (pw.losses, pw.wins, pw.ties, pw.changed, pw.compared) == (14, 0, 6, 20, 20)
-    assert pw.p_value == pytest.approx(sign_test(14, 0, 0.5 + 0.02 * 20 / 14))
+    assert pw.p_value == pytest.approx(sign_test(14, 0))  # (1/2)^14: no margin by default
+    assert pw.p_value == pytest.approx(0.5**14)
+    _, with_margin = _judge(baseline, current, _policy(margin=0.1), tmp_path)  # from the cache
+    assert with_margin.suites[0].pairwise.p_value == pytest.approx(sign_test(14, 0, 0.5 + 0.1 * 20 / 14))
     assert pw.p_adjusted is not None and pw.p_adjusted < 0.01
     assert pw.status is Verdict.FAIL and suite.verdict is Verdict.FAIL and comparison.verdict is Verdict.FAIL
     assert suite.reasons[0].startswith("judged side by side: 14 of 20 changed answers worse than the baseline's, 0 better, 6 equal")
