@@ -270,3 +270,39 @@ def test_the_comment_and_the_html_report_show_the_pairs(fake_gemini, monkeypatch
     page = render_html(comparison, current, baseline)
     assert '"pw":{' in page and '"o":"loss"' in page and '"cf":1' in page and '"cf":0' in page
     assert "judged side by side: 14 of 17 changed answers" in page
+
+
+# --- the CLI: evalgate run twice, then evalgate compare ------------------------------------
+
+
+def test_evalgate_compare_judges_side_by_side_and_keeps_tool_results(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    import json
+
+    from test_inputs import CASES, CONFIG, make_project
+
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    root = make_project(tmp_path / "p", config=CONFIG + "gate:\n  pairwise: {enabled: true}\n")
+
+    def outputs(answer: str) -> None:
+        lines = []
+        for eval_id, invs in CASES.items():
+            invs = json.loads(json.dumps(invs))
+            invs[0]["intermediate_data"]["tool_responses"] = [{"name": invs[0]["intermediate_data"]["tool_uses"][0]["name"], "response": {"order": "ORD-5", "상태": "완료"}}]
+            if eval_id == "lights-en":
+                invs[0]["final_response"]["parts"][0]["text"] = answer
+            lines.append(json.dumps({"eval_set_id": "home", "eval_id": eval_id, "invocations": invs}, ensure_ascii=False))
+        (root / "runs" / "out.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    outputs("The bedroom light is off (order ORD-5).")
+    cli("run", "--out", "base", "--quiet", cwd=root)  # exits 1: response_match_score is below 0.8 on the changed answer
+    saved = json.loads((root / "base" / "results.json").read_text(encoding="utf-8"))
+    [summary] = saved["suites"][0]["cases"][0]["invocations"]
+    assert summary["actual_tool_results"] == [{"name": "set_light", "response": {"order": "ORD-5", "상태": "완료"}}]
+    outputs("The light is off.")
+    cli("run", "--out", "cur", "--quiet", cwd=root)
+    code, out, err = cli("compare", "--current", "cur/results.json", "--baseline", "base/results.json", cwd=root)
+    assert len(fake_gemini.requests) == 2, err
+    assert '"상태": "완료"' in prompt_text(fake_gemini.requests[0].body)  # the tool's result, from results.json
+    assert "| judged side by side (judge, both orders) | – | 2 | – | – | 1 of 1 changed answer worse than the baseline's, 0 better, 0 equal" in out
+    assert "The light is off." in out and "The bedroom light is off (order ORD-5)." in out
