@@ -1244,14 +1244,23 @@ def _pairwise_verdict(comp: PairwiseComparison, policy: GatePolicy) -> tuple[Opt
     return None, None
 
 
-def _apply_pairwise(verdict: Verdict, reasons: list[str], comp: PairwiseComparison, policy: GatePolicy) -> Verdict:
-    """A regression-mode suite's verdict with its pairwise test folded in."""
+def _apply_pairwise(verdict: Verdict, reasons: list[str], comp: PairwiseComparison, policy: GatePolicy, not_evaluated: str) -> Verdict:
+    """A regression-mode suite's verdict with its pairwise test folded in. Cases the judge could
+    not decide are never losses; they follow the suite's `not_evaluated` policy as any case not
+    evaluated does: `fail` fails the suite, `warn` makes a pass INCONCLUSIVE, `ignore` nothing."""
     fail, unsure = _pairwise_verdict(comp, policy)
     if verdict is Verdict.ERROR:
         return verdict
+    unheard = next((r for r in comp.reasons if "not evaluated side by side" in r), None)
     if fail:
         reasons.insert(0, fail)
         return Verdict.FAIL
+    if unheard is not None and not_evaluated != "ignore":
+        reasons.append(unheard)
+        if not_evaluated == "fail":
+            return Verdict.FAIL
+        if verdict is Verdict.PASS and not unsure:  # `warn`: answers the judge did not hear cannot be called a pass
+            verdict = Verdict.INCONCLUSIVE
     if unsure:
         reasons.append(unsure)
         if verdict is Verdict.PASS:
@@ -1330,7 +1339,7 @@ def compare(
             if mode == "absolute" or d.absolute:
                 _pairwise_verdict(pw, policy)  # for information, as the statistics above
             else:
-                verdict = _apply_pairwise(verdict, reasons, pw, policy)
+                verdict = _apply_pairwise(verdict, reasons, pw, policy, d.current.not_evaluated_policy)
         if policy.removed_cases == "fail" and d.removed and verdict is not Verdict.ERROR:
             verdict = Verdict.FAIL
             reasons.insert(0, f"{_plural(len(d.removed), 'baseline case')} removed (gate.removed_cases: fail)")

@@ -208,12 +208,18 @@ def test_a_failed_judge_call_is_not_evaluated_never_a_loss(fake_gemini, monkeypa
     pw = comparison.suites[0].pairwise
     assert (pw.losses, pw.not_evaluated, pw.compared) == (3, 1, 3)
     assert any("not evaluated side by side: shop/c0" in r for r in pw.reasons)
+    assert any("not evaluated side by side: shop/c0" in r for r in comparison.suites[0].reasons)  # named in the suite
+    assert comparison.suites[0].verdict is Verdict.INCONCLUSIVE  # not_evaluated: warn
+    strict = current.model_copy(deep=True)
+    strict.suites[0].not_evaluated_policy = "fail"
+    assert compare(baseline, strict, _policy(), pairwise=pairs).suites[0].verdict is Verdict.FAIL
     # Without credentials every pair is NOT_EVALUATED, and nothing is decided.
     fake_gemini.reset()
     monkeypatch.delenv("GOOGLE_API_KEY")
     pairs, comparison = _judge(baseline, current, _policy(), tmp_path / "nocreds")
     assert {c.outcome for c in pairs["support"].cases} == {"not_evaluated"}
-    assert comparison.suites[0].pairwise.p_value is None and comparison.verdict is Verdict.PASS
+    assert comparison.suites[0].pairwise.p_value is None and comparison.verdict is Verdict.INCONCLUSIVE
+    assert "no judge credentials" in comparison.suites[0].reasons[-1]
     assert len(fake_gemini.requests) == 0
 
 
