@@ -131,6 +131,7 @@ from evalgate.stats import (
     MIN_HISTORY,
     ROUND,
     SHIFT_Z,
+    binomial_upper,
     break_hazards,
     break_share,
     break_test,
@@ -148,7 +149,6 @@ from evalgate.stats import (
     satterthwaite,
     share_break_test,
     sign_test,
-    binomial_upper,
     steady_drop_test,
     steady_run_variance,
 )
@@ -313,8 +313,9 @@ class PairwiseComparison:
     (wins - losses) / (2 * compared), on the scale of a criterion's score, so `resolution`
     means what it means for a criterion; the margin is `gate.pairwise.margin` (default 0:
     one request sees both answers, so no judge mood moves one side alone, and the two
-    orders cancel a position bias). The test: H0, the expected drop is at most the margin; given the n decided cases, each is lost with probability at
-    most 1/2 + margin * compared / n, so p = P(Binomial(n, that) >= losses). One entry in the
+    orders cancel a position bias). The test: H0, the expected drop is at most the margin;
+    given the n decided cases, each is lost with probability at most 1/2 + margin * compared
+    / n, so p = P(Binomial(n, that) >= losses). One entry in the
     gate's Holm family. INCONCLUSIVE by the gate's rule: the drop is beyond the margin, not
     significant, and its one-sided 95% upper bound (Clopper-Pearson on the share of losses)
     is beyond max(resolution, margin).
