@@ -646,7 +646,10 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
             ctx.warn(note)
 
     run, _ = score(ctx, loaded, policy=policy)
-    comparison = _cached_new_cases(_incomplete(ctx, compare(baseline, run, gate, past, info)), run)
+    from evalgate.pairwise import run_pairwise
+
+    pairs = run_pairwise(loaded, gate, baseline, run, ctx.settings.judge_concurrency, cache_policy(ctx.settings))  # gate.pairwise (off by default)
+    comparison = _cached_new_cases(_incomplete(ctx, compare(baseline, run, gate, past, info, pairwise=pairs)), run)
     comparison.gate_change = under.change()
     return comparison, run, baseline, history
 

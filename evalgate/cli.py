@@ -491,6 +491,17 @@ def _exit_for(verdict, gate) -> int:
     return EXIT_PASSED
 
 
+def _pairwise(config_arg: str | None, gate, baseline, current):
+    """gate.pairwise: the changed answers judged side by side (evalgate.pairwise), on a judge
+    runtime from the config's judge section; None when off or without a baseline."""
+    if not gate.pairwise.enabled or baseline is None:
+        return None
+    from evalgate.config import find_config, load_config
+    from evalgate.pairwise import run_pairwise
+
+    return run_pairwise(load_config(find_config(config_arg)), gate, baseline, current)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from evalgate import results
     from evalgate.baselines import find_baseline, git_first_parent
@@ -515,7 +526,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if baseline is not None and current.selection is not None and baseline.selection is None:
         baseline = _selected_baseline(baseline, current.selection)
         print(f"compared the cases --case chose ({current.selection.cases} of {current.selection.of}) with the same cases of the baseline ({baseline.counts.cases})", file=sys.stderr)
-    comparison = compare(baseline, current, gate, ledger, info)
+    comparison = compare(baseline, current, gate, ledger, info, pairwise=_pairwise(args.config, gate, baseline, current))
     if current.selection is not None:
         s = current.selection
         comparison.reasons.insert(0, f"a selection: {s.cases} of the config's {s.of} cases, chosen by run --case {' --case '.join(s.patterns)}")

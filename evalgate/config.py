@@ -335,6 +335,8 @@ def _valid_keys(model: type[BaseModel]):
             return list(GateConfig.model_fields)
         if loc == ("gate", "baseline"):
             return list(BaselineConfig.model_fields)
+        if loc == ("gate", "pairwise"):
+            return list(GatePolicy.model_fields["pairwise"].annotation.model_fields)  # type: ignore[union-attr]
         if loc == ("judge",):
             return list(JudgeConfig.model_fields)
         if loc == ("vertex",):

@@ -7,12 +7,13 @@ suite's NOT_EVALUATED policy. Criteria only score.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Optional
 
 from evalgate import efficiency
 from evalgate.adk import Invocation
@@ -213,9 +214,20 @@ def _summaries(case: CaseInput) -> list[InvocationSummary]:
                 actual_response=actual.final_text(),
                 expected_tools=[{"name": c.name, "args": c.args} for c in expected.tool_calls()] if expected else None,
                 actual_tools=[{"name": c.name, "args": c.args} for c in actual.tool_calls()],
+                actual_tool_results=[_tool_result(r.name, r.response) for r in actual.tool_responses()],
             )
         )
     return out
+
+
+TOOL_RESULT_CHARS = 2000  # of a tool result's JSON kept in the summaries (a pairwise judge reads them)
+
+
+def _tool_result(name: Optional[str], response: Any) -> dict[str, Any]:
+    text = json.dumps(response, ensure_ascii=False, sort_keys=True, default=str)
+    if len(text) <= TOOL_RESULT_CHARS:
+        return {"name": name, "response": response}
+    return {"name": name, "response": text[:TOOL_RESULT_CHARS], "truncated": True}
 
 
 def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:

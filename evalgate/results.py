@@ -67,6 +67,13 @@ class InvocationSummary(_Model):
     actual_response: str
     expected_tools: Optional[list[dict[str, Any]]] = None
     actual_tools: list[dict[str, Any]] = Field(default_factory=list)
+    actual_tool_results: list[dict[str, Any]] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,  # absent without tool results: results without tools stay as they were
+        description="The actual tool results in order, {name, response} (a response over 2,000 characters of JSON "
+        "is kept as its first 2,000, with truncated: true): what a pairwise judge shows beside the calls. "
+        "Absent in results written before evalgate kept them.",
+    )
 
 
 class EfficiencyValue(_Model):

@@ -356,6 +356,7 @@ def config_text(suites: list[Suite]) -> str:
         else:
             lines.append("    # criteria: ADK's defaults (no test_config.json beside these eval sets); set them here, e.g.")
             lines.append("    # criteria: {tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
+    lines.append("# gate: {pairwise: {enabled: true}}  # also judge each changed answer side by side with the baseline's (README: gate.pairwise)")
     text = "\n".join(lines) + "\n"
     expected = {
         "version": 1,

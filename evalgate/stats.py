@@ -549,6 +549,38 @@ def binomial_half_sf(k: int, n: int) -> float:
     return sum(math.comb(n, j) for j in range(k, n + 1)) / 2**n
 
 
+def binomial_sf(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), exact (sums of exact terms in floating point)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    lp, lq = math.log(p), math.log1p(-p)
+    base = math.lgamma(n + 1)
+    return min(1.0, math.fsum(math.exp(base - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lp + (n - j) * lq) for j in range(k, n + 1)))
+
+
+def sign_test(losses: int, wins: int, margin_share: float = 0.5) -> float:
+    """One-sided exact sign test, ties set aside: P(X >= losses) for X ~ Binomial(losses +
+    wins, margin_share), the chance of losing at least this many of the decided pairs when each
+    is lost with probability margin_share (1/2: no preference; above it: a margin allowed)."""
+    return binomial_sf(losses, losses + wins, min(max(margin_share, 0.0), 1.0))
+
+
+def binomial_upper(k: int, n: int, level: float = 0.95) -> Optional[float]:
+    """The one-sided upper `level` confidence bound of a binomial share from k of n (Clopper-
+    Pearson); None when n is 0."""
+    if n <= 0:
+        return None
+    if k >= n:
+        return 1.0
+    return beta_quantile(k + 1.0, float(n - k), level)
+
+
 def _quantile(values: Sequence[float], q: float) -> float:
     """The q-quantile, linear between order statistics."""
     ordered = sorted(values)

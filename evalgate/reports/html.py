@@ -188,6 +188,9 @@ class _Suite:
     warnings: list[str]
     skipped: list[str]
     rows: list[_Row]
+    pairwise: str = ""  # gate.pairwise: the side-by-side summary line
+    pairwise_status: str = ""
+    pairwise_class: str = ""
 
 
 @dataclass
@@ -336,6 +339,21 @@ def _judge_usage(current: RunResults) -> _Usage:
     labels = dict(_STAT_COLUMNS)
     columns = [labels.get(k, k.replace("_", " ")) for k in keys]
     return _Usage(columns, [(s, c, [_int(n.get(k)) for k in keys]) for s, c, n in found])
+
+
+def _with_pairwise_usage(usage: _Usage, comparison: Comparison) -> _Usage:
+    """gate.pairwise's judge usage as one more row per suite (its columns among the table's)."""
+    found = [(sc.name, pw.pairs.stats) for sc in comparison.suites if (pw := getattr(sc, "pairwise", None)) is not None and pw.pairs.stats]
+    if not found:
+        return usage
+    labels = dict(_STAT_COLUMNS)
+    if not usage.columns:
+        keys = [k for k, _ in _STAT_COLUMNS if any(k in n for _, n in found)]
+        usage = _Usage([labels.get(k, k) for k in keys], [])
+    by_label = {v: k for k, v in labels.items()}
+    keys = [by_label.get(c, c.replace(" ", "_")) for c in usage.columns]
+    rows = list(usage.rows) + [(name, "side by side", [_int(n.get(k)) for k in keys]) for name, n in found]
+    return _Usage(usage.columns, rows)
 
 
 def _agent_rows(current: RunResults) -> list[list[str]]:
@@ -602,6 +620,36 @@ def _agent_logs(case: CaseResult) -> list[list[Any]]:
     return out
 
 
+def _pairwise_items(comparison: Comparison) -> dict[CaseKey, dict[str, Any]]:
+    """gate.pairwise: per case, its outcome and every changed invocation's verdicts in both
+    orders ("cf": the pull request's answer shown first; "pick": current, baseline or equal)."""
+    out: dict[CaseKey, dict[str, Any]] = {}
+    for s in comparison.suites:
+        pw = getattr(s, "pairwise", None)
+        if pw is None:
+            continue
+        for c in pw.pairs.cases:
+            item: dict[str, Any] = {"o": c.outcome, "net": c.score}
+            if c.error:
+                item["err"] = _text(c.error, 2000)
+            item["inv"] = [
+                {
+                    "i": inv.index,
+                    "b": _text(inv.baseline),
+                    "c": _text(inv.current),
+                    "v": [
+                        {"cf": int(v.current_first), "pick": v.choice or "", "why": _text(v.reason or v.error or "", 4000)}
+                        for v in inv.verdicts
+                    ],
+                }
+                for inv in c.invocations
+            ]
+            out[CaseKey(s.name, c.eval_set_id, c.eval_id)] = item
+        for a, b in pw.pairs.left_out:
+            out[CaseKey(s.name, a, b)] = {"o": "left_out", "net": 0, "inv": []}
+    return out
+
+
 def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunResults], names: dict[str, int], suites: dict[str, int]) -> list[dict[str, Any]]:
     change: dict[CaseKey, Any] = {}
     for s in comparison.suites:
@@ -612,6 +660,7 @@ def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunRe
         for key in s.changed:
             change.setdefault(key, "changed")
     base_cases = {CaseKey(s.name, c.eval_set_id, c.eval_id): c for s in baseline.suites for c in s.cases} if baseline is not None else {}
+    side_by_side = _pairwise_items(comparison)
     out = []
     for suite in current.suites:
         for case in suite.cases:
@@ -640,6 +689,8 @@ def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunRe
                     item["padj"] = ch.p_adjusted
             if base is not None:
                 item["bst"] = _STATUS[base.status]
+            if key in side_by_side:
+                item["pw"] = side_by_side[key]
             if case.conversation_end:
                 item["end"] = _text(case.conversation_end, 200)
             eff = _case_efficiency(case)
@@ -769,6 +820,11 @@ def render_html(
                 rows=[_trend_row(_row(c, names[c.criterion], failing[c.criterion], evaluated[c.criterion], with_baseline), by_key.get((sc.name, c.criterion))) for c in sc.criteria],
             )
         )
+        pw = getattr(sc, "pairwise", None)
+        if pw is not None:
+            suites[-1].pairwise = pw.summary()
+            suites[-1].pairwise_status = pw.status.value
+            suites[-1].pairwise_class = _verdict_class(pw.status)
 
     kinds = [c.get("ch") for c in cases]
     chips = [
@@ -808,7 +864,7 @@ def render_html(
         run_facts=_run_facts(comparison, current),
         agent_rows=_agent_rows(current),
         efficiency_rows=_efficiency_rows(current),
-        judge=_judge_usage(current),
+        judge=_with_pairwise_usage(_judge_usage(current), comparison),
         timing_rows=_timing_rows(current),
         trend_header=header(trends),
         charts=[_Chart(c.title, Markup(c.svg), c.note) for c in _charts(trends, len(comparison.suites) > 1)],

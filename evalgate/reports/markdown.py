@@ -317,6 +317,8 @@ class _View:
     trend_header: Markdown = Markdown("")  # the tables' trend column title; empty: no column
     charts: list[_Chart] = field(default_factory=list)
     hidden_charts: int = 0
+    losses: list["_Loss"] = field(default_factory=list)  # gate.pairwise: the worst losses, both answers
+    losses_total: int = 0
 
 
 def _label(key: CaseKey, show_suite: bool) -> str:
@@ -534,7 +536,7 @@ def _flat_numbers(stats: dict[str, Any], prefix: str = "") -> dict[str, float]:
     return out
 
 
-def _judge_stats(current: RunResults, show_suite: bool) -> tuple[list[Markdown], list[_Stat]]:
+def _judge_stats(current: RunResults, show_suite: bool, comparison: Optional[Comparison] = None) -> tuple[list[Markdown], list[_Stat]]:
     """Per-criterion judge usage, when the results carry it.
 
     Read from a `stats` mapping on a suite's criterion spec (`suite.criteria[name].stats`),
@@ -549,6 +551,10 @@ def _judge_stats(current: RunResults, show_suite: bool) -> tuple[list[Markdown],
                 stats = stats.model_dump()
             if isinstance(stats, dict) and (numbers := _flat_numbers(stats)):
                 found.append((f"{suite.name}: {name}" if show_suite else name, numbers))
+    for sc in comparison.suites if comparison is not None else []:  # gate.pairwise: its judge, per suite
+        pw = getattr(sc, "pairwise", None)
+        if pw is not None and (numbers := _flat_numbers(pw.pairs.stats)):
+            found.append((f"{sc.name}: side by side" if show_suite else "side by side", numbers))
     if not found:
         return [], []
     keys = sorted({k for _, n in found for k in n}, key=lambda k: (list(_STAT_LABELS).index(k) if k in _STAT_LABELS else 99, k))
@@ -587,6 +593,86 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
     )
 
 
+# --- gate.pairwise: the side-by-side row and the worst losses ------------------------------
+
+MAX_LOSSES = 5  # losses shown with both answers (the HTML report has every pair)
+
+
+@dataclass
+class _PairTurn:
+    title: Optional[Markdown]
+    user: _Block
+    baseline: _Block
+    current: _Block
+    verdicts: list[tuple[Markdown, str]]  # (the order and the pick, composed; the judge's reason, untrusted)
+
+
+@dataclass
+class _Loss:
+    label: str  # untrusted
+    summary: Markdown
+    turns: list[_PairTurn]
+
+
+def _pairwise_row(pw: Any) -> _Row:
+    equal = pw.changed - pw.losses - pw.wins
+    drop = "" if pw.delta is None else f" · drop {-pw.delta:.3f}"
+    return _Row(
+        criterion="judged side by side",
+        kind=Markdown("judge, both orders"),
+        threshold=Markdown("–"),
+        pairs=pw.compared,
+        baseline=Markdown("–"),
+        current=Markdown("–"),
+        delta=Markdown(
+            f"{pw.losses} of {count(pw.changed, 'changed answer')} worse than the baseline's, {pw.wins} better, {equal} equal{drop}"
+        ),
+        status=_status_cell(pw.status, pw.p_adjusted),
+        passing=pw.status is Verdict.PASS,
+    )
+
+
+_PICK = {"current": "this pull request's", "baseline": "the baseline's", "equal": "equally good"}
+
+
+def _pair_verdict(v: Any) -> tuple[Markdown, str]:
+    order = "the pull request's answer shown as A" if v.current_first else "the baseline's answer shown as A"
+    if v.choice is None:
+        return Markdown(f"{order}: no verdict"), v.error or ""
+    pick = "equally good" if v.choice == "equal" else f"prefers {_PICK[v.choice]}"
+    return Markdown(f"{order}: **{pick}**"), v.reason
+
+
+def _losses(comparison: Comparison, budget: _Budget, show_suite: bool) -> tuple[list[_Loss], int]:
+    """The pull request's worst losses (most verdicts lost first), with both answers and the reasons."""
+    found = []
+    for s in comparison.suites:
+        pw = s.pairwise
+        if pw is None:
+            continue
+        for c in pw.pairs.cases:
+            if c.outcome == "loss":
+                found.append((c.score, s.name, c))
+    found.sort(key=lambda x: (x[0], x[1], x[2].eval_set_id, x[2].eval_id))
+    limit = MAX_LOSSES if budget.details is None else min(MAX_LOSSES, budget.details)
+    out = []
+    for score, suite, c in found[:limit]:
+        turns = []
+        for inv in c.invocations[:MAX_INVOCATIONS]:
+            turns.append(
+                _PairTurn(
+                    title=Markdown(f"Invocation {inv.index + 1}") if len(c.invocations) > 1 or inv.index else None,
+                    user=_block("User", inv.user, budget),
+                    baseline=_block("The baseline's answer", inv.baseline, budget),
+                    current=_block("This pull request's answer", inv.current, budget),
+                    verdicts=[_pair_verdict(v) for v in inv.verdicts],
+                )
+            )
+        votes = sum(1 for inv in c.invocations for v in inv.verdicts if v.choice is not None)
+        out.append(_Loss(_label(CaseKey(suite, c.eval_set_id, c.eval_id), show_suite), Markdown(f"net {score} of {count(votes, 'verdict')}"), turns))
+    return out, len(found)
+
+
 def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget, trends: dict[tuple[str, str], Series]) -> _Suite:
     reasons = list(s.reasons)
     for c in s.criteria:
@@ -597,6 +683,8 @@ def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget, trends
                 f"{c.criterion}: {r}" for r in c.reasons if r not in reasons and f"{c.criterion}: {r}" not in reasons
             )
     rows = [_criterion_row(c, with_baseline, trends.get((s.name, c.criterion))) for c in s.criteria]
+    if getattr(s, "pairwise", None) is not None:
+        rows.append(_pairwise_row(s.pairwise))
     hidden = 0
     if not budget.passing_rows:
         hidden = sum(r.passing for r in rows)
@@ -639,6 +727,9 @@ def _headline(comparison: Comparison, current: RunResults) -> Markdown:
             parts.append("no regressed cases")
         if kinds.count("fixed"):
             parts.append(count(kinds.count("fixed"), "fixed case", "fixed cases"))
+        worse = sum(s.pairwise.losses for s in comparison.suites if getattr(s, "pairwise", None) is not None)
+        if worse:  # gate.pairwise
+            parts.append(count(worse, "answer") + " worse side by side")
     c = current.counts
     parts.append(
         f"{count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated{incomplete_note(c)}"
@@ -758,7 +849,7 @@ def _plan(
         footer.append(Markdown(f"every case in report.html{outputs} among its artifacts"))
     footer.append(Markdown(f"evalgate {md(current.evalgate_version, 20)}, {comparison.mode} mode"))
 
-    stat_columns, stats = _judge_stats(current, show_suite)
+    stat_columns, stats = _judge_stats(current, show_suite, comparison)
     return _Plan(
         comparison=comparison,
         current=current,
@@ -845,6 +936,8 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         charts=charts[:MAX_CHARTS],
         hidden_charts=max(len(charts) - MAX_CHARTS, 0),
     )
+    if not budget.minimal:
+        view.losses, view.losses_total = _losses(plan.comparison, budget, len(plan.comparison.suites) > 1)
     sizes = {
         "attention": len(plan.attention),
         "detailed": len(detailed),

@@ -374,6 +374,40 @@
     return box;
   }
 
+  // gate.pairwise: each changed answer beside the baseline's, and the judge's verdict in each order.
+  var PW_OUTCOME = { win: "better than the baseline's", loss: "worse than the baseline's", tie: "as good as the baseline's",
+    not_evaluated: "not evaluated", left_out: "not judged (beyond max_cases)" };
+  var PW_PICK = { current: "prefers this run's answer", baseline: "prefers the baseline's answer", equal: "equally good", "": "no verdict" };
+
+  function sideBySide(pw) {
+    var box = section("Judged side by side with the baseline");
+    var head = el("p", null, (PW_OUTCOME[pw.o] || pw.o) + (pw.inv.length ? " (net " + pw.net + ")" : pw.o === "tie" ? ": the answers did not change" : ""));
+    box.appendChild(head);
+    if (pw.err) box.appendChild(el("p", "muted t", pw.err));
+    pw.inv.forEach(function (p) {
+      var turn = el("div", "turn");
+      turn.appendChild(el("div", "turn-n muted small", "invocation " + (p.i + 1)));
+      var grid = el("div", "responses cols-2");
+      grid.appendChild(textBox("Baseline", p.b, "baseline"));
+      grid.appendChild(textBox("Current", p.c, "actual"));
+      turn.appendChild(grid);
+      var table = el("table", "grid");
+      var hr = el("tr");
+      ["sample", "shown as A", "verdict", "reason"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
+      add(table, add(el("thead"), hr));
+      var body = el("tbody");
+      p.v.forEach(function (v, n) {
+        var tr = el("tr");
+        add(tr, el("td", "num", String(n + 1)), el("td", null, v.cf ? "current" : "baseline"), el("td", null, PW_PICK[v.pick] || v.pick), el("td", "t", v.why));
+        body.appendChild(tr);
+      });
+      table.appendChild(body);
+      turn.appendChild(add(el("div", "scroll"), table));
+      box.appendChild(turn);
+    });
+    return box;
+  }
+
   function drawDetail(c) {
     var d = el("div");
     var head = el("header", "case-head");
@@ -442,6 +476,7 @@
       });
       d.appendChild(conv);
     }
+    if (c.pw) d.appendChild(sideBySide(c.pw));
     if (placed.rest.length) {
       var rest = section(c.inv.length ? "Other verdicts" : "Verdicts");
       placed.rest.forEach(function (x) { rest.appendChild(judgement(x[0], x[1])); });

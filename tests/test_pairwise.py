@@ -1,0 +1,316 @@
+"""gate.pairwise: changed answers judged side by side with the baseline's, through a fake Gemini at the wire.
+
+Semantics (both orders, order-balanced case outcomes, the sign test, max_cases, the cache,
+failed judge calls) on hand-built results and the real JudgeRuntime / google-genai client;
+the reports; and the config's strictness.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from evalgate.compare import GatePolicy, Verdict, compare
+from evalgate.judge.runtime import JudgeRuntime
+from evalgate.pairwise import DEFAULT_INSTRUCTIONS, PairwisePolicy, build_prompt, judge_pairs
+from evalgate.reports.html import render_html
+from evalgate.reports.markdown import render_comment
+from evalgate.results import Counts, CriterionSpec, InvocationSummary, RunInfo, RunResults, Status, SuiteResult
+from evalgate.stats import binomial_sf, binomial_upper, sign_test
+from fake_gemini import error, fake_gemini, prompt_text  # noqa: F401  (fixture)
+from pairwise_judges import always, answers, detail_judge, equal_paraphrases
+from result_builders import case, crit, inv, run_of
+
+KEPT = "Your order ORD-{n} has shipped; the tracking id is TRK{n}."
+PARAPHRASE = "Good news: order ORD-{n} is on its way, tracking TRK{n}."
+DROPPED = "Your order has shipped and should arrive soon."
+
+
+def _run(answers_by_case: dict[str, list[str]], users: dict[str, list[str]] | None = None) -> RunResults:
+    cases = []
+    for eval_id, texts in sorted(answers_by_case.items()):
+        turns = (users or {}).get(eval_id) or [f"Where is my order? ({eval_id})"] * len(texts)
+        invs = [inv(u, t) for u, t in zip(turns, texts)]
+        cases.append(case("shop", eval_id, {"response_match_score": crit(0.0, *[(1.0, {}) for _ in invs])}, invs))
+    suite = SuiteResult(
+        name="support",
+        status=Status.PASSED,
+        not_evaluated_policy="warn",
+        counts=Counts.of(cases),
+        criteria={"response_match_score": CriterionSpec(threshold=0.0, version="1")},
+        cases=cases,
+    )
+    return run_of([suite], "sha256:config", RunInfo())
+
+
+def _runtime(tmp_path: Path, **kw) -> JudgeRuntime:
+    return JudgeRuntime(concurrency=4, cache_dir=tmp_path / "cache", sleep=lambda s: None, **kw)
+
+
+def _policy(**kw) -> GatePolicy:
+    return GatePolicy(pairwise=PairwisePolicy(enabled=True, **kw))
+
+
+def _judge(baseline, current, policy, tmp_path):
+    with _runtime(tmp_path) as rt:
+        pairs = judge_pairs(baseline, current, policy.pairwise, rt)
+    return pairs, compare(baseline, current, policy, pairwise=pairs)
+
+
+# --- the sign test, by hand -------------------------------------------------------------------
+
+
+def test_sign_test_by_hand():
+    # 8 losses, 2 wins: P(X >= 8), X ~ Binomial(10, 1/2) = (45 + 10 + 1) / 1024.
+    assert sign_test(8, 2) == pytest.approx(56 / 1024, rel=1e-12)
+    assert sign_test(0, 5) == 1.0 and sign_test(3, 0) == pytest.approx(1 / 8)
+    # P(X >= 2), X ~ Binomial(3, 0.6) = 3 * 0.36 * 0.4 + 0.216
+    assert binomial_sf(2, 3, 0.6) == pytest.approx(0.648, rel=1e-12)
+    # Clopper-Pearson: 0 of n lost, the 95% upper bound is 1 - 0.05^(1/n).
+    assert binomial_upper(0, 10) == pytest.approx(1 - 0.05 ** 0.1, rel=1e-9)
+    # Large n stays finite and exact enough: the normal approximation's neighbourhood.
+    assert sign_test(600, 500) == pytest.approx(0.5 * math.erfc((599.5 - 550) / math.sqrt(275) / math.sqrt(2)), rel=0.05)
+
+
+def test_num_samples_must_be_even_and_keys_are_strict():
+    with pytest.raises(ValueError, match="must be even"):
+        PairwisePolicy(num_samples=3)
+    with pytest.raises(ValueError):
+        PairwisePolicy(num_sample=2)
+
+
+# --- semantics through the wire ------------------------------------------------------------
+
+
+def test_both_orders_are_asked_and_a_dropped_detail_fails_the_gate(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    n = 20
+    baseline = _run({f"c{i:02}": [KEPT.format(n=i)] for i in range(n)})
+    # 14 answers drop the order number and tracking id, 6 are paraphrases.
+    current = _run({f"c{i:02}": [DROPPED if i < 14 else PARAPHRASE.format(n=i)] for i in range(n)})
+    pairs, comparison = _judge(baseline, current, _policy(), tmp_path)
+
+    assert len(fake_gemini.requests) == 2 * n  # 2 per changed invocation
+    firsts = {}
+    for r in fake_gemini.requests:
+        a = answers(r.body)
+        firsts.setdefault(a["A"] == DROPPED or a["A"].startswith("Good news"), 0)
+        firsts[a["A"] == DROPPED or a["A"].startswith("Good news")] += 1
+    assert firsts == {True: n, False: n}  # half with the pull request's answer as A, half with the baseline's
+
+    [suite] = comparison.suites
+    pw = suite.pairwise
+    assert (pw.losses, pw.wins, pw.ties, pw.changed, pw.compared) == (14, 0, 6, 20, 20)
+    assert pw.p_value == pytest.approx(sign_test(14, 0))  # (1/2)^14: no margin by default
+    assert pw.p_value == pytest.approx(0.5**14)
+    _, with_margin = _judge(baseline, current, _policy(margin=0.1), tmp_path)  # from the cache
+    assert with_margin.suites[0].pairwise.p_value == pytest.approx(sign_test(14, 0, 0.5 + 0.1 * 20 / 14))
+    assert pw.p_adjusted is not None and pw.p_adjusted < 0.01
+    assert pw.status is Verdict.FAIL and suite.verdict is Verdict.FAIL and comparison.verdict is Verdict.FAIL
+    assert suite.reasons[0].startswith("judged side by side: 14 of 20 changed answers worse than the baseline's, 0 better, 6 equal")
+    assert pw.pairs.stats["requests"] == 2 * n and pw.pairs.stats["cache_hits"] == 0
+
+
+def test_a_judge_that_always_prefers_one_position_gives_ties(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    baseline = _run({f"c{i}": [KEPT.format(n=i)] for i in range(12)})
+    current = _run({f"c{i}": [DROPPED] for i in range(12)})  # every answer worse: the judge does not look
+    for label in ("A", "B"):
+        fake_gemini.responder = always(label)
+        _, comparison = _judge(baseline, current, _policy(), tmp_path / label)
+        pw = comparison.suites[0].pairwise
+        assert (pw.losses, pw.wins, pw.ties) == (0, 0, 12), label
+        assert pw.p_value is None and pw.status is Verdict.PASS and comparison.verdict is Verdict.PASS
+
+
+def test_a_judge_that_cannot_tell_paraphrases_apart_gives_ties_or_no_verdict(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    baseline = _run({f"c{i:02}": [KEPT.format(n=i)] for i in range(40)})
+    current = _run({f"c{i:02}": [PARAPHRASE.format(n=i)] for i in range(40)})
+    fake_gemini.responder = equal_paraphrases()  # says so
+    _, comparison = _judge(baseline, current, _policy(), tmp_path / "equal")
+    pw = comparison.suites[0].pairwise
+    assert (pw.losses, pw.wins, pw.ties) == (0, 0, 40) and comparison.verdict is Verdict.PASS
+    fake_gemini.responder = detail_judge(seed=3, position_bias=0.4)  # picks at random, prefers A 70% of the time
+    _, comparison = _judge(baseline, current, _policy(), tmp_path / "random")
+    pw = comparison.suites[0].pairwise
+    assert pw.losses + pw.wins + pw.ties == 40 and pw.ties > 0
+    assert comparison.verdict is not Verdict.FAIL and pw.status is not Verdict.FAIL
+
+
+def test_unchanged_answers_are_ties_and_cost_nothing(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    baseline = _run({"a": [KEPT.format(n=1)], "b": [KEPT.format(n=2)]})
+    current = _run({"a": [KEPT.format(n=1) + "  "], "b": [DROPPED]})  # whitespace is no change
+    pairs, comparison = _judge(baseline, current, _policy(), tmp_path)
+    assert len(fake_gemini.requests) == 2
+    [a, b] = pairs["support"].cases
+    assert (a.outcome, a.changed, b.outcome) == ("tie", False, "loss")
+    assert [v.current_first for v in b.invocations[0].verdicts] == [False, True]
+    assert [v.choice for v in b.invocations[0].verdicts] == ["baseline", "baseline"]
+
+
+def test_max_cases_names_the_cases_left_out(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    baseline = _run({f"c{i}": [KEPT.format(n=i)] for i in range(5)} | {"same": ["unchanged"]})
+    current = _run({f"c{i}": [DROPPED] for i in range(5)} | {"same": ["unchanged"]})
+    pairs, comparison = _judge(baseline, current, _policy(max_cases=3), tmp_path)
+    suite = pairs["support"]
+    assert len(fake_gemini.requests) == 3 * 2
+    judged = sorted(c.eval_id for c in suite.cases if c.changed)
+    left = sorted(i for _, i in suite.left_out)
+    assert len(judged) == 3 and len(left) == 2 and sorted(judged + left) == [f"c{i}" for i in range(5)]
+    pw = comparison.suites[0].pairwise
+    assert pw.compared == 4 and pw.changed == 3  # the unchanged case is a tie; the left-out ones are not counted
+    [named] = [r for r in pw.reasons if "not judged side by side" in r]
+    assert "(2 left out by max_cases)" in pw.reasons[0]
+    assert all(f"shop/{i}" in named for i in left) and not any(f"shop/{i}" in named for i in judged)
+    # The same cases are chosen again (a hash of their ids), so a rerun hits the cache.
+    again, _ = _judge(baseline, current, _policy(max_cases=3), tmp_path)
+    assert again["support"].left_out == suite.left_out
+    assert len(fake_gemini.requests) == 3 * 2
+
+
+def test_an_unchanged_rerun_makes_no_request(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    baseline = _run({f"c{i}": [KEPT.format(n=i)] for i in range(6)})
+    current = _run({f"c{i}": [DROPPED if i % 2 else PARAPHRASE.format(n=i)] for i in range(6)})
+    first, c1 = _judge(baseline, current, _policy(), tmp_path)
+    assert len(fake_gemini.requests) == 12
+    fake_gemini.reset()
+    second, c2 = _judge(baseline, current, _policy(), tmp_path)
+    assert len(fake_gemini.requests) == 0
+    assert second["support"].stats["requests"] == 0 and second["support"].stats["cache_hits"] == 12
+    assert [c.outcome for c in second["support"].cases] == [c.outcome for c in first["support"].cases]
+    # The cache is keyed by both answers and their order: a changed answer asks again, both orders.
+    current2 = _run({f"c{i}": [DROPPED if i % 2 else PARAPHRASE.format(n=i)] for i in range(5)} | {"c5": ["Shipped."]})
+    _judge(baseline, current2, _policy(), tmp_path)
+    assert len(fake_gemini.requests) == 2
+
+
+def test_a_failed_judge_call_is_not_evaluated_never_a_loss(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    baseline = _run({f"c{i}": [KEPT.format(n=i)] for i in range(4)})
+    current = _run({f"c{i}": [DROPPED] for i in range(4)})
+    # One of c0's two orders fails for good (400 is not retried).
+    fake_gemini.queue(error(400, "API key not valid"), times=1, when=lambda body: "(c0)" in prompt_text(body) and '"A">\nYour order has shipped' in prompt_text(body))
+    pairs, comparison = _judge(baseline, current, _policy(), tmp_path)
+    by_id = {c.eval_id: c for c in pairs["support"].cases}
+    assert by_id["c0"].outcome == "not_evaluated" and "API key not valid" in by_id["c0"].error
+    assert [by_id[f"c{i}"].outcome for i in (1, 2, 3)] == ["loss"] * 3
+    pw = comparison.suites[0].pairwise
+    assert (pw.losses, pw.not_evaluated, pw.compared) == (3, 1, 3)
+    assert any("not evaluated side by side: shop/c0" in r for r in pw.reasons)
+    assert any("not evaluated side by side: shop/c0" in r for r in comparison.suites[0].reasons)  # named in the suite
+    assert comparison.suites[0].verdict is Verdict.INCONCLUSIVE  # not_evaluated: warn
+    strict = current.model_copy(deep=True)
+    strict.suites[0].not_evaluated_policy = "fail"
+    assert compare(baseline, strict, _policy(), pairwise=pairs).suites[0].verdict is Verdict.FAIL
+    # Without credentials every pair is NOT_EVALUATED, and nothing is decided.
+    fake_gemini.reset()
+    monkeypatch.delenv("GOOGLE_API_KEY")
+    pairs, comparison = _judge(baseline, current, _policy(), tmp_path / "nocreds")
+    assert {c.outcome for c in pairs["support"].cases} == {"not_evaluated"}
+    assert comparison.suites[0].pairwise.p_value is None and comparison.verdict is Verdict.INCONCLUSIVE
+    assert "no judge credentials" in comparison.suites[0].reasons[-1]
+    assert len(fake_gemini.requests) == 0
+
+
+def test_the_judge_sees_the_conversation_tools_and_results_in_korean(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    users = {"주문": ["주문 상태를 알려 주세요.", "배송 번호는요?"]}
+    baseline = _run({"주문": ["주문을 확인했습니다.", "배송 번호는 TRK77 입니다. 주문 ORD-77"]}, users)
+    current = _run({"주문": ["주문을 확인했습니다.", "곧 도착합니다."]}, users)
+    lookup = [{"name": "track", "args": {"order": "ORD-77"}}]
+    for run, result in ((baseline, {"tracking": "TRK77", "상태": "배송 중"}), (current, {"tracking": "TRK77", "상태": "배송 중"})):
+        last = run.suites[0].cases[0].invocations[1]
+        last.actual_tools = lookup
+        last.actual_tool_results = [{"name": "track", "response": result}]
+    pairs, comparison = _judge(baseline, current, _policy(), tmp_path)
+    assert len(fake_gemini.requests) == 2  # only the second invocation changed
+    prompt = prompt_text(fake_gemini.requests[0].body)
+    assert "주문 상태를 알려 주세요." in prompt and "배송 번호는요?" in prompt  # the user's turns so far
+    assert "Assistant: 주문을 확인했습니다." in prompt  # the earlier answer, the same on both sides
+    assert '"상태": "배송 중"' in prompt and '"order": "ORD-77"' in prompt  # tool calls with their results
+    assert "ORD-" not in prompt.split("<what_better_means>")[0]
+    [c] = pairs["support"].cases
+    assert c.outcome == "loss" and c.invocations[0].index == 1
+    comment = render_comment(comparison, current)
+    assert "배송 번호는 TRK77 입니다." in comment and "곧 도착합니다." in comment
+    assert "1 of 1 changed answer worse than the baseline's, 0 better, 0 equal" in comment
+
+
+def test_an_old_baseline_without_tool_results_is_read_and_judged(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    # A summary as results.json held it before tool results were kept: read as it is, and
+    # written back without the key (results without tool results stay byte for byte as they were).
+    base = InvocationSummary.model_validate({"user": "where?", "actual_response": KEPT.format(n=1), "actual_tools": [{"name": "track", "args": {}}]})
+    assert base.actual_tool_results == [] and "actual_tool_results" not in base.model_dump(mode="json")
+    prompt = build_prompt([base], [inv("where?", DROPPED)], 0, False, DEFAULT_INSTRUCTIONS)
+    assert '"result": "(not recorded)"' in prompt and "(no tool calls)" in prompt
+
+
+# --- reports ---------------------------------------------------------------------------------
+
+
+def test_the_comment_and_the_html_report_show_the_pairs(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    baseline = _run({f"c{i:02}": [KEPT.format(n=i)] for i in range(20)})
+    current = _run({f"c{i:02}": [DROPPED if i < 14 else PARAPHRASE.format(n=i) if i < 17 else KEPT.format(n=i)] for i in range(20)})
+    current.suites[0].cases[0].invocations[0].actual_response = "Shipped. @octocat <!-- hidden --> see #12"
+    _, comparison = _judge(baseline, current, _policy(), tmp_path)
+    comment = render_comment(comparison, current)
+    assert "| judged side by side (judge, both orders) | – | 20 | – | – | 14 of 17 changed answers worse than the baseline's, 0 better, 3 equal" in comment
+    assert "### Worse than the baseline, judged side by side (14)" in comment
+    assert "The baseline's answer:" in comment and "This pull request's answer:" in comment
+    assert "the baseline's answer shown as A: **prefers the baseline's**: It keeps the order number and the tracking id." in comment
+    assert "the pull request's answer shown as A: **prefers the baseline's**" in comment
+    assert comment.count("<!--") == 1  # the marker only: the agent's text cannot forge one (sanitize.fenced)
+    assert "| support: side by side |" in comment or "| side by side |" in comment  # judge usage
+    page = render_html(comparison, current, baseline)
+    assert '"pw":{' in page and '"o":"loss"' in page and '"cf":1' in page and '"cf":0' in page
+    assert "judged side by side: 14 of 17 changed answers" in page
+
+
+# --- the CLI: evalgate run twice, then evalgate compare ------------------------------------
+
+
+def test_evalgate_compare_judges_side_by_side_and_keeps_tool_results(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    import json
+
+    from test_inputs import CASES, CONFIG, make_project
+
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    root = make_project(tmp_path / "p", config=CONFIG + "gate:\n  pairwise: {enabled: true}\n")
+
+    def outputs(answer: str) -> None:
+        lines = []
+        for eval_id, invs in CASES.items():
+            invs = json.loads(json.dumps(invs))
+            invs[0]["intermediate_data"]["tool_responses"] = [{"name": invs[0]["intermediate_data"]["tool_uses"][0]["name"], "response": {"order": "ORD-5", "상태": "완료"}}]
+            if eval_id == "lights-en":
+                invs[0]["final_response"]["parts"][0]["text"] = answer
+            lines.append(json.dumps({"eval_set_id": "home", "eval_id": eval_id, "invocations": invs}, ensure_ascii=False))
+        (root / "runs" / "out.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    outputs("The bedroom light is off (order ORD-5).")
+    cli("run", "--out", "base", "--quiet", cwd=root)  # exits 1: response_match_score is below 0.8 on the changed answer
+    saved = json.loads((root / "base" / "results.json").read_text(encoding="utf-8"))
+    [summary] = saved["suites"][0]["cases"][0]["invocations"]
+    assert summary["actual_tool_results"] == [{"name": "set_light", "response": {"order": "ORD-5", "상태": "완료"}}]
+    outputs("The light is off.")
+    cli("run", "--out", "cur", "--quiet", cwd=root)
+    code, out, err = cli("compare", "--current", "cur/results.json", "--baseline", "base/results.json", cwd=root)
+    assert len(fake_gemini.requests) == 2, err
+    assert '"상태": "완료"' in prompt_text(fake_gemini.requests[0].body)  # the tool's result, from results.json
+    assert "| judged side by side (judge, both orders) | – | 2 | – | – | 1 of 1 changed answer worse than the baseline's, 0 better, 0 equal" in out
+    assert "The light is off." in out and "The bedroom light is off (order ORD-5)." in out
