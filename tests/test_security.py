@@ -454,3 +454,37 @@ def test_without_git_a_committed_cache_is_still_not_believed(cli, fake_gemini, m
     for root in (main, tmp_path / "wt"):
         cli("run", "--out", "out", "--quiet", cwd=root)
         assert verdicts(root) == {"capital-en": "NOT_EVALUATED", "수도-ko": "NOT_EVALUATED"}, root
+
+
+def test_an_entry_written_after_the_cache_was_opened_is_not_believed_by_a_pull_request_run(tmp_path):
+    """The agent runs in the pull request's job before the judge reads the cache, and an
+    entry's writer is not signed: an entry that appears (or is rewritten) after the cache was
+    opened, claiming a default-branch writer, is refused under a pull request's policy;
+    entries that were there before, and the run's own, are read."""
+    import json as _json
+
+    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache
+
+    root = tmp_path / "cache"
+
+    def plant(key: str, text: str) -> None:
+        path = root / key[:2] / f"{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"format": CACHE_FORMAT, "key": key, "text": text, "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
+        path.write_text(_json.dumps(entry), encoding="utf-8")
+
+    before, after, rewritten = "a" * 64, "b" * 64, "c" * 64
+    plant(before, "from main")
+    plant(rewritten, "from main")
+    pr = JudgeCache(root, CachePolicy("pull_request", "pull_request", "refs/pull/7/merge", frozenset({"default"})))
+    plant(after, "planted by the agent")  # the agent's files, written after the cache was opened
+    plant(rewritten, "planted over main's")
+    pr.put("d" * 64, "the run's own", {})
+
+    assert pr.get(before).text == "from main"
+    assert pr.get(after) is None and pr.get(rewritten) is None
+    assert pr.get("d" * 64).text == "the run's own"
+    assert pr.refused == {"late": 2}
+    # A default-branch or local run believes every untracked entry, whenever it was written.
+    local = JudgeCache(root, CachePolicy())
+    assert local.get(after).text == "planted by the agent"

@@ -105,7 +105,16 @@ class JudgeCache:
 
     `refused` counts the entries present but not believed, by reason ("tracked": the file is
     tracked by git; "writer": written by a run the policy does not believe; "unknown":
-    git could not say which files it tracks, so nothing was read).
+    git could not say which files it tracks, so nothing was read; "late": under a policy
+    that believes only some writers, a file that appeared or changed after the cache was
+    opened, and not by this process).
+
+    The writer an entry records is not signed, and the agent under test runs in the same
+    job, before the judge reads the cache: under a pull request's policy it could write
+    entries that claim to be a default-branch run's. So such a policy also believes only the
+    files that were there, unchanged, when the cache was opened (before any agent ran; an
+    entry's inode and ctime, which no unprivileged process can set back), and the ones this
+    process wrote.
     """
 
     def __init__(self, root: Path, policy: CachePolicy = CachePolicy()):
@@ -116,6 +125,7 @@ class JudgeCache:
         self._tracked: Optional[frozenset[str]] = None
         self._tracked_known = False
         self._lock = threading.Lock()
+        self._opened = _stamps(self.root) if policy.believe is not None else None
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -139,6 +149,8 @@ class JudgeCache:
             return None
         with self._lock:
             own = key in self._own
+        if not own and self._opened is not None and self._opened.get(f"{key[:2]}/{key}.json") != _stamp(path):
+            return self._refuse("late")
         if not own:
             tracked = self._tracked_files()
             if tracked is None:
@@ -202,6 +214,27 @@ class JudgeCache:
                     log.warning("judge cache %s: git cannot say which of its files are tracked, so no cached "
                                 "verdict is used (install git, or move the cache out of the repository)", self.root)
             return self._tracked
+
+
+def _stamp(path: Path) -> Optional[tuple[int, int, int]]:
+    """(inode, size, ctime in ns) of a file: any write or replacement changes it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_ctime_ns)
+
+
+def _stamps(root: Path) -> dict[str, tuple[int, int, int]]:
+    """The stamp of every entry file under `root`, by its path relative to `root`."""
+    out: dict[str, tuple[int, int, int]] = {}
+    if not root.is_dir():
+        return out
+    for path in root.glob("*/*.json"):
+        stamp = _stamp(path)
+        if stamp is not None:
+            out[path.relative_to(root).as_posix()] = stamp
+    return out
 
 
 def tracked_files(root: Path) -> Optional[frozenset[str]]:
