@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_entrypoint import PR, _artifact, _writes, action, baseline, history, ws  # noqa: F401  (fixtures)
+from test_entrypoint import PR, _artifact, _pull_request, _writes, action, baseline, history, ws  # noqa: F401  (fixtures)
 from fake_github import fake_github  # noqa: F401  (fixture)
 from evalgate.reports.markdown import marker
 
@@ -156,15 +156,6 @@ def test_an_artifact_without_outputs_is_an_input_error_naming_the_step(action, b
 
 
 # --- the base's policy (PR mode) ----------------------------------------------------------------
-
-
-def _pull_request(head: str, base: str) -> dict:
-    return {
-        "action": "synchronize",
-        "number": PR,
-        "pull_request": {"number": PR, "head": {"sha": head, "ref": "feature"}, "base": {"sha": base, "ref": "main"}},
-        "repository": {"full_name": "octo/hello", "default_branch": "main"},
-    }
 
 
 @pytest.fixture
