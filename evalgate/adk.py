@@ -189,19 +189,6 @@ class Invocation(AdkModel):
     def user_text(self) -> str:
         return self.user_content.text()
 
-    def token_usage(self) -> dict[str, int]:
-        """Model tokens this invocation spent, summed over its events' usage metadata."""
-        totals: dict[str, int] = {}
-        data = self.intermediate_data
-        if isinstance(data, InvocationEvents):
-            for event in data.invocation_events:
-                usage = event.usage_metadata or {}
-                for key, name in (("prompt_token_count", "prompt"), ("candidates_token_count", "output"), ("total_token_count", "total")):
-                    value = usage.get(key, usage.get(to_camel(key)))
-                    if isinstance(value, int):
-                        totals[name] = totals.get(name, 0) + value
-        return totals
-
 
 class SessionInput(AdkModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", loc_by_alias=False)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional, TextIO
 from pydantic import ValidationError
 
 from evalgate.agents import AgentError, CaseRun, Runner, capture, make_runner
+from evalgate.efficiency import token_details
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.config import LoadedConfig
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
@@ -134,8 +135,13 @@ class Usage:
         self.failed += run.error is not None
         self.duration_s += run.duration_s or 0.0
         for inv in run.invocations or []:
-            for k, v in inv.token_usage().items():
-                self.tokens[k] = self.tokens.get(k, 0) + v
+            # Counted as ADK's token_usage_v1 counts them (evalgate.efficiency): input is
+            # prompt and tool-use prompt, output is candidates and thoughts; the backend's own
+            # total_token_count is not used.
+            tokens = token_details(inv)
+            for k, name in (("prompt", "input_tokens"), ("output", "output_tokens"), ("total", "total_tokens")):
+                if tokens[name] is not None:
+                    self.tokens[k] = self.tokens.get(k, 0) + int(tokens[name])
         for k, v in run.replayed.items():
             self.replayed[k] = self.replayed.get(k, 0) + v
 

@@ -302,6 +302,9 @@ def test_reports_say_what_running_the_agent_cost(tmp_path, monkeypatch, cli):
     usage = project.results()["run"]["agent"]["suites"]["weather"]
     # 6 runs; each single-turn case makes 2 model calls, two_turns 3: (2 + 2 + 3) * 2 = 14 calls of 27 tokens.
     assert usage["case_runs"] == 6 and usage["failed"] == 0 and usage["tokens"]["total"] == 14 * 27
+    # The run's total is token_usage_v1's (ADK's counting), turn by turn over every run.
+    cases = project.results()["suites"][0]["cases"]
+    assert usage["tokens"]["total"] == sum(t["value"] for c in cases for t in c["efficiency"]["token_usage_v1"]["per_invocation"])
     results = str(project.out / "results.json")
     code, report, _ = cli("compare", "--baseline", results, "--current", results, "--run-url", "https://github.com/o/r/actions/runs/1")
     assert "### Agent runs" in report
