@@ -235,7 +235,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     # --- 1. push to main: the baseline is saved on the data branch ------------------------
     os.chown(repo.root, RUNNER_UID, RUNNER_UID)  # the runner's user owns the workspace; the action runs as root
     base = repo.commit("agent v1")
-    fake.add_commit([], "agent v1", sha=base)
+    fake.add_commit([], "agent v1", sha=base, files={"evalgate.yaml": (repo.root / "evalgate.yaml").read_bytes()})  # the base's policy
     code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY})
     assert code == 0, act.log[-6000:]
     assert act.outcome == "success"
@@ -288,6 +288,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     assert "Summary - **evalgate FAIL** · 1 regressed case" in act.log
     assert "evalgate pr: FAIL (1 passed, 1 failed, 1 regressed); exit 1" in act.log
     assert _requests(fake) == [
+        f"GET {api}/contents/evalgate.yaml@{base} 200",  # the base commit's gate policy
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",  # the base commit's baseline
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",  # the flake ledger
         f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",  # the trend: where this PR sits
@@ -313,6 +314,7 @@ def test_push_regressing_pr_fix_then_nightly(image, fake_github, tmp_path):  # n
     assert act.outputs["comment-url"] == comment["html_url"]
     assert [s["state"] for s in fake.statuses[fixed]] == ["success"]
     assert _requests(fake) == [
+        f"GET {api}/contents/evalgate.yaml@{base} 200",  # the base commit's gate policy
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
         f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",
@@ -464,7 +466,7 @@ def test_a_pull_request_that_breaks_the_agents_tool_is_caught_and_the_fix_passes
     # --- 1. push to main: the agent runs, the baseline is saved -------------------------------
     os.chown(repo.root, RUNNER_UID, RUNNER_UID)
     base = repo.commit("weather agent v1")
-    fake.add_commit([], "weather agent v1", sha=base)
+    fake.add_commit([], "weather agent v1", sha=base, files={"evalgate.yaml": (repo.root / "evalgate.yaml").read_bytes()})  # the base's policy
     code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY},
                env=env, secrets=secrets)
     assert code == 0, act.log[-6000:]
@@ -499,6 +501,7 @@ def test_a_pull_request_that_breaks_the_agents_tool_is_caught_and_the_fix_passes
     assert "### Agent runs" in body
     assert [(s["context"], s["state"]) for s in fake.statuses[head]] == [("evalgate", "failure")]
     assert _requests(fake) == [
+        f"GET {api}/contents/evalgate.yaml@{base} 200",  # the base commit's gate policy
         f"GET {api}/contents/baselines/evalgate/{base}.json.gz@evalgate-data 200",
         f"GET {api}/contents/ledger/evalgate.json.gz@evalgate-data 200",
         f"GET {api}/contents/trends/evalgate.json.gz@evalgate-data 200",
@@ -538,7 +541,7 @@ def test_a_matrix_of_three_legs_and_one_merge(image, fake_github, tmp_path):  # 
     os.chown(repo.root, RUNNER_UID, RUNNER_UID)
 
     base = repo.commit("agent v1")
-    fake.add_commit([], "agent v1", sha=base)
+    fake.add_commit([], "agent v1", sha=base, files={"evalgate.yaml": (repo.root / "evalgate.yaml").read_bytes()})  # the base's policy
     code = act("push", {"ref": "refs/heads/main", "after": base, "deleted": False, "repository": REPOSITORY})
     assert code == 0, act.log[-6000:]
     assert act.outputs["verdict"] == "PASS" and act.outputs["activity"] == "baseline" and act.outputs["cases"] == "2"
