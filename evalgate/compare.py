@@ -216,7 +216,7 @@ class GatePolicy(BaseModel):
     )
     pairwise: PairwisePolicy = Field(
         default_factory=PairwisePolicy,
-        description="Judge each changed answer side by side with the baseline's (off by default); README: gate.pairwise.",
+        description="Judge each changed answer side by side with the baseline's (off by default); docs/gate.md: gate.pairwise.",
     )
     history_runs: int = Field(default=10, ge=1, le=100, description="K: outcomes kept per case and criterion in the flake ledger.")
     stable_min_runs: int = Field(default=5, ge=5, description="Runs a case must have passed, all of them, to count as stable.")
