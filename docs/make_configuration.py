@@ -149,8 +149,8 @@ def _where(schema: dict[str, Any]) -> dict[str, list[str]]:
         if isinstance(extra, dict):
             walk(extra, f"{path}.<name>", seen)
         for key, prop in node.get("properties", {}).items():
-            if path.endswith(".criteria") or path.endswith(".criteria.<name>"):
-                continue  # criteria have their own section
+            if path.endswith(".criteria"):  # each criterion's options: one place for them all
+                key = "<criterion>"
             walk(prop, f"{path}.{key}" if path else key, seen)
 
     walk(schema, "", ())
