@@ -216,7 +216,7 @@ class GatePolicy(BaseModel):
     )
     pairwise: PairwisePolicy = Field(
         default_factory=PairwisePolicy,
-        description="Judge each changed answer side by side with the baseline's (off by default); README: gate.pairwise.",
+        description="Judge each changed answer side by side with the baseline's (off by default); docs/gate.md: gate.pairwise.",
     )
     history_runs: int = Field(default=10, ge=1, le=100, description="K: outcomes kept per case and criterion in the flake ledger.")
     stable_min_runs: int = Field(default=5, ge=5, description="Runs a case must have passed, all of them, to count as stable.")
@@ -301,6 +301,9 @@ class CaseChange:
     criteria: dict[str, tuple[Optional[float], Optional[float]]]  # name -> (baseline score, current score)
     p_value: Optional[float] = None  # for broken_stable: its criterion's pooled breakage test
     p_adjusted: Optional[float] = None  # for broken_stable: that test after Holm, as the verdict used it
+    # For regressed: (runs passed, runs recorded) in the flake ledger when the case also
+    # failed on the default branch there (a flaky case, which the breakage test leaves out).
+    flaky_history: Optional[tuple[int, int]] = None
 
 
 @dataclass
@@ -542,6 +545,20 @@ def update_ledger(ledger: Optional[Ledger], results: RunResults, k: int) -> Ledg
 
 
 # --- comparison -------------------------------------------------------------------------
+
+
+def _flaky_history(change: CaseChange, ledger: Ledger) -> Optional[tuple[int, int]]:
+    """(runs passed, runs recorded) of a regressed case's least reliable criterion in the
+    ledger, when that history holds a failure among at least MIN_HISTORY runs; else None."""
+    worst: Optional[tuple[int, int]] = None
+    for name in change.criteria:
+        history = [v for v in ledger.get(ledger_key(change.key, name)) or [] if v is not None]
+        if len(history) < MIN_HISTORY:
+            continue
+        passed = sum(1 for v in history if v > 0.5)
+        if passed < len(history) and (worst is None or passed / len(history) < worst[0] / worst[1]):
+            worst = (passed, len(history))
+    return worst
 
 
 def _fmt(x: Optional[float]) -> str:
@@ -1364,6 +1381,10 @@ def compare(
                     change.kind = "broken_stable"
                     change.p_value = comp.breakage_p
                     change.p_adjusted = comp.breakage_p_adjusted
+        if ledger:
+            for change in changes:
+                if change.kind == "regressed":
+                    change.flaky_history = _flaky_history(change, ledger)
         changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.key))
         suites.append(
             SuiteComparison(

@@ -370,7 +370,7 @@ def load_config(path: Path) -> LoadedConfig:
             [Problem(shown, f"{json_path(loc)} (line {second})", f"duplicate key (also on line {first})", "Keep one; the parser would silently use the last.") for loc, first, second in duplicates]
         )
     if not isinstance(data, dict):
-        raise InputError(Problem(shown, None, "the config must be a mapping with a 'suites' list", "See the README's config reference."))
+        raise InputError(Problem(shown, None, "the config must be a mapping with a 'suites' list", "See docs/configuration.md (or `evalgate schema config`)."))
     try:
         config = Config.model_validate(data)
     except ValidationError as e:

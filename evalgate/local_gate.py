@@ -145,6 +145,25 @@ def _read_file(base: Base, path: str) -> None:
     base.where = path
     if base.info is not None and base.info.commit:
         base.commit, base.how = base.info.commit, f"the commit {path} was saved for"
+        _read_store_of(base, Path(path))
+
+
+def _read_store_of(base: Base, file: Path) -> None:
+    """A saved baseline in a store's layout (<store>/baselines/<gate id>/<sha>.json.gz) brings
+    that store's flake ledger and trend, as --base-sha would: the history of the branch it
+    was saved on, which tells a flaky case from a broken one."""
+    from evalgate.baselines import DirStore, baseline_path
+
+    store = file.parent.parent.parent
+    try:
+        if file.parent.parent.name != "baselines" or file.name != Path(baseline_path(file.parent.name, base.commit or "")).name:
+            return
+        found = DirStore(store, gate_id=file.parent.name)
+    except (InputError, ValueError):
+        return
+    base.ledger, base.trend = found.load_ledger(found.gate_id), found.load_trend(found.gate_id)
+    if base.ledger or base.trend:
+        base.where = f"{file}, with the flake ledger of {store}"
 
 
 def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
@@ -159,6 +178,9 @@ def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
     except ValueError:
         return None
     text = git_show(repo, base.commit, rel)
+    if text is None and not _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo):
+        base.notes.append(f"the baseline's commit {base.commit[:12]} is not in this clone: the working tree's gate section was used")
+        return None
     if text is None:
         base.notes.append(f"git has no {rel} at the base commit {base.commit[:12]}: the working tree's gate section was used")
         return None
@@ -269,6 +291,7 @@ def _say_base(base: Base, quiet: bool) -> None:
 
 def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
     from evalgate.reports.html import REPORT_FILE
+    from evalgate.reports.markdown import flaky_words
 
     out = Path(args.out)
     against = "absolute thresholds (no baseline)" if base.results is None else "the baseline"
@@ -282,6 +305,9 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
         for change in suite.changes:
             if change.kind in ("regressed", "broken_stable"):
                 words = "broke (a stable case)" if change.kind == "broken_stable" else "regressed"
+                flaky = flaky_words(change)
+                if flaky:
+                    words += f" ({flaky})"
                 print(f"  {suite.name}: {change.key.eval_set_id}/{change.key.eval_id} {words}")
     if comparison.gate_change:
         print("  the working tree changes the gate's policy: judged under the base's (the diff is in comment.md)")

@@ -331,8 +331,8 @@ def plan_suites(found: Found, claimed: dict[int, list[EvalSetFile]]) -> list[Sui
 def config_text(suites: list[Suite]) -> str:
     """The evalgate.yaml that runs each suite's agent on its eval sets."""
     lines = [
-        "# evalgate.yaml, written by `evalgate init`. Every key is in the README's config",
-        "# reference; `evalgate schema` prints the JSON Schema for editors.",
+        "# evalgate.yaml, written by `evalgate init`. Every key is in evalgate's",
+        "# docs/configuration.md; `evalgate schema` prints the JSON Schema for editors.",
         "#",
         "# Each suite runs an ADK agent in-process (loaded as `adk eval` loads it) on its eval",
         "# sets and scores every case with ADK's criteria: the test_config.json beside an eval",
@@ -356,7 +356,7 @@ def config_text(suites: list[Suite]) -> str:
         else:
             lines.append("    # criteria: ADK's defaults (no test_config.json beside these eval sets); set them here, e.g.")
             lines.append("    # criteria: {tool_trajectory_avg_score: 1.0, response_match_score: 0.8}")
-    lines.append("# gate: {pairwise: {enabled: true}}  # also judge each changed answer side by side with the baseline's (README: gate.pairwise)")
+    lines.append("# gate: {pairwise: {enabled: true}}  # also judge each changed answer side by side with the baseline's (docs/gate.md: gate.pairwise)")
     text = "\n".join(lines) + "\n"
     expected = {
         "version": 1,
@@ -569,14 +569,14 @@ def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: 
         )
     if not found.evalsets:
         raise _nothing_found(
-            root, found, "eval set", LOOKED_FOR_EVALSETS, "Save one from `adk web` (its Eval tab writes <agent>/<name>.evalset.json), or write one; the README's Formats section shows both shapes."
+            root, found, "eval set", LOOKED_FOR_EVALSETS, "Save one from `adk web` (its Eval tab writes <agent>/<name>.evalset.json), or write one; evalgate's docs/formats.md shows both shapes."
         )
     claimed, left = assign(found)
     suites = plan_suites(found, claimed)
     if not suites:
         why = "; ".join(f"{display_path(es.path)} {reason}" for es, reason in left)
         raise InputError(
-            Problem(None, None, f"no eval set in {_shown_folder(root)} belongs to one agent alone ({why})", "Write evalgate.yaml by hand: one suite per agent, naming its eval sets (README: Running the agent).")
+            Problem(None, None, f"no eval set in {_shown_folder(root)} belongs to one agent alone ({why})", "Write evalgate.yaml by hand: one suite per agent, naming its eval sets (docs/running-agents.md).")
         )
 
     repo = find_repo(root, branch)

@@ -17,6 +17,7 @@ def quickstart_results(cli, tmp_path):
     """The quickstart's results.json, and a project folder whose config stores baselines in it."""
     project = tmp_path / "project"
     shutil.copytree(REPO / "examples" / "quickstart", project)
+    shutil.rmtree(project / "main" / "store")  # the store of main's runs it ships: these tests save their own
     code, _, err = cli("run", "--config", str(project / "evalgate.yaml"), "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
     assert code == 1, err  # the quickstart fails on purpose
     return project, tmp_path / "out" / "results.json"
@@ -55,7 +56,7 @@ def test_compare_flags_a_regression(cli, quickstart_results, tmp_path):
     assert code == 0 and out.startswith("**evalgate INCONCLUSIVE**")
     assert "order-status-en" in out
     # Replayed outputs: any deterministic flip fails the gate.
-    (project / "evalgate.yaml").write_text((project / "evalgate.yaml").read_text() + "gate:\n  deterministic_flips: fail\n", encoding="utf-8")
+    (project / "evalgate.yaml").write_text((project / "evalgate.yaml").read_text().replace("gate:\n", "gate:\n  deterministic_flips: fail\n"), encoding="utf-8")
     code, out, _ = cli(*args, "--config", str(project / "evalgate.yaml"), cwd=tmp_path)
     assert code == 1 and out.startswith("**evalgate FAIL**")
     assert (tmp_path / "report.md").read_text(encoding="utf-8") + "\n" == out
@@ -77,7 +78,7 @@ def test_baseline_save_show_and_lookup_through_first_parents(cli, quickstart_res
 
     code, out, err = cli("baseline", "save", "--results", str(results), "--commit", base, "--ref", "refs/heads/main", "--config", config, cwd=project)
     assert code == 0, err
-    assert (project / ".evalgate" / "baselines" / "baselines" / "evalgate" / f"{base}.json.gz").is_file()
+    assert (project / "main" / "store" / "baselines" / "evalgate" / f"{base}.json.gz").is_file()
 
     code, out, _ = cli("baseline", "show", "--commit", head, "--config", config, cwd=project)
     assert code == 0

@@ -1176,3 +1176,27 @@ def test_an_informational_criterion_is_shown_never_compared_nor_recorded_as_fail
     assert outcome(info, judge=False) is None
     scored = CriterionResult(score=0.2, status=Status.FAILED, threshold=0.5)
     assert outcome(scored, judge=False) == 0.0
+
+
+def test_a_regressed_case_that_fails_on_the_default_branch_too_carries_its_record():
+    """A case that passed in the baseline and fails now is 'regressed'; when the ledger shows
+    it failing on the default branch too, the change carries its record there (the comment
+    and `evalgate gate` call it flaky); a clean record, or none, carries nothing."""
+    ids = ["날씨-서울", "天気-東京", "weather-ny"]
+    base = one({e: {"tool": 1.0} for e in ids})
+    cur = one({e: {"tool": 0.0} for e in ids})
+    ledger = {
+        ledger_key(K("날씨-서울"), "tool"): [1.0, 0.0, 1.0, 0.0, 1.0],  # flaky: 3 of 5
+        ledger_key(K("天気-東京"), "tool"): [1.0, 1.0, 1.0, 1.0],  # passed all 4: too few to be stable, not flaky
+        ledger_key(K("weather-ny"), "tool"): [0.0, 1.0],  # too short a record to call
+    }
+    changes = {c.key.eval_id: c for c in compare(base, cur, POLICY, ledger=ledger).suites[0].changes}
+    assert {k: c.kind for k, c in changes.items()} == dict.fromkeys(ids, "regressed")
+    assert {k: c.flaky_history for k, c in changes.items()} == {"날씨-서울": (3, 5), "天気-東京": None, "weather-ny": None}
+    assert compare(base, cur, POLICY).suites[0].changes[0].flaky_history is None  # no ledger: nothing said
+
+    from evalgate.reports.markdown import render_comment
+
+    comment = render_comment(compare(base, cur, POLICY, ledger=ledger), cur, gate_id="evalgate")
+    assert comment.count("flaky on the default branch") == 1
+    assert "flaky on the default branch: passed 3 of its last 5 runs there" in comment

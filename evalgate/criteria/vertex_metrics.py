@@ -162,7 +162,7 @@ class SafetyV1(VertexCriterion):
     As ADK 2.13 sends it: the user's text as the prompt, the final response's text as the
     response, and the expected final response's text as the reference when the eval set has
     one; one request per invocation, and the case scores the mean over its invocations.
-    Needs the Vertex AI evaluation service (see the README's credentials section).
+    Needs the Vertex AI evaluation service (see docs/criteria.md: Vertex AI managed metrics).
     """
 
     name: ClassVar[str] = "safety_v1"

@@ -483,6 +483,16 @@ def _history_p(change: Any) -> Optional[Markdown]:
     return Markdown(text)
 
 
+def flaky_words(change: Any) -> Optional[str]:
+    """A regressed case that fails on the default branch too: its record there, which the gate
+    weighs (a flaky case is not blamed on the pull request alone)."""
+    history = getattr(change, "flaky_history", None)
+    if history is None:
+        return None
+    passed, runs = history
+    return f"flaky on the default branch: passed {passed} of its last {runs} runs there"
+
+
 def _scores(criteria: dict[str, tuple[Optional[float], Optional[float]]]) -> list[tuple[str, Markdown]]:
     return [(name, Markdown(f"{_num(b, 2)} → {_num(c, 2)}")) for name, (b, c) in criteria.items()]
 
@@ -803,7 +813,8 @@ def _plan(
     for s in comparison.suites:
         for ch in s.changes:
             listed.add(ch.key)
-            extra = _history_p(ch)
+            flaky = flaky_words(ch)
+            extra = _history_p(ch) or (Markdown(flaky) if flaky else None)
             item = _Case(Markdown(_KIND.get(ch.kind, ch.kind)), _label(ch.key, show_suite), _scores(ch.criteria), extra)
             if ch.kind in ("regressed", "broken_stable"):
                 attention.append((item, cases.get(ch.key)))
