@@ -639,6 +639,31 @@ def test_the_criterion_tables_fit_their_cards_at_1400px(browser, tmp_path, artif
         w.close()
 
 
+def test_report_and_comment_show_the_same_deciding_p():
+    """Where the stable cases' breakage test is nearer to deciding than the mean-drop test,
+    the comment and report.html both show its p (the report once showed the mean-drop
+    test's alone: p=0.974 beside a FAIL that p=0.005 had decided)."""
+    from evalgate.compare import update_ledger
+    from evalgate.reports.markdown import render_comment
+
+    current, baseline = sample_runs()
+    ledger = None
+    for _ in range(10):
+        ledger = update_ledger(ledger, baseline, 10)
+    comparison = compare(baseline, current, GatePolicy(), ledger, BASE_INFO)
+    crit = next(c for s in comparison.suites if s.name == "support" for c in s.criteria if c.criterion == RM)
+    assert crit.breakage_p_adjusted is not None and crit.breakage_p_adjusted < crit.p_adjusted
+    p = f"p={crit.breakage_p_adjusted:.3f}"
+    comment = render_comment(comparison, current)
+    row = next(line for line in comment.splitlines() if line.startswith("| response\\_match\\_score |"))
+    assert f"({p})" in row
+    page = render_html(comparison, current, baseline, run_url=RUN_URL)
+    support = page[page.index('<div class="card suite">'):]
+    support = support[: support.index('<div class="card suite">', 1)]
+    cell = re.search(r'<span class="t mono">response_match_score</span>.*?<span class="pill v-\w+">\w+</span> <span class="muted small">([^<]+)</span>', support, re.S)
+    assert cell and html_lib.unescape(cell.group(1)) == p
+
+
 def test_filters_and_search_change_what_is_shown(browser, tmp_path):
     w = Watched(browser, _write(tmp_path, REPORT_FILE, compared_report()))
     try:
