@@ -22,11 +22,12 @@ What it does:
    (GitHub Flavored Markdown: tables, strikethrough, task lists, autolinks), `marked-alert`
    (GitHub's `> [!NOTE]` alerts, with GitHub's markup and icons) and GitHub's own stylesheet
    for Markdown (`github-markdown-css`, light theme), in a comment box as wide as a pull
-   request's conversation column. Two things GitHub does after its Markdown renderer are
-   done here by hand, as GitHub does them: ```diff blocks are coloured line by line (the
-   stylesheet's pl-md / pl-mi1 classes), and raw HTML must be of the tags GitHub keeps (the
-   script fails on any other, since GitHub would strip it). `<details>` stay closed, as a
-   reader first sees them.
+   request's conversation column. Three things GitHub does beyond marked's output are done
+   here by hand, as GitHub does them: ```diff blocks are coloured line by line (the
+   stylesheet's pl-md / pl-mi1 classes), task lists get GitHub's classes, and raw HTML must
+   be of the tags GitHub keeps (the script fails on any other, since GitHub would strip it). One `<details>` is shown open, as
+   after a reader's click (the first that holds a tool-call diff); the others stay closed, as
+   GitHub first shows them.
 3. report.png: report.html's Overview at 1400 px wide, the whole view.
 4. Optimises both PNGs with pngquant (256 colours) and optipng when they are installed, and
    prints each file's size.
@@ -83,7 +84,9 @@ def evalgate(*args: str, cwd: Path, check_codes=(0, 1)) -> str:
 
 
 def git(*args: str, cwd: Path) -> str:
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    # Fixed dates: the made-up history has the same commits (and short shas) at every refresh.
+    env = dict(os.environ, GIT_AUTHOR_DATE="2026-03-06T09:00:00Z", GIT_COMMITTER_DATE="2026-03-06T09:00:00Z")
+    return subprocess.run([*GIT, *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
 # --- 1. the example, gated --------------------------------------------------------------
@@ -211,6 +214,16 @@ RENDER = """(md) => {
       if (i < lines.length - 1) code.appendChild(document.createTextNode('\\n'));
     });
   }
+  // GitHub's classes for task lists (no bullets); marked writes bare checkboxes.
+  for (const box of body.querySelectorAll('li > input[type=checkbox]:first-child')) {
+    box.parentElement.classList.add('task-list-item');
+    box.classList.add('task-list-item-checkbox');
+    box.parentElement.parentElement.classList.add('contains-task-list');
+  }
+  // One <details> open, as after a reader's click: the first with a tool-call diff, else the first.
+  const details = [...body.querySelectorAll('details')];
+  const shown = details.find(d => d.querySelector('code.language-diff')) || details[0];
+  if (shown) shown.open = true;
   const tags = new Set();
   for (const e of body.querySelectorAll('*')) {
     if (!e.closest('.markdown-alert-title')) tags.add(e.tagName.toLowerCase());
