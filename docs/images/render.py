@@ -19,15 +19,15 @@ What it does:
    The example's outputs, committed on a branch, are then gated against main as a pull
    request would be: two stable cases broke, one case was fixed, one flaky case still fails.
 2. comment.png: the comment.md that gate wrote, rendered in headless Chromium by `marked`
-   (GitHub Flavored Markdown: tables, strikethrough, task lists, autolinks), `marked-alert`
-   (GitHub's `> [!NOTE]` alerts, with GitHub's markup and icons) and GitHub's own stylesheet
-   for Markdown (`github-markdown-css`, light theme), in a comment box as wide as a pull
-   request's conversation column. Three things GitHub does beyond marked's output are done
-   here by hand, as GitHub does them: ```diff blocks are coloured line by line (the
+   (GitHub Flavored Markdown: tables, strikethrough, task lists, autolinks) with
+   `marked-alert` (GitHub's `> [!NOTE]` alerts, in GitHub's markup with its icons), styled by
+   `github-markdown-css` (GitHub's Markdown stylesheet, generated from GitHub's own CSS; light
+   theme), in a comment box 1012 px wide. Three things GitHub does beyond marked's output
+   are done here by hand, as GitHub does them: ```diff blocks are coloured line by line (the
    stylesheet's pl-md / pl-mi1 classes), task lists get GitHub's classes, and raw HTML must
-   be of the tags GitHub keeps (the script fails on any other, since GitHub would strip it). One `<details>` is shown open, as
-   after a reader's click (the first that holds a tool-call diff); the others stay closed, as
-   GitHub first shows them.
+   be of the tags GitHub keeps (the script fails on any other: GitHub would strip it). One
+   `<details>` is shown open, as after a reader's click (the first that holds a tool-call
+   diff); the others stay closed, as GitHub first shows them.
 3. report.png: report.html's Overview at 1400 px wide, the whole view.
 4. Optimises both PNGs with pngquant (256 colours) and optipng when they are installed, and
    prints each file's size.
@@ -59,7 +59,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 NPM_PACKAGES = {"marked": "18.2.1", "marked-alert": "2.1.2", "github-markdown-css": "5.9.0"}
 NPM_DIR = Path(os.environ.get("EVALGATE_PICTURES_NPM") or Path.home() / ".cache" / "evalgate" / "pictures")
 
-COMMENT_WIDTH = 1012  # css px: a pull request's conversation column, avatar gutter left out
+COMMENT_WIDTH = 1012  # css px: about as wide as a comment in a pull request's conversation on a wide screen
 REPORT_WIDTH = 1400
 PAGE_PAD = 16
 
@@ -242,6 +242,7 @@ def render_comment(browser, markdown: str, png: Path) -> None:
     modules = npm_packages()
     css = (modules / "github-markdown-css" / "github-markdown-light.css").read_text(encoding="utf-8")
     page = browser.new_page(viewport={"width": COMMENT_WIDTH + 2 * PAGE_PAD, "height": 800})
+    page.route("**/*", lambda route: route.abort())  # nothing from the network, even if the comment links an image
     try:
         page.set_content(COMMENT_PAGE.format(css=css, width=COMMENT_WIDTH, pad=PAGE_PAD))
         page.add_script_tag(path=str(modules / "marked" / "lib" / "marked.umd.js"))
