@@ -71,6 +71,8 @@ GITHUB_TAGS = set(
     "abbr bdo cite dfn mark small span time wbr input picture source".split()
 )
 
+FLAKY_PASSES = (2, 5, 8)  # main's runs in which return-ja passed
+
 GIT = ["git", "-c", "user.name=evalgate pictures", "-c", "user.email=pictures@example.com", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
 
 
@@ -124,7 +126,7 @@ def main_outputs(lines: list[dict], run: int) -> list[dict]:
             )
         elif eid == "faq-ja":  # not fixed yet in main: no FAQ search, no answer
             _setinv(line, "申し訳ありません。お支払い方法についてはカスタマーセンターにお問い合わせください。", [])
-        elif eid == "return-ja" and run in (2, 5, 8):  # flaky: now and then the agent looks the order up first
+        elif eid == "return-ja" and run in FLAKY_PASSES:  # flaky: now and then the agent looks the order up first
             inv = line["invocations"][0]
             events = inv["intermediate_data"]["invocation_events"]
             calls = [e for e in events if any("function_call" in p for p in e["content"]["parts"])]
@@ -149,8 +151,9 @@ def gate_against_made_history(tmp: Path) -> Path:
         _write_jsonl(outputs, main_outputs(pr_lines, run))
         git("add", "-A", cwd=repo)
         git("commit", "-q", "--allow-empty", "-m", f"main, run {run}", cwd=repo)
-        results = tmp / f"main-{run}"
-        evalgate("run", "--config", "evalgate.yaml", "--out", str(results), "--quiet", cwd=repo)
+        results = tmp / f"main-{'flaky-pass' if run in FLAKY_PASSES else 'usual'}"
+        if not results.is_dir():  # the same outputs score the same: run each kind once
+            evalgate("run", "--config", "evalgate.yaml", "--out", str(results), "--quiet", cwd=repo)
         evalgate("baseline", "save", "--config", "evalgate.yaml", "--results", str(results / "results.json"), "--commit", git("rev-parse", "HEAD", cwd=repo), "--ref", "refs/heads/main", cwd=repo)
     git("checkout", "-q", "-b", "pull-request", cwd=repo)
     _write_jsonl(outputs, pr_lines)
