@@ -599,6 +599,71 @@ def test_trend_charts_draw_under_the_policy(browser, tmp_path, artifacts):
         w.close()
 
 
+def _fit(page) -> list[dict]:
+    """Each Overview card's table against the card's content box (px)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('#overview .card.suite')].map(card => {
+          const cs = getComputedStyle(card), t = card.querySelector('table.grid'), wrap = t.parentElement;
+          const inner = card.getBoundingClientRect().right - parseFloat(cs.paddingRight) - parseFloat(cs.borderRightWidth);
+          return {suite: card.querySelector('h2 .t').textContent, table_right: t.getBoundingClientRect().right,
+                  card_inner_right: inner, hidden: wrap.scrollWidth - wrap.clientWidth};
+        })"""
+    )
+
+
+def test_the_criterion_tables_fit_their_cards_at_1400px(browser, tmp_path, artifacts):
+    """At 1400 px the Overview's criterion table, with the trend column and a long judge
+    criterion name, once ran past its card (a header that would not wrap held it wide)."""
+    from datetime import datetime, timezone
+
+    from evalgate.trends import add_point
+
+    current, baseline = sample_runs()
+    # A Japanese suite name, so CJK text is in the heading and the trend column's labels.
+    current.suites[0].name = baseline.suites[0].name = "サポート"
+    trend = None
+    for i in range(10):
+        trend = add_point(trend, "evalgate", baseline, f"{i + 1:07x}" + "0" * 33, "refs/heads/main", datetime(2026, 11, 10 + i, tzinfo=timezone.utc))
+    page_text = render_html(compare(baseline, current, POLICY, None, BASE_INFO), current, baseline, run_url=RUN_URL, trend=trend)
+    w = Watched(browser, _write(tmp_path, REPORT_FILE, page_text), viewport=(1400, 900))
+    try:
+        fits = _fit(w.page)
+        assert [f["suite"] for f in fits] == ["サポート", "vertex", "agent-runs"]
+        assert "rubric_based_final_response_quality_v1" in w.page.text_content("#overview .card.suite")
+        for f in fits:
+            assert f["table_right"] <= f["card_inner_right"] + 0.5 and f["hidden"] <= 0, f
+        path = _shoot(w.page, artifacts / "report-overview-1400.png", "overview")
+        print(f"\nscreenshot of the overview at 1400 px: {path}")
+        assert w.clean() == []
+    finally:
+        w.close()
+
+
+def test_report_and_comment_show_the_same_deciding_p():
+    """Where the stable cases' breakage test is nearer to deciding than the mean-drop test,
+    the comment and report.html both show its p (the report once showed the mean-drop
+    test's alone: p=0.974 beside a FAIL that p=0.005 had decided)."""
+    from evalgate.compare import update_ledger
+    from evalgate.reports.markdown import render_comment
+
+    current, baseline = sample_runs()
+    ledger = None
+    for _ in range(10):
+        ledger = update_ledger(ledger, baseline, 10)
+    comparison = compare(baseline, current, GatePolicy(), ledger, BASE_INFO)
+    crit = next(c for s in comparison.suites if s.name == "support" for c in s.criteria if c.criterion == RM)
+    assert crit.breakage_p_adjusted is not None and crit.breakage_p_adjusted < crit.p_adjusted
+    p = f"p={crit.breakage_p_adjusted:.3f}"
+    comment = render_comment(comparison, current)
+    row = next(line for line in comment.splitlines() if line.startswith("| response\\_match\\_score |"))
+    assert f"({p})" in row
+    page = render_html(comparison, current, baseline, run_url=RUN_URL)
+    support = page[page.index('<div class="card suite">'):]
+    support = support[: support.index('<div class="card suite">', 1)]
+    cell = re.search(r'<span class="t mono">response_match_score</span>.*?<span class="pill v-\w+">\w+</span> <span class="muted small">([^<]+)</span>', support, re.S)
+    assert cell and html_lib.unescape(cell.group(1)) == p
+
+
 def test_filters_and_search_change_what_is_shown(browser, tmp_path):
     w = Watched(browser, _write(tmp_path, REPORT_FILE, compared_report()))
     try:

@@ -44,6 +44,14 @@ def delta_cell(delta: Optional[float], low: Optional[float], high: Optional[floa
     return signed(delta)
 
 
+def deciding_p(c: Any) -> Optional[float]:
+    """The smallest of a CriterionComparison's adjusted p-values (drop, breakage, partial
+    drop): the test that decided a FAIL, or the nearest one to it. The comment and report.html
+    both show this one, so they agree."""
+    ps = [p for p in (c.p_adjusted, getattr(c, "breakage_p_adjusted", None), getattr(c, "partial_p_adjusted", None)) if p is not None]
+    return min(ps) if ps else None
+
+
 def duration(seconds: float) -> str:
     """`<0.1 s`, `12.3 s`, `4 min 2 s`, `1 h 3 min`."""
     if 0 < seconds < 0.05:

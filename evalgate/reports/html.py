@@ -53,7 +53,7 @@ from typing import Any, Optional
 
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
 from evalgate import efficiency
-from evalgate.reports import count, delta_cell, duration, efficiency_cells, templates
+from evalgate.reports import count, deciding_p, delta_cell, duration, efficiency_cells, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.trends import Series, Trend, header, placement, series
@@ -272,7 +272,7 @@ def _row(c: CriterionComparison, crit_index: int, failing: int, evaluated: int, 
         delta=delta,
         status=c.status.value,
         status_class=_verdict_class(c.status),
-        p=_p(c.p_adjusted) if with_baseline and c.p_adjusted is not None else "",
+        p=_p(deciding_p(c)) if with_baseline and deciding_p(c) is not None else "",  # as the comment shows it
         failing=failing,
     )
 

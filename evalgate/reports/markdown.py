@@ -37,7 +37,7 @@ from evalgate.compare import (
     Verdict,
 )
 from evalgate import efficiency
-from evalgate.reports import count, delta_cell, duration, efficiency_cells, incomplete_note, templates
+from evalgate.reports import count, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -576,13 +576,6 @@ def _judge_stats(current: RunResults, show_suite: bool, comparison: Optional[Com
     return columns, rows
 
 
-def _deciding_p(c: CriterionComparison) -> Optional[float]:
-    """The smallest of the criterion's adjusted p-values (drop, breakage, partial drop):
-    the test that decided a FAIL, or the nearest one to it."""
-    ps = [p for p in (c.p_adjusted, getattr(c, "breakage_p_adjusted", None), getattr(c, "partial_p_adjusted", None)) if p is not None]
-    return min(ps) if ps else None
-
-
 def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[Series] = None) -> _Row:
     delta = delta_cell(c.delta, c.ci_low, c.ci_high)
     if c.delta is not None and getattr(c, "run_sd", None) is not None and with_baseline:
@@ -597,7 +590,7 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
         baseline=_num(c.baseline_mean),
         current=_num(c.current_mean),
         delta=Markdown(delta),
-        status=_status_cell(c.status, _deciding_p(c) if with_baseline else None),
+        status=_status_cell(c.status, deciding_p(c) if with_baseline else None),
         passing=c.status is Verdict.PASS,
         trend=None if trend is None else _trend_cell(trend),
     )

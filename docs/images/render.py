@@ -1,0 +1,326 @@
+"""The README's pictures, made from the bundled example: its PR comment as GitHub shows it,
+and its HTML report.
+
+    python docs/images/render.py
+
+writes docs/images/comment.png and docs/images/report.png (run it from any folder, in a
+checkout). Refresh them whenever the comment's or the report's look changes (the templates,
+report.css, report.js) or examples/quickstart changes: run the command and commit the two
+PNGs. `--out DIR` writes them elsewhere; `--markdown FILE` renders any comment.md instead of
+the example's (to look at a comment before it is posted); `--keep` keeps the temp folder.
+
+What it does:
+1. Gates examples/quickstart as the README's first command does (`evalgate gate`). While the
+   example ships no baseline store, it makes one in a temp folder instead: a copy of the
+   example in a throwaway git repository whose `main` has ten recorded runs saved as
+   baselines, from the example's own outputs with three small edits (in main,
+   capabilities-en listed what the agent can do, order-status-ko looked the order up first,
+   faq-ja had not been fixed yet) and return-ja passing in three of the ten (a flaky case).
+   The example's outputs, committed on a branch, are then gated against main as a pull
+   request would be: two stable cases broke, one case was fixed, one flaky case still fails.
+2. comment.png: the comment.md that gate wrote, rendered in headless Chromium by `marked`
+   (GitHub Flavored Markdown: tables, strikethrough, task lists, autolinks) with
+   `marked-alert` (GitHub's `> [!NOTE]` alerts, in GitHub's markup with its icons), styled by
+   `github-markdown-css` (GitHub's Markdown stylesheet, generated from GitHub's own CSS; light
+   theme), in a comment box 1012 px wide. Three things GitHub does beyond marked's output
+   are done here by hand, as GitHub does them: ```diff blocks are coloured line by line (the
+   stylesheet's pl-md / pl-mi1 classes), task lists get GitHub's classes, and raw HTML must
+   be of the tags GitHub keeps (the script fails on any other: GitHub would strip it). One
+   `<details>` is shown open, as after a reader's click (the first that holds a tool-call
+   diff); the others stay closed, as GitHub first shows them.
+3. report.png: report.html's Overview at 1400 px wide, the whole view.
+4. Optimises both PNGs with pngquant (256 colours) and optipng when they are installed, and
+   prints each file's size.
+
+Needs: Debian's chromium and a CJK font (`apt-get install chromium fonts-noto-cjk`; another
+chromium: EVALGATE_CHROMIUM=/path), Playwright's Python package (in the test extra:
+`pip install -e '.[test]'`; its own browser download is never used), git, and npm: the three
+npm packages (pinned below) are installed once into ~/.cache/evalgate/pictures (or
+EVALGATE_PICTURES_NPM) from the npm registry and loaded from there; the page fetches nothing.
+For small files: `apt-get install pngquant optipng`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+EXAMPLE = ROOT / "examples" / "quickstart"
+CHROMIUM = os.environ.get("EVALGATE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+NPM_PACKAGES = {"marked": "18.2.1", "marked-alert": "2.1.2", "github-markdown-css": "5.9.0"}
+NPM_DIR = Path(os.environ.get("EVALGATE_PICTURES_NPM") or Path.home() / ".cache" / "evalgate" / "pictures")
+
+COMMENT_WIDTH = 1012  # css px: about as wide as a comment in a pull request's conversation on a wide screen
+REPORT_WIDTH = 1400
+PAGE_PAD = 16
+
+# The tags GitHub's sanitiser keeps in rendered Markdown (html-pipeline's allowlist, as far as
+# a comment can use them); svg only inside an alert's title, where GitHub itself puts it.
+GITHUB_TAGS = set(
+    "h1 h2 h3 h4 h5 h6 h7 h8 br b i strong em a pre code img tt div ins del sup sub p ol ul table thead tbody tfoot "
+    "blockquote dl dt dd kbd q samp var hr ruby rt rp li tr td th s strike summary details caption figure figcaption "
+    "abbr bdo cite dfn mark small span time wbr input picture source".split()
+)
+
+FLAKY_PASSES = (2, 5, 8)  # main's runs in which return-ja passed
+
+GIT = ["git", "-c", "user.name=evalgate pictures", "-c", "user.email=pictures@example.com", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
+
+
+def evalgate(*args: str, cwd: Path, check_codes=(0, 1)) -> str:
+    """Run this checkout's evalgate (not an installed one) and return what it printed."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    p = subprocess.run([sys.executable, "-m", "evalgate", *args], cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8")
+    if p.returncode not in check_codes:
+        sys.exit(f"evalgate {' '.join(args)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
+    return p.stdout + p.stderr
+
+
+def git(*args: str, cwd: Path) -> str:
+    # Fixed dates: the made-up history has the same commits (and short shas) at every refresh.
+    env = dict(os.environ, GIT_AUTHOR_DATE="2026-03-06T09:00:00Z", GIT_COMMITTER_DATE="2026-03-06T09:00:00Z")
+    return subprocess.run([*GIT, *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+# --- 1. the example, gated --------------------------------------------------------------
+
+
+def gate_example(tmp: Path) -> Path:
+    """Gate the example; the folder holding its comment.md and report.html."""
+    out = tmp / "gate"
+    said = evalgate("gate", "--config", str(EXAMPLE / "evalgate.yaml"), "--out", str(out), "--quiet", cwd=ROOT)
+    if "(no baseline)" not in said:
+        print(f"the example's own baseline store: {said.strip().splitlines()[0]}")
+        return out
+    print("examples/quickstart ships no baseline store yet: making one in a temp git repository")
+    return gate_against_made_history(tmp)
+
+
+def _setinv(line: dict, reply: str, tools: list[tuple[str, dict]]) -> None:
+    inv = line["invocations"][0]
+    inv["final_response"] = {"role": "model", "parts": [{"text": reply}]}
+    inv["intermediate_data"] = {"tool_uses": [{"name": n, "args": a} for n, a in tools], "tool_responses": [], "intermediate_responses": []}
+
+
+def main_outputs(lines: list[dict], run: int) -> list[dict]:
+    """main's recorded outputs in its run `run` (1-10): the example's, with small edits."""
+    lines = json.loads(json.dumps(lines))
+    for line in lines:
+        eid = line["eval_id"]
+        if eid == "capabilities-en":  # main's greeting still listed what the agent can do
+            _setinv(line, "Hi! I can check the status of your orders, track deliveries, start returns and refunds, and answer questions about shipping, payment and returns. What can I do for you?", [])
+        elif eid == "order-status-ko":  # main looked the order up before asking for its shipping status
+            _setinv(
+                line,
+                "주문 B2019는 3월 4일 CJ대한통운으로 발송되었고, 지금 대전 허브를 지나 배송 중입니다. 내일(3월 6일) 도착 예정이며 운송장 번호는 637104482291입니다.",
+                [("lookup_order", {"order_id": "B2019"}), ("get_shipping_status", {"tracking_id": "637104482291"})],
+            )
+        elif eid == "faq-ja":  # not fixed yet in main: no FAQ search, no answer
+            _setinv(line, "申し訳ありません。お支払い方法についてはカスタマーセンターにお問い合わせください。", [])
+        elif eid == "return-ja" and run in FLAKY_PASSES:  # flaky: now and then the agent looks the order up first
+            inv = line["invocations"][0]
+            events = inv["intermediate_data"]["invocation_events"]
+            calls = [e for e in events if any("function_call" in p for p in e["content"]["parts"])]
+            tools = [(p["function_call"]["name"], p["function_call"]["args"]) for e in calls for p in e["content"]["parts"]]
+            tools.sort(key=lambda t: t[0] != "lookup_order")
+            _setinv(line, inv["final_response"]["parts"][0]["text"], tools)
+    return lines
+
+
+def _write_jsonl(path: Path, lines: list[dict]) -> None:
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+
+
+def gate_against_made_history(tmp: Path) -> Path:
+    repo = tmp / "quickstart"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns(".evalgate", "evalgate-results"))
+    outputs = repo / "runs" / "support.inference.jsonl"
+    pr_lines = [json.loads(line) for line in outputs.read_text(encoding="utf-8").splitlines() if line.strip()]
+    git("init", "-q", cwd=repo)
+    (repo / ".gitignore").write_text(".evalgate/\n")
+    for run in range(1, 11):
+        _write_jsonl(outputs, main_outputs(pr_lines, run))
+        git("add", "-A", cwd=repo)
+        git("commit", "-q", "--allow-empty", "-m", f"main, run {run}", cwd=repo)
+        results = tmp / f"main-{'flaky-pass' if run in FLAKY_PASSES else 'usual'}"
+        if not results.is_dir():  # the same outputs score the same: run each kind once
+            evalgate("run", "--config", "evalgate.yaml", "--out", str(results), "--quiet", cwd=repo)
+        evalgate("baseline", "save", "--config", "evalgate.yaml", "--results", str(results / "results.json"), "--commit", git("rev-parse", "HEAD", cwd=repo), "--ref", "refs/heads/main", cwd=repo)
+    git("checkout", "-q", "-b", "pull-request", cwd=repo)
+    _write_jsonl(outputs, pr_lines)
+    git("commit", "-q", "-am", "the example's outputs", cwd=repo)
+    out = tmp / "gate"
+    print(evalgate("gate", "--config", "evalgate.yaml", "--base-sha", "main", "--out", str(out), "--quiet", cwd=repo).strip())
+    return out
+
+
+# --- 2. and 3. the pictures -------------------------------------------------------------
+
+
+def npm_packages() -> Path:
+    """The folder of the pinned npm packages, installed on first use."""
+    modules = NPM_DIR / "node_modules"
+    want = {name: version for name, version in NPM_PACKAGES.items()}
+    have = {}
+    for name in want:
+        pkg = modules / name / "package.json"
+        if pkg.is_file():
+            have[name] = json.loads(pkg.read_text(encoding="utf-8")).get("version")
+    if have != want:
+        npm = shutil.which("npm")
+        if not npm:
+            sys.exit("npm is needed once, to install " + ", ".join(f"{n}@{v}" for n, v in want.items()) + " (apt-get install npm)")
+        NPM_DIR.mkdir(parents=True, exist_ok=True)
+        print(f"npm install {' '.join(f'{n}@{v}' for n, v in want.items())} into {NPM_DIR}")
+        subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(NPM_DIR), *(f"{n}@{v}" for n, v in want.items())], check=True)
+    return modules
+
+
+COMMENT_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><style>{css}</style><style>
+  body {{ margin: 0; background: #fff; }}
+  /* A comment box as on a pull request's conversation: a header over the rendered body. */
+  .comment {{ width: {width}px; box-sizing: border-box; margin: {pad}px; border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; }}
+  .comment .head {{ background: #f6f8fa; border-bottom: 1px solid #d0d7de; padding: 8px 16px; color: #59636e;
+    font: 14px/1.5 -apple-system, BlinkMacSystemFont, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; }}
+  .comment .head b {{ color: #1f2328; }}
+  .comment .head .bot {{ border: 1px solid #d0d7de; border-radius: 2em; padding: 0 7px; font-size: 12px; margin: 0 4px; }}
+  .markdown-body {{ padding: 16px; }}
+</style></head>
+<body><div class="comment" id="comment"><div class="head"><b>github-actions</b><span class="bot">bot</span> commented</div>
+<article class="markdown-body" id="body"></article></div></body></html>
+"""
+
+RENDER = """(md) => {
+  marked.use({ gfm: true }, markedAlert());
+  const body = document.getElementById('body');
+  body.innerHTML = marked.parse(md);
+  // GitHub colours ```diff blocks line by line; marked leaves code plain.
+  for (const code of body.querySelectorAll('pre > code.language-diff')) {
+    const lines = code.textContent.replace(/\\n$/, '').split('\\n');
+    code.textContent = '';
+    lines.forEach((line, i) => {
+      const cls = line.startsWith('-') ? 'pl-md' : line.startsWith('+') ? 'pl-mi1' : line.startsWith('@@') ? 'pl-mdr' : null;
+      const span = document.createElement('span');
+      if (cls) span.className = cls;
+      span.textContent = line;
+      code.appendChild(span);
+      if (i < lines.length - 1) code.appendChild(document.createTextNode('\\n'));
+    });
+  }
+  // GitHub's classes for task lists (no bullets); marked writes bare checkboxes.
+  for (const box of body.querySelectorAll('li > input[type=checkbox]:first-child')) {
+    box.parentElement.classList.add('task-list-item');
+    box.classList.add('task-list-item-checkbox');
+    box.parentElement.parentElement.classList.add('contains-task-list');
+  }
+  // One <details> open, as after a reader's click: the first with a tool-call diff, else the first.
+  const details = [...body.querySelectorAll('details')];
+  const shown = details.find(d => d.querySelector('code.language-diff')) || details[0];
+  if (shown) shown.open = true;
+  const tags = new Set();
+  for (const e of body.querySelectorAll('*')) {
+    if (!e.closest('.markdown-alert-title')) tags.add(e.tagName.toLowerCase());
+  }
+  return [...tags];
+}"""
+
+
+def launch(playwright):
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        sys.exit(f"no chromium at {CHROMIUM}: apt-get install chromium fonts-noto-cjk (or set EVALGATE_CHROMIUM)")
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def render_comment(browser, markdown: str, png: Path) -> None:
+    modules = npm_packages()
+    css = (modules / "github-markdown-css" / "github-markdown-light.css").read_text(encoding="utf-8")
+    page = browser.new_page(viewport={"width": COMMENT_WIDTH + 2 * PAGE_PAD, "height": 800})
+    page.route("**/*", lambda route: route.abort())  # nothing from the network, even if the comment links an image
+    try:
+        page.set_content(COMMENT_PAGE.format(css=css, width=COMMENT_WIDTH, pad=PAGE_PAD))
+        page.add_script_tag(path=str(modules / "marked" / "lib" / "marked.umd.js"))
+        page.add_script_tag(path=str(modules / "marked-alert" / "dist" / "index.umd.js"))
+        tags = page.evaluate(RENDER, markdown)
+        stripped = sorted(set(tags) - GITHUB_TAGS)
+        if stripped:
+            sys.exit(f"the comment uses HTML that GitHub strips: {', '.join(stripped)}")
+        page.evaluate("document.fonts.ready")
+        page.locator("#comment").screenshot(path=str(png))
+    finally:
+        page.close()
+
+
+def screenshot_report(browser, report: Path, png: Path) -> None:
+    page = browser.new_page(viewport={"width": REPORT_WIDTH, "height": 900})
+    try:
+        page.goto(report.as_uri())
+        page.wait_for_selector("body.ready")
+        # The views scroll inside the page: grow the window to the Overview's height.
+        grow = page.evaluate("() => { const e = document.getElementById('overview'); return e.scrollHeight - e.clientHeight; }")
+        page.set_viewport_size({"width": REPORT_WIDTH, "height": min(900 + int(grow) + 2, 4000)})
+        page.evaluate("document.fonts.ready")
+        page.screenshot(path=str(png))
+    finally:
+        page.close()
+
+
+def optimise(png: Path) -> str:
+    """Shrink a PNG with the tools at hand; what was done."""
+    done = []
+    if shutil.which("pngquant"):
+        subprocess.run(["pngquant", "--force", "--skip-if-larger", "--speed", "1", "--strip", "--quality", "80-100", "--output", str(png), str(png)], check=False)
+        done.append("pngquant")
+    if shutil.which("optipng"):
+        subprocess.run(["optipng", "-quiet", "-o5", "-strip", "all", str(png)], check=True)
+        done.append("optipng")
+    return " + ".join(done) or "not optimised (apt-get install pngquant optipng)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=HERE, help="folder for comment.png and report.png (default: docs/images)")
+    parser.add_argument("--markdown", type=Path, help="render this comment.md (comment.png only) instead of gating the example")
+    parser.add_argument("--keep", action="store_true", help="keep the temp folder (the gate's outputs) and print its path")
+    args = parser.parse_args(argv)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sys.exit("Playwright's Python package is needed: pip install -e '.[test]' (or pip install playwright)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="evalgate-pictures-"))
+    try:
+        shots = []
+        with sync_playwright() as p:
+            browser = launch(p)
+            if args.markdown:
+                render_comment(browser, args.markdown.read_text(encoding="utf-8"), args.out / "comment.png")
+                shots.append(args.out / "comment.png")
+            else:
+                gated = gate_example(tmp)
+                render_comment(browser, (gated / "comment.md").read_text(encoding="utf-8"), args.out / "comment.png")
+                screenshot_report(browser, gated / "report.html", args.out / "report.png")
+                shots += [args.out / "comment.png", args.out / "report.png"]
+            browser.close()
+        for png in shots:
+            how = optimise(png)
+            print(f"{png}: {png.stat().st_size / 1024:.0f} kB ({how})")
+    finally:
+        if args.keep:
+            print(f"kept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
