@@ -22,10 +22,6 @@ from conftest import REPO
 README = REPO / "README.md"
 PAGES = [README, *sorted((REPO / "docs").rglob("*.md"))]
 
-# Made by the pictures branch (issue 27 part 3); the README refers to them already. Remove
-# this once they are merged: from then on a missing picture is a broken link like any other.
-PENDING = {"docs/images/comment.png", "docs/images/report.png"}
-
 FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.M | re.S)
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
@@ -83,8 +79,7 @@ def test_every_relative_link_resolves():
             shown = f"{page.relative_to(REPO)}: ({target})"
             rel = file.relative_to(REPO).as_posix() if file.is_relative_to(REPO) else str(file)
             if not file.exists():
-                if rel not in PENDING:
-                    broken.append(f"{shown}: no file {rel}")
+                broken.append(f"{shown}: no file {rel}")
                 continue
             if anchor and file.suffix == ".md" and anchor not in anchors(file):
                 broken.append(f"{shown}: {rel} has no heading #{anchor}")

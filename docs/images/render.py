@@ -10,14 +10,10 @@ PNGs. `--out DIR` writes them elsewhere; `--markdown FILE` renders any comment.m
 the example's (to look at a comment before it is posted); `--keep` keeps the temp folder.
 
 What it does:
-1. Gates examples/quickstart as the README's first command does (`evalgate gate`). While the
-   example ships no baseline store, it makes one in a temp folder instead: a copy of the
-   example in a throwaway git repository whose `main` has ten recorded runs saved as
-   baselines, from the example's own outputs with three small edits (in main,
-   capabilities-en listed what the agent can do, order-status-ko looked the order up first,
-   faq-ja had not been fixed yet) and return-ja passing in three of the ten (a flaky case).
-   The example's outputs, committed on a branch, are then gated against main as a pull
-   request would be: two stable cases broke, one case was fixed, one flaky case still fails.
+1. Gates examples/quickstart exactly as the README's first command does (`evalgate gate
+   --baseline` the baseline main's shipped store holds, examples/quickstart/main/store,
+   which brings main's flake ledger): two stable Korean cases broke, a Japanese case was
+   fixed, an English case that is flaky on main is not blamed.
 2. comment.png: the comment.md that gate wrote, rendered in headless Chromium by `marked`
    (GitHub Flavored Markdown: tables, strikethrough, task lists, autolinks) with
    `marked-alert` (GitHub's `> [!NOTE]` alerts, in GitHub's markup with its icons), styled by
@@ -71,10 +67,6 @@ GITHUB_TAGS = set(
     "abbr bdo cite dfn mark small span time wbr input picture source".split()
 )
 
-FLAKY_PASSES = (2, 5, 8)  # main's runs in which return-ja passed
-
-GIT = ["git", "-c", "user.name=evalgate pictures", "-c", "user.email=pictures@example.com", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
-
 
 def evalgate(*args: str, cwd: Path, check_codes=(0, 1)) -> str:
     """Run this checkout's evalgate (not an installed one) and return what it printed."""
@@ -85,81 +77,13 @@ def evalgate(*args: str, cwd: Path, check_codes=(0, 1)) -> str:
     return p.stdout + p.stderr
 
 
-def git(*args: str, cwd: Path) -> str:
-    # Fixed dates: the made-up history has the same commits (and short shas) at every refresh.
-    env = dict(os.environ, GIT_AUTHOR_DATE="2026-03-06T09:00:00Z", GIT_COMMITTER_DATE="2026-03-06T09:00:00Z")
-    return subprocess.run([*GIT, *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-# --- 1. the example, gated --------------------------------------------------------------
-
-
 def gate_example(tmp: Path) -> Path:
-    """Gate the example; the folder holding its comment.md and report.html."""
+    """Gate the example as the README's first command does; the folder holding its
+    comment.md and report.html."""
+    [baseline] = sorted((EXAMPLE / "main" / "store" / "baselines" / "evalgate").glob("*.json.gz"))
     out = tmp / "gate"
-    said = evalgate("gate", "--config", str(EXAMPLE / "evalgate.yaml"), "--out", str(out), "--quiet", cwd=ROOT)
-    if "(no baseline)" not in said:
-        print(f"the example's own baseline store: {said.strip().splitlines()[0]}")
-        return out
-    print("examples/quickstart ships no baseline store yet: making one in a temp git repository")
-    return gate_against_made_history(tmp)
-
-
-def _setinv(line: dict, reply: str, tools: list[tuple[str, dict]]) -> None:
-    inv = line["invocations"][0]
-    inv["final_response"] = {"role": "model", "parts": [{"text": reply}]}
-    inv["intermediate_data"] = {"tool_uses": [{"name": n, "args": a} for n, a in tools], "tool_responses": [], "intermediate_responses": []}
-
-
-def main_outputs(lines: list[dict], run: int) -> list[dict]:
-    """main's recorded outputs in its run `run` (1-10): the example's, with small edits."""
-    lines = json.loads(json.dumps(lines))
-    for line in lines:
-        eid = line["eval_id"]
-        if eid == "capabilities-en":  # main's greeting still listed what the agent can do
-            _setinv(line, "Hi! I can check the status of your orders, track deliveries, start returns and refunds, and answer questions about shipping, payment and returns. What can I do for you?", [])
-        elif eid == "order-status-ko":  # main looked the order up before asking for its shipping status
-            _setinv(
-                line,
-                "주문 B2019는 3월 4일 CJ대한통운으로 발송되었고, 지금 대전 허브를 지나 배송 중입니다. 내일(3월 6일) 도착 예정이며 운송장 번호는 637104482291입니다.",
-                [("lookup_order", {"order_id": "B2019"}), ("get_shipping_status", {"tracking_id": "637104482291"})],
-            )
-        elif eid == "faq-ja":  # not fixed yet in main: no FAQ search, no answer
-            _setinv(line, "申し訳ありません。お支払い方法についてはカスタマーセンターにお問い合わせください。", [])
-        elif eid == "return-ja" and run in FLAKY_PASSES:  # flaky: now and then the agent looks the order up first
-            inv = line["invocations"][0]
-            events = inv["intermediate_data"]["invocation_events"]
-            calls = [e for e in events if any("function_call" in p for p in e["content"]["parts"])]
-            tools = [(p["function_call"]["name"], p["function_call"]["args"]) for e in calls for p in e["content"]["parts"]]
-            tools.sort(key=lambda t: t[0] != "lookup_order")
-            _setinv(line, inv["final_response"]["parts"][0]["text"], tools)
-    return lines
-
-
-def _write_jsonl(path: Path, lines: list[dict]) -> None:
-    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-
-
-def gate_against_made_history(tmp: Path) -> Path:
-    repo = tmp / "quickstart"
-    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns(".evalgate", "evalgate-results"))
-    outputs = repo / "runs" / "support.inference.jsonl"
-    pr_lines = [json.loads(line) for line in outputs.read_text(encoding="utf-8").splitlines() if line.strip()]
-    git("init", "-q", cwd=repo)
-    (repo / ".gitignore").write_text(".evalgate/\n")
-    for run in range(1, 11):
-        _write_jsonl(outputs, main_outputs(pr_lines, run))
-        git("add", "-A", cwd=repo)
-        git("commit", "-q", "--allow-empty", "-m", f"main, run {run}", cwd=repo)
-        results = tmp / f"main-{'flaky-pass' if run in FLAKY_PASSES else 'usual'}"
-        if not results.is_dir():  # the same outputs score the same: run each kind once
-            evalgate("run", "--config", "evalgate.yaml", "--out", str(results), "--quiet", cwd=repo)
-        evalgate("baseline", "save", "--config", "evalgate.yaml", "--results", str(results / "results.json"), "--commit", git("rev-parse", "HEAD", cwd=repo), "--ref", "refs/heads/main", cwd=repo)
-    git("checkout", "-q", "-b", "pull-request", cwd=repo)
-    _write_jsonl(outputs, pr_lines)
-    git("commit", "-q", "-am", "the example's outputs", cwd=repo)
-    out = tmp / "gate"
-    print(evalgate("gate", "--config", "evalgate.yaml", "--base-sha", "main", "--out", str(out), "--quiet", cwd=repo).strip())
+    said = evalgate("gate", "--config", str(EXAMPLE / "evalgate.yaml"), "--baseline", str(baseline), "--out", str(out), "--quiet", cwd=ROOT)
+    print(said.strip().splitlines()[0] if said.strip() else "gated")
     return out
 
 
