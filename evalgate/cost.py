@@ -61,7 +61,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import SuiteResult
@@ -89,6 +89,13 @@ class EfficiencyPolicy(BaseModel):
     invocation_duration_v1: Optional[float] = Field(
         default=None, ge=0, description="Tolerated increase of the agent's seconds per turn (wall clock; noisy on a shared machine)."
     )
+
+    @field_validator(*METRICS, mode="before")
+    @classmethod
+    def _share(cls, value: object) -> object:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise ValueError(f"a tolerated increase is a share of at least 0, not {value}: 0.15 tolerates +15%, 0 fails on any significant increase")
+        return value
 
     def tolerance(self, metric: str) -> Optional[float]:
         return getattr(self, metric)
