@@ -56,12 +56,10 @@ def test_ratio_test_by_hand():
     assert r["ci_low"] == pytest.approx(math.exp(0.2 - q * se) - 1)
     assert r["ci_high"] == pytest.approx(math.exp(0.2 + q * se) - 1)
     assert r["p"] is None  # no tolerance: reported, not tested
-    # With a tolerance of 10%: the gate's drop test on the negated ratios, margin log(1.1).
-    shifted = [math.log(1.1) - d for d in ratios]
-    stat = sum(shifted) / 3
-    t = stat / math.sqrt(sum(s * s for s in shifted) / 9)
-    assert cost.ratio_test(ratios, 0.10, 0.0, math.inf)["p"] == pytest.approx(_t2_cdf(t), abs=1e-9)
-    assert cost.ratio_test(ratios, 0.10, 0.0, math.inf)["p"] == pytest.approx(0.1527, abs=1e-3)
+    # With a tolerance of 10%: H0 mean d <= log(1.1), Student's t with 2 df, one-sided.
+    t = (0.2 - math.log(1.1)) / se
+    assert cost.ratio_test(ratios, 0.10, 0.0, math.inf)["p"] == pytest.approx(1 - _t2_cdf(t), abs=1e-9)
+    assert cost.ratio_test(ratios, 0.10, 0.0, math.inf)["p"] == pytest.approx(0.1057, abs=1e-3)
     # A larger tolerance: a larger p; an increase within it is nowhere near significant.
     assert cost.ratio_test(ratios, 0.30, 0.0, math.inf)["p"] > 0.5
 
@@ -80,11 +78,19 @@ def test_run_spread_by_hand():
     # the run means' variance is 4 * 0.1^2 / 3 (sample variance of 0, .2, 0, .2), the residual 0.
     shift = [0.0, 0.2, 0.0, 0.2]
     histories = [[1000 * math.exp(s) for s in shift], [500 * math.exp(s) for s in shift]]
-    variance, runs, df = cost.run_spread(histories, TOKENS)
-    assert variance == pytest.approx(4 * 0.01 / 3) and runs == 4 and df == 3
+    spread = cost.run_spread(histories, TOKENS)
+    assert spread == cost.Spread(run_var=pytest.approx(4 * 0.01 / 3), run_df=3, case_var=pytest.approx(0.0, abs=1e-15), case_df=3, runs=4)
     # Counts with one added: 0 and 1 tool calls are log 1 and log 2.
-    variance, _, _ = cost.run_spread([[0, 1, 0, 1], [1, 3, 1, 3]], TOOL_CALLS)
-    assert variance == pytest.approx(4 * (math.log(2) / 2) ** 2 / 3)
+    spread = cost.run_spread([[0, 1, 0, 1], [1, 3, 1, 3]], TOOL_CALLS)
+    assert spread.run_var == pytest.approx(4 * (math.log(2) / 2) ** 2 / 3)
+    # The cases' own noise: log levels a = [0, .1, 0], b = [0, 0, .1]. Residuals (two-way,
+    # case x run) +-0.05 four times: 0.01 over (2 - 1) * (3 - 1) df = 0.005; the run means
+    # 0, .05, .05 vary by 0.000833, less 0.005 / 2: nothing left for the runs.
+    spread = cost.run_spread([[1.0, math.exp(0.1), 1.0], [1.0, 1.0, math.exp(0.1)]], DURATION)
+    assert spread.case_var == pytest.approx(0.005) and spread.case_df == 2 and spread.run_var == 0.0 and spread.runs == 3
+    # The test then takes the cases' part from the ledger: 2 * 0.005 / n, not the ratios' spread.
+    r = cost.ratio_test([0.1, 0.3], 0.05, 0.0, math.inf, spread)
+    assert r["se"] == pytest.approx(math.sqrt(2 * 0.005 / 2))
     # Too little history: MIN_HISTORY (3) complete runs for at least half the cases.
     assert cost.run_spread([[1000, 1100], [500, 550]], TOKENS) is None
     assert cost.run_spread([[1000, None, 1100], [500, 0, 550]], TOKENS) is None
