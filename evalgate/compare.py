@@ -97,6 +97,9 @@ Verdicts
       Otherwise it PASSes, with the drop and the variation it allowed for in its
       reasons. An INCONCLUSIVE criterion always warns, and fails the suite when
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
+      With `gate.efficiency`, a suite FAILs when a gated efficiency value (tokens, calls,
+      seconds per turn) rose significantly beyond its tolerance (evalgate.cost; ungated ones
+      and absolute mode: reported only).
       What has no baseline (a new suite, a new criterion, a suite with no case in common)
       is judged on absolute thresholds. Added and changed cases are listed, not gated.
     - A suite with no cases is an ERROR, and so is one whose agent failed on every case
@@ -1375,8 +1378,8 @@ def compare(
             else:
                 verdict = _apply_pairwise(verdict, reasons, pw, policy, d.current.not_evaluated_policy)
         for row in costs.get(name, []):
-            fail = cost.decide(row, policy.alpha)
-            if fail and mode == "regression" and not d.absolute and verdict is not Verdict.ERROR:
+            fail = cost.decide(row, policy.alpha, gating=mode == "regression" and not d.absolute)
+            if fail and verdict is not Verdict.ERROR:
                 verdict = Verdict.FAIL
                 reasons.insert(0, fail)
         if policy.removed_cases == "fail" and d.removed and verdict is not Verdict.ERROR:

@@ -283,11 +283,12 @@ def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: Efficienc
     return out
 
 
-def decide(comp: CostComparison, alpha: float) -> Optional[str]:
-    """Sets the status once p_adjusted is known; returns the reason a suite FAILs, or None."""
-    if comp.tolerance is None:
+def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[str]:
+    """Sets the status once p_adjusted is known; returns the reason a suite FAILs, or None.
+    `gating` False (absolute mode): reported whatever the tolerance."""
+    if comp.tolerance is None or not gating:
         comp.status = "reported"
-        comp.reasons.insert(0, comp.summary() + " (reported, not gated)")
+        comp.reasons.insert(0, comp.summary() + (" (reported, not gated)" if gating else " (absolute mode: reported, not gated)"))
         return None
     tolerated = f"tolerated +{comp.tolerance * 100:g}% (gate.efficiency.{comp.metric})"
     p = "" if comp.p_adjusted is None else f", p = {_fmt_p(comp.p_adjusted)} after Holm"

@@ -184,7 +184,9 @@ def test_the_efficiency_test_joins_the_holm_family():
 def test_absolute_mode_reports_but_does_not_decide():
     base, cur = _run(_suite(_tokens(1))), _run(_suite(_tokens(2, raise_half=1.3)))
     result = compare(base, cur, GatePolicy.model_validate({"mode": "absolute", "efficiency": {"token_usage_v1": 0.05}}))
-    assert result.verdict is Verdict.PASS and result.suites[0].costs[0].change > 0.1
+    row = result.suites[0].costs[0]
+    assert result.verdict is Verdict.PASS and row.change > 0.1 and row.status == "reported"
+    assert row.reasons[0].endswith("(absolute mode: reported, not gated)")
 
 
 def test_zeros_are_left_out_and_counted():
