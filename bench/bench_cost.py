@@ -144,7 +144,7 @@ def trial(args, world_name: str, scenario: str, metric: str, seed: int) -> dict[
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=int, default=150)
-    ap.add_argument("--prs", type=int, default=200, help="pull requests per world and scenario")
+    ap.add_argument("--prs", type=int, default=100, help="pull requests per world and scenario")
     ap.add_argument("--history", type=int, default=10, help="default-branch runs in the ledger (the baseline last)")
     ap.add_argument("--criteria", type=int, default=3, help="criteria beside, that do not move (each adds a drop and a breakage test to Holm)")
     ap.add_argument("--tolerance", type=float, default=0.05)
