@@ -51,7 +51,8 @@ Statistics (regression mode; also computed, for information, in absolute mode)
       the window must not be blamed on this pull request.
     - Holm correction across all the gate's tests (every criterion's drop test, every
       criterion's pooled breakage test and every partial-drop test, weight 1 each) of all
-      suites, and with `gate.pairwise` each suite's side-by-side sign test (PairwiseComparison).
+      suites, and with `gate.pairwise` each suite's side-by-side sign test (PairwiseComparison),
+      and with `gate.efficiency` each gated efficiency metric's increase test (evalgate.cost).
 
 Partial drops (continuous criteria that are not judged, with a ledger)
     Some cases falling while the rest hold: the ledger's values give each case its own
@@ -96,6 +97,9 @@ Verdicts
       Otherwise it PASSes, with the drop and the variation it allowed for in its
       reasons. An INCONCLUSIVE criterion always warns, and fails the suite when
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
+      With `gate.efficiency`, a suite FAILs when a gated efficiency value (tokens, calls,
+      seconds per turn) rose significantly beyond its tolerance (evalgate.cost; ungated ones
+      and absolute mode: reported only).
       What has no baseline (a new suite, a new criterion, a suite with no case in common)
       is judged on absolute thresholds. Added and changed cases are listed, not gated.
     - A suite with no cases is an ERROR, and so is one whose agent failed on every case
@@ -118,6 +122,8 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalgate import cost
+from evalgate.cost import CostComparison, EfficiencyPolicy
 from evalgate.pairwise import PairwisePolicy, SuitePairs
 from evalgate.results import (
     CaseResult,
@@ -217,6 +223,11 @@ class GatePolicy(BaseModel):
     pairwise: PairwisePolicy = Field(
         default_factory=PairwisePolicy,
         description="Judge each changed answer side by side with the baseline's (off by default); docs/gate.md: gate.pairwise.",
+    )
+    efficiency: EfficiencyPolicy = Field(
+        default_factory=EfficiencyPolicy,
+        description="Tolerated increase per turn of ADK's efficiency metrics against the baseline (e.g. token_usage_v1: 0.15); "
+        "unnamed ones are reported, not gated. README: gate.efficiency.",
     )
     history_runs: int = Field(default=10, ge=1, le=100, description="K: outcomes kept per case and criterion in the flake ledger.")
     stable_min_runs: int = Field(default=5, ge=5, description="Runs a case must have passed, all of them, to count as stable.")
@@ -373,6 +384,7 @@ class SuiteComparison:
     changed: list[CaseKey]  # expected data changed (digest differs): not compared
     skipped_criteria: list[str]  # e.g. "hallucinations_v1: no judge credentials (12 cases NOT_EVALUATED)"
     pairwise: Optional[PairwiseComparison] = None  # gate.pairwise: the changed answers judged side by side
+    costs: list[CostComparison] = field(default_factory=list)  # efficiency per turn against the baseline (evalgate.cost)
 
 
 @dataclass
@@ -541,6 +553,9 @@ def update_ledger(ledger: Optional[Ledger], results: RunResults, k: int) -> Ledg
                 new[lk] = (list(old.get(lk, [])) + [outcome(result, judge)])[-k:]
                 value = _value(result, "samples") if _evaluated(result) else None
                 new[vk] = (list(old.get(vk, [])) + [value])[-k:]
+            for name, result in case.efficiency.items():  # evalgate.cost measures their run-to-run spread
+                vk = value_key(key, name)
+                new[vk] = (list(old.get(vk, [])) + [result.value])[-k:]
     return dict(sorted(new.items()))
 
 
@@ -1200,6 +1215,13 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, lis
     return Verdict.PASS, [summary] + ne_reasons + draft.notes
 
 
+def _history_of(suite: str, ledger: Optional[Ledger]) -> Optional[cost.HistoryOf]:
+    """The ledger's values of an efficiency metric for a suite's case (evalgate.cost)."""
+    if not ledger:
+        return None
+    return lambda set_id, case_id, metric: ledger.get(value_key(CaseKey(suite, set_id, case_id), metric))
+
+
 def _pairwise_draft(pairs: SuitePairs, policy: GatePolicy) -> PairwiseComparison:
     """Counts, drop and sign test of a suite's pairs (see PairwiseComparison)."""
     counted = [c for c in pairs.cases if c.outcome != "not_evaluated"]
@@ -1324,7 +1346,19 @@ def compare(
         for name, pw in side_by_side.items():
             if pw.p_value is not None:
                 tests[("pairwise", name, "")] = (pw.p_value, 1.0)
+    costs = {
+        d.current.name: cost.compare_suite(d.current, d.baseline, policy.efficiency, _history_of(d.current.name, ledger))
+        for d in drafts
+        if d.baseline is not None
+    }
+    for name, rows in costs.items():
+        for row in rows:
+            if row.p_value is not None:
+                tests[("efficiency", name, row.metric)] = (row.p_value, 1.0)
     adjusted = holm(tests)
+    for name, rows in costs.items():
+        for row in rows:
+            row.p_adjusted = adjusted.get(("efficiency", name, row.metric))
     for name, pw in side_by_side.items():
         pw.p_adjusted = adjusted.get(("pairwise", name, ""))
     for d in drafts:
@@ -1360,6 +1394,11 @@ def compare(
                 _pairwise_verdict(pw, policy)  # for information, as the statistics above
             else:
                 verdict = _apply_pairwise(verdict, reasons, pw, policy, d.current.not_evaluated_policy)
+        for row in costs.get(name, []):
+            fail = cost.decide(row, policy.alpha, gating=mode == "regression" and not d.absolute)
+            if fail and verdict is not Verdict.ERROR:
+                verdict = Verdict.FAIL
+                reasons.insert(0, fail)
         if policy.removed_cases == "fail" and d.removed and verdict is not Verdict.ERROR:
             verdict = Verdict.FAIL
             reasons.insert(0, f"{_plural(len(d.removed), 'baseline case')} removed (gate.removed_cases: fail)")
@@ -1398,6 +1437,7 @@ def compare(
                 changed=d.changed,
                 skipped_criteria=_skipped(d.current),
                 pairwise=pw,
+                costs=costs.get(name, []),
             )
         )
     for name in sorted(set(base_suites) - {s.name for s in current.suites}):

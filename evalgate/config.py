@@ -337,6 +337,8 @@ def _valid_keys(model: type[BaseModel]):
             return list(BaselineConfig.model_fields)
         if loc == ("gate", "pairwise"):
             return list(GatePolicy.model_fields["pairwise"].annotation.model_fields)  # type: ignore[union-attr]
+        if loc == ("gate", "efficiency"):
+            return list(GatePolicy.model_fields["efficiency"].annotation.model_fields)  # type: ignore[union-attr]
         if loc == ("judge",):
             return list(JudgeConfig.model_fields)
         if loc == ("vertex",):

@@ -104,6 +104,28 @@ def incomplete_note(counts: Counts) -> str:
     return f"; {counts.incomplete:,} incomplete, with a criterion not evaluated"
 
 
+def cost_cells(row: Any) -> dict[str, str]:
+    """An efficiency metric against the baseline (evalgate.cost.CostComparison) as short text,
+    for every report: what, the change with its 95% interval, the tolerance, the outcome."""
+    from evalgate.cost import percent
+
+    change = row.summary() if row.change is None else percent(row.change)
+    if row.ci_low is not None and row.ci_high is not None:
+        change += f" [{percent(row.ci_low)}, {percent(row.ci_high)}]"
+    p = "" if row.p_adjusted is None else f" (p = {row.p_adjusted:.1e} after Holm)" if row.p_adjusted < 0.001 else f" (p = {row.p_adjusted:.3f} after Holm)"
+    outcome = {"fail": "FAIL: significantly beyond" + p, "pass": "within" + p, "reported": "reported"}[row.status]
+    return {
+        "what": row.label,
+        "change": change,
+        "cases": f"{row.n_pairs:,}" + (f" ({row.zeros:,} with 0 left out)" if row.zeros else ""),
+        "tolerated": "not gated" if row.tolerance is None else f"+{row.tolerance * 100:g}%",
+        "outcome": outcome,
+    }
+
+
+COST_COLUMNS = ("what", "change", "cases", "tolerated", "outcome")
+
+
 def efficiency_cells(values: dict[str, Any]) -> dict[str, str]:
     """ADK's efficiency values (evalgate.efficiency: per turn) as short text, for every report:
     tool and model calls, tokens, and seconds with where they went; `n/a` when not available."""

@@ -53,7 +53,7 @@ from typing import Any, Optional
 
 from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
 from evalgate import efficiency
-from evalgate.reports import count, deciding_p, delta_cell, duration, efficiency_cells, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, count, deciding_p, delta_cell, duration, efficiency_cells, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.trends import Series, Trend, header, placement, series
@@ -216,6 +216,8 @@ class _View:
     run_facts: list[tuple[str, str]]
     agent_rows: list[list[str]]
     efficiency_rows: list[list[str]]  # per suite: ADK's efficiency metrics per turn
+    cost_rows: list[tuple[list[str], str]]  # per suite and metric: against the baseline (evalgate.cost), and its status
+    costs_gated: bool  # gate.efficiency tolerates an increase of at least one of them
     judge: _Usage
     timing_rows: list[tuple[str, str, str, str]]  # (suite, criterion, seconds, share)
     run_url: Optional[str]
@@ -388,6 +390,16 @@ def _efficiency_rows(current: RunResults) -> list[list[str]]:
         if values:
             cells = efficiency_cells(values)
             rows.append([suite.name] + [cells[k] for k in _EFFICIENCY_COLUMNS])
+    return rows
+
+
+def _cost_rows(comparison: Comparison) -> list[tuple[list[str], str]]:
+    """Per suite and efficiency metric, the change against the baseline (evalgate.cost)."""
+    rows = []
+    for suite in comparison.suites:
+        for row in suite.costs:
+            cells = cost_cells(row)
+            rows.append(([suite.name] + [cells[k] for k in COST_COLUMNS], row.status))
     return rows
 
 
@@ -864,6 +876,8 @@ def render_html(
         run_facts=_run_facts(comparison, current),
         agent_rows=_agent_rows(current),
         efficiency_rows=_efficiency_rows(current),
+        cost_rows=_cost_rows(comparison),
+        costs_gated=any(r.tolerance is not None for s in comparison.suites for r in s.costs),
         judge=_with_pairwise_usage(_judge_usage(current), comparison),
         timing_rows=_timing_rows(current),
         trend_header=header(trends),

@@ -37,7 +37,7 @@ from evalgate.compare import (
     Verdict,
 )
 from evalgate import efficiency
-from evalgate.reports import count, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, count, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -309,6 +309,8 @@ class _View:
     stats: list[_Stat]
     agent: list[list[Markdown]]
     efficiency: list[list[Markdown]]  # per suite: ADK's efficiency metrics per turn
+    costs: list[list[Markdown]]  # per suite and metric: the change against the baseline (evalgate.cost)
+    costs_gated: bool  # gate.efficiency tolerates an increase of at least one of them
     footer: list[Any]
     cut: Optional[Markdown]
     minimal: bool
@@ -757,6 +759,7 @@ class _Plan:
     footer: list[Any]
     agent: list[list[Markdown]] = field(default_factory=list)  # rows of the "Agent runs" table
     efficiency: list[list[Markdown]] = field(default_factory=list)  # rows of the "Efficiency per turn" table
+    costs: list[list[Markdown]] = field(default_factory=list)  # rows of its "against the baseline" table
     trends: list[Series] = field(default_factory=list)  # criteria with default-branch history
     charts: bool = False  # draw the trends (job summary, tracking issue), not only place this run
 
@@ -790,6 +793,16 @@ def _efficiency_rows(current: RunResults) -> list[list[Markdown]]:
         if values:
             c = efficiency_cells(values)
             rows.append([md(suite.name, 80)] + [Markdown(c[k]) for k in ("tool_calls", "model_calls", "tokens", "seconds")])  # numbers we wrote
+    return rows
+
+
+def _cost_rows(comparison: Comparison) -> list[list[Markdown]]:
+    """Per suite and efficiency metric, the change against the baseline (evalgate.cost)."""
+    rows = []
+    for suite in comparison.suites:
+        for row in suite.costs:
+            c = cost_cells(row)
+            rows.append([md(suite.name, 80)] + [Markdown(c[k]) for k in COST_COLUMNS])  # numbers and words we wrote
     return rows
 
 
@@ -868,6 +881,7 @@ def _plan(
         footer=footer,
         agent=_agent_rows(current),
         efficiency=_efficiency_rows(current),
+        costs=_cost_rows(comparison),
         trends=series(trend, current),
         charts=not with_marker,
     )
@@ -931,6 +945,8 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         stats=plan.stats,
         agent=plan.agent,
         efficiency=plan.efficiency,
+        costs=plan.costs,
+        costs_gated=any(r.tolerance is not None for s in plan.comparison.suites for r in s.costs),
         footer=plan.footer,
         cut=None,
         minimal=budget.minimal,

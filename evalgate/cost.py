@@ -1,0 +1,312 @@
+"""Cost and latency against the baseline (`gate.efficiency`): tokens, calls and seconds per turn, per suite.
+
+The values are ADK's four efficiency metrics as `evalgate.efficiency` computes them, the
+case values in the results (`CaseResult.efficiency[name].value`: per turn, a case's turns
+and runs pooled). They are compared with the baseline's per suite; by default the change
+is only reported. `gate.efficiency: {token_usage_v1: 0.15}` tolerates a 15% increase and
+FAILs the suite when the increase is significantly beyond it.
+
+Which cases
+    The cases both runs share with unchanged expected data (as the criteria compare them)
+    that have the value in both runs. A case without it (its agent failed, or the
+    recorded `actual:` data has no usage) is left out.
+
+The compared quantity: log ratios, and zeros
+    Per case d = log(current / baseline), so a change is relative and every case weighs
+    alike whatever its size (a long conversation's tokens do not drown the short ones).
+    A log ratio of 0 is undefined, so:
+
+    - tool calls and model calls (`tool_call_count_v1`, `inference_call_count_v1`): counts,
+      often 0 (a turn that calls no tool), so d = log((current + 1) / (baseline + 1)). It is
+      defined for every case, and it understates a change of a small count (2 -> 3 tool
+      calls reads +33%, not +50%): it can only miss an increase, never invent one.
+    - tokens and seconds (`token_usage_v1`, `invocation_duration_v1`): a case with 0 on
+      either side (no usage reported, a turn shorter than the recorded millisecond) is
+      left out and counted (`zeros`); adding one token or one millisecond would be an
+      arbitrary scale.
+
+    The change reported is exp(mean d) - 1: the typical case's relative change (the
+    geometric mean of the case ratios), not the change of the suite's total. Its 95%
+    interval is exp of the interval of mean d, less 1.
+
+The test: paired, with the run-to-run variation
+    The model is evalgate.stats' for criteria, on the log scale: log x[i, t] = mu[i] + r[t]
+    + e[i, t]. The mean of the paired log ratios, mean d, carries two kinds of noise:
+    - the cases' own (e: an answer of another length, a trajectory that takes one more
+      model call), variance 2 sigma_e^2 / n;
+    - a run-level part r' - r shared by every case, variance 2 sigma_r^2, that no number of
+      cases averages away: a shared machine busier during one run, a serving change.
+    With history (the ledger's values of the metric for these cases: at least MIN_HISTORY
+    complete runs for at least half of them, the criteria's rule), both are measured on the
+    log values by the two-way (case x run) analysis of `stats.run_variance`: sigma_r^2 as
+    there, sigma_e^2 as its residual mean square ((cases - 1) * (runs - 1) df). The cases'
+    part then is the noise the same cases showed on the default branch, not the spread of
+    the log ratios, which also holds how differently the cases changed (a PR that adds 20%
+    to half the cases spreads them by 9% without any noise): the suite's cases are the
+    population gated, not a sample of one. Without history, the log ratios' own spread
+    (s^2 / n, n - 1 df) stands for the cases' part, which is more cautious, and sigma_r is
+    assumed: ASSUMED_RUN_SD, 0.01 for counts and tokens (their run-wide level moves only
+    with the model or its serving) and 0.20 for seconds (a shared machine).
+    H0: mean d <= log(1 + tolerance); one-sided; Student's t with Welch-Satterthwaite
+    degrees of freedom; closed form. The 95% interval is mean d +- t * se. With a tolerance
+    the p-value joins the gate's Holm family (weight 1), and the suite FAILs when the
+    adjusted p is below alpha. A run-level sigma_r estimated from 10 runs is uncertain (9
+    df), and the t's heavy tails pay for it. Measured (bench/bench_cost.py, 150 cases,
+    tolerance 5%, 7 tests in Holm): no unchanged PR failed in any world, nor one exactly at
+    the tolerance; +20% tokens on half the cases failed 98.5% of PRs where tokens vary by
+    the answer's length, 78.5% where a fifth of the cases take extra model calls at random
+    (98% at 300 cases), 34.5% with a 1% run-level wobble.
+
+What is not accounted for
+    The run part is one shift of every case at once, and the cases' part the noise the
+    default branch showed. Load that comes and goes within a run (one case slowed by a
+    neighbour's job) counts as the cases' noise, measured as such when the default branch's
+    runs saw the same; a pull request whose own run is noisier than the branch's was (a
+    burst on the machine during some of its cases, an agent made more erratic) is not
+    modelled beyond that, and near the tolerance that can read as an increase. Seconds
+    include waiting for the model's service (queueing, retries). A ledger written before
+    this module kept no efficiency values: until MIN_HISTORY runs are recorded, the
+    cautious no-history test applies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CALLS
+from evalgate.results import SuiteResult
+from evalgate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
+
+COUNTS = (TOOL_CALLS, MODEL_CALLS)  # compared as log((x + 1) / (y + 1))
+ASSUMED_RUN_SD = {TOOL_CALLS: 0.01, MODEL_CALLS: 0.01, TOKENS: 0.01, DURATION: 0.20}  # log scale, without history
+LABELS = {
+    TOKENS: "tokens per turn",
+    MODEL_CALLS: "model calls per turn",
+    TOOL_CALLS: "tool calls per turn",
+    DURATION: "agent seconds per turn",
+}
+
+
+class EfficiencyPolicy(BaseModel):
+    """`gate.efficiency`: the increase per turn tolerated for each efficiency metric (a share:
+    0.15 is +15%). A metric not named is compared and reported, never gated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_count_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of tool calls per turn (0.15: +15%).")
+    inference_call_count_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of model calls per turn.")
+    token_usage_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of tokens per turn (total tokens).")
+    invocation_duration_v1: Optional[float] = Field(
+        default=None, ge=0, description="Tolerated increase of the agent's seconds per turn (wall clock; noisy on a shared machine)."
+    )
+
+    @field_validator(*METRICS, mode="before")
+    @classmethod
+    def _share(cls, value: object) -> object:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise ValueError(f"a tolerated increase is a share of at least 0, not {value}: 0.15 tolerates +15%, 0 fails on any significant increase")
+        return value
+
+    def tolerance(self, metric: str) -> Optional[float]:
+        return getattr(self, metric)
+
+
+@dataclass
+class CostComparison:
+    """One efficiency metric of one suite against the baseline (module docstring)."""
+
+    suite: str
+    metric: str
+    tolerance: Optional[float]  # None: reported, not gated
+    n_pairs: int  # cases compared
+    zeros: int = 0  # cases left out for a 0 on a side (tokens, seconds)
+    change: Optional[float] = None  # exp(mean log ratio) - 1
+    ci_low: Optional[float] = None  # 95% interval of the change
+    ci_high: Optional[float] = None
+    p_value: Optional[float] = None  # one-sided: the increase is beyond the tolerance (None without a tolerance)
+    p_adjusted: Optional[float] = None  # Holm, in the gate's family
+    se: Optional[float] = None  # of the mean log ratio: the cases' spread and the run-to-run part together
+    run_sd: Optional[float] = None  # run-to-run sd of the log level
+    history: int = 0  # runs it was measured on; 0: assumed (ASSUMED_RUN_SD)
+    status: Literal["reported", "pass", "fail"] = "reported"
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.metric]
+
+    def summary(self) -> str:
+        """`tokens per turn +34% [+28%, +40%] over 120 cases`."""
+        if self.change is None:
+            return f"{self.label}: {_plural(self.n_pairs, 'case')} compared, too few to estimate"
+        interval = f" [{percent(self.ci_low)}, {percent(self.ci_high)}]" if self.ci_low is not None and self.ci_high is not None else ""
+        return f"{self.label} {percent(self.change)}{interval} over {_plural(self.n_pairs, 'case')}"
+
+
+def percent(x: Optional[float]) -> str:
+    """A relative change as `+34%`, `-3.2%` (one decimal below 10%)."""
+    if x is None:
+        return "n/a"
+    value = x * 100
+    text = f"{value:+.1f}%" if abs(value) < 10 else f"{value:+.0f}%"
+    return "+0%" if text in ("+0.0%", "-0.0%") else text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def log_level(metric: str, value: Optional[float]) -> Optional[float]:
+    """A value on the log scale the test works on (module docstring: zeros); None when undefined."""
+    if value is None or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        return None
+    if metric in COUNTS:
+        return math.log(value + 1.0)
+    return math.log(value) if value > 0 else None
+
+
+def log_ratio(metric: str, baseline: Optional[float], current: Optional[float]) -> Optional[float]:
+    """d for one case: log(current / baseline), counts with one added; None when undefined."""
+    b, c = log_level(metric, baseline), log_level(metric, current)
+    return None if b is None or c is None else c - b
+
+
+@dataclass
+class Spread:
+    """What the ledger says about a metric's noise (log scale), for the cases compared."""
+
+    run_var: float  # sigma_r^2: one run's shift of every case at once
+    run_df: float
+    case_var: float  # sigma_e^2: a case's own variation from run to run (the residual mean square)
+    case_df: float
+    runs: int
+
+
+def run_spread(histories: Sequence[Optional[Sequence[Optional[float]]]], metric: str) -> Optional[Spread]:
+    """The metric's run-to-run variation from the cases' ledger histories (raw values, oldest
+    first, the baseline's run last), or None when fewer than MIN_HISTORY complete runs exist
+    for at least half the cases (and 2): the criteria's rule. sigma_r^2 is stats.run_variance
+    on the log levels; sigma_e^2 the two-way (case x run) residual mean square it removes."""
+    logs = [[log_level(metric, v) for v in (h or [])] for h in histories]
+    longest = max((len(h) for h in logs), default=0)
+    for runs in range(longest, MIN_HISTORY - 1, -1):
+        rows: list[list[float]] = [h[-runs:] for h in logs if len(h) >= runs and all(v is not None for v in h[-runs:])]  # type: ignore[misc]
+        if len(rows) >= max(2, len(histories) / 2):
+            variance, _, start = run_variance(rows)
+            n = len(rows)
+            case_means = [sum(r) / runs for r in rows]
+            run_means = [sum(r[t] for r in rows) / n for t in range(runs)]
+            grand = sum(run_means) / runs
+            residual = sum((r[t] - case_means[i] - run_means[t] + grand) ** 2 for i, r in enumerate(rows) for t in range(runs))
+            case_df = (n - 1) * (runs - 1)
+            return Spread(variance, float(runs - (2 if start else 1)), residual / case_df, float(case_df), runs)
+    return None
+
+
+def ratio_test(
+    ratios: Sequence[float], tolerance: Optional[float], run_var: float, run_df: float, spread: Optional[Spread] = None
+) -> dict[str, Optional[float]]:
+    """The change, its 95% interval, the standard error and (with a tolerance) the one-sided p
+    from the cases' log ratios; run_var is the run-level variance of their mean (2 sigma_r^2).
+
+    The cases' own part of the variance of mean d: with `spread` (history), 2 sigma_e^2 / n,
+    the cases' noise measured on the ledger; without, the log ratios' own spread s^2 / n,
+    which also holds how differently the cases changed (more cautious). Fewer than 2 ratios
+    and no history: the change only."""
+    n = len(ratios)
+    out: dict[str, Optional[float]] = {"change": None, "ci_low": None, "ci_high": None, "p": None, "se": None}
+    if not n:
+        return out
+    mean = sum(ratios) / n
+    out["change"] = math.expm1(mean)
+    if spread is not None:
+        within, within_df = 2 * spread.case_var / n, spread.case_df
+    elif n >= 2:
+        within, within_df = sum((d - mean) ** 2 for d in ratios) / (n * (n - 1)), float(n - 1)
+    else:
+        return out
+    var = within + run_var
+    parts = (within * within / within_df if within > 0 else 0.0) + (run_var * run_var / run_df if run_var > 0 and not math.isinf(run_df) else 0.0)
+    df = var * var / parts if parts > 0 else math.inf
+    se = math.sqrt(var)
+    out["se"] = se
+    q = t_quantile(0.975, df) if se > 0 else 0.0
+    out["ci_low"], out["ci_high"] = math.expm1(mean - q * se), math.expm1(mean + q * se)
+    if tolerance is not None:
+        # H0: mean d <= log(1 + tolerance); one-sided.
+        stat = mean - math.log1p(tolerance)
+        out["p"] = t_sf(stat / se, df) if se > 0 else (0.0 if stat > 0 else 1.0)
+    return out
+
+
+HistoryOf = Callable[[str, str, str], Optional[Sequence[Optional[float]]]]  # (eval_set_id, eval_id, metric) -> ledger values
+
+
+def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: EfficiencyPolicy, history: Optional[HistoryOf] = None) -> list[CostComparison]:
+    """Each efficiency metric both runs have, compared (module docstring). Pure; the Holm
+    adjustment and the verdict are the caller's (evalgate.compare)."""
+    base = {(c.eval_set_id, c.eval_id): c for c in baseline.cases}
+    out = []
+    for metric in METRICS:
+        keys, ratios, zeros = [], [], 0
+        for case in current.cases:
+            old = base.get((case.eval_set_id, case.eval_id))
+            if old is None or old.expected_digest != case.expected_digest:
+                continue
+            b, c = old.efficiency.get(metric), case.efficiency.get(metric)
+            if b is None or c is None or b.value is None or c.value is None:
+                continue
+            d = log_ratio(metric, b.value, c.value)
+            if d is None:
+                zeros += 1
+                continue
+            keys.append((case.eval_set_id, case.eval_id))
+            ratios.append(d)
+        if not ratios and not zeros:
+            continue
+        comp = CostComparison(suite=current.name, metric=metric, tolerance=policy.tolerance(metric), n_pairs=len(ratios), zeros=zeros)
+        spread = run_spread([history(s, e, metric) for s, e in keys], metric) if history is not None and keys else None
+        if spread is not None:
+            sigma2, run_df, comp.history = spread.run_var, spread.run_df, spread.runs
+        else:
+            sigma2, run_df = ASSUMED_RUN_SD[metric] ** 2, math.inf
+        comp.run_sd = math.sqrt(sigma2)
+        result = ratio_test(ratios, comp.tolerance, 2 * sigma2, run_df, spread)
+        comp.change, comp.ci_low, comp.ci_high, comp.se, comp.p_value = (result[k] for k in ("change", "ci_low", "ci_high", "se", "p"))
+        if zeros:
+            comp.reasons.append(f"{_plural(zeros, 'case')} with 0 on a side left out (a log ratio is undefined)")
+        comp.reasons.append(
+            f"run-to-run sd {comp.run_sd:.1%} measured on {comp.history} runs" if comp.history else f"run-to-run sd {comp.run_sd:.0%} assumed (no history)"
+        )
+        out.append(comp)
+    return out
+
+
+def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[str]:
+    """Sets the status once p_adjusted is known; returns the reason a suite FAILs, or None.
+    `gating` False (absolute mode): reported whatever the tolerance."""
+    if comp.tolerance is None or not gating:
+        comp.status = "reported"
+        comp.reasons.insert(0, comp.summary() + (" (reported, not gated)" if gating else " (absolute mode: reported, not gated)"))
+        return None
+    tolerated = f"tolerated +{comp.tolerance * 100:g}% (gate.efficiency.{comp.metric})"
+    p = "" if comp.p_adjusted is None else f", p = {_fmt_p(comp.p_adjusted)} after Holm"
+    if comp.p_adjusted is not None and comp.p_adjusted < alpha:
+        comp.status = "fail"
+        text = f"{comp.summary()}: a significant increase beyond the {tolerated}{p}"
+        comp.reasons.insert(0, text)
+        return text
+    comp.status = "pass"
+    if comp.p_value is None:
+        comp.reasons.insert(0, f"{comp.summary()}: too few cases to test against the {tolerated}")
+    else:
+        comp.reasons.insert(0, f"{comp.summary()}: within the {tolerated}{p}")
+    return None
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"  # as evalgate.compare writes p
