@@ -24,6 +24,7 @@ from entrypoint.settings import read_settings  # noqa: E402
 from evalgate.errors import InputError  # noqa: E402
 from entrypoint.tracking import tracking_marker, tracking_title  # noqa: E402
 from evalgate.baselines import decode_ledger, decode_trend  # noqa: E402
+from evalgate.efficiency import METRICS as EFFICIENCY  # noqa: E402
 from evalgate.reports.markdown import marker  # noqa: E402
 from fake_github import fake_github  # noqa: F401,E402  (fixture)
 from test_inputs import CASES, make_project
@@ -150,7 +151,9 @@ def test_push_to_default_branch_saves_baseline_and_ledger(action, history):
     ]
     assert not fake.statuses and not fake.comments
     ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
-    assert ledger and all(v == [1.0] for v in ledger.values())
+    scored = {k: v for k, v in ledger.items() if not any(m in k for m in EFFICIENCY)}
+    assert scored and all(v == [1.0] for v in scored.values())
+    assert any(k for k in ledger if "token_usage_v1" in k)  # efficiency values too (gate.efficiency)
     trend = decode_trend(fake.read_file("evalgate-data", "trends/evalgate.json.gz"), "trend")
     [point] = trend.points
     assert point.commit == sha and point.ref == "refs/heads/main"
@@ -256,8 +259,9 @@ def test_schedule_updates_ledger_and_tracks_one_issue(action, baseline):
     assert issue["body"].startswith(tracking_marker("evalgate")) and "lights-en" in issue["body"]
     assert action.outputs["comment-url"] == issue["html_url"]
     ledger = decode_ledger(fake.read_file("evalgate-data", "ledger/evalgate.json.gz"), "ledger")
-    assert sorted(len(v) for v in ledger.values()) == [2] * 8  # outcomes and values of 4 case-criteria
-    assert any(v[-1] == 0.0 for v in ledger.values())
+    scored = {k: v for k, v in ledger.items() if not any(m in k for m in EFFICIENCY)}
+    assert sorted(len(v) for v in scored.values()) == [2] * 8  # outcomes and values of 4 case-criteria
+    assert any(v[-1] == 0.0 for v in scored.values())
     assert not fake.statuses and not fake.comments  # nightly runs neither comment nor set statuses
     assert not [r for r in fake.log if r.method == "PUT" and "baselines/" in r.path]  # nor overwrite the baseline
 
@@ -369,7 +373,7 @@ def test_annotation_paths_are_relative_to_the_repository_root(action, history, t
     assert errors == [
         "::error file=agents/home/evalgate.yaml,line=9,title=evalgate%3A bad input::evalgate.yaml: gate.deterministic_flip (line 9): "
         "unknown key 'deterministic_flip'. Remove it or fix the spelling. Did you mean 'deterministic_flips'?"
-        " Valid names: alpha, baseline, deterministic_flips, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, pairwise, permutations, removed_cases, resolution, run_sd_deterministic, run_sd_judge, seed, stable_min_runs."
+        " Valid names: alpha, baseline, deterministic_flips, efficiency, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, pairwise, permutations, removed_cases, resolution, run_sd_deterministic, run_sd_judge, seed, stable_min_runs."
     ]
     assert sub.is_dir()
 
