@@ -217,10 +217,29 @@ def gate(args: argparse.Namespace) -> int:
     if args.shard is not None and base.results is not None:
         base.results = shard_of_results(base.results, args.shard)
     comparison = compare(base.results, current, gate_, base.ledger, base.info)
+    comparison = _confirm(args, comparison, current, plans, loaded, gate_, base)
     comparison.gate_change = under.change()
     _write(args, comparison, current, base, gate_)
     _say_verdict(comparison, args, base)
     return _exit_for(comparison.verdict, gate_)
+
+
+def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: list, loaded: Any, gate_: Any, base: Base) -> Any:
+    """Confirmation runs (gate.confirm, evalgate.confirm): the suspects re-run, results.json
+    written again with them, and the run compared again."""
+    from evalgate import results
+    from evalgate.cli import _judge_runtime
+    from evalgate.compare import compare
+    from evalgate.confirm import confirm_run, rerun_any
+
+    notes = confirm_run(comparison, current, plans, loaded, gate_.confirm, lambda: _judge_runtime(loaded, args))
+    if not rerun_any(current):
+        return comparison
+    if not args.quiet:
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+    results.write(current, Path(args.out) / "results.json")
+    return compare(base.results, current, gate_, base.ledger, base.info)
 
 
 def shard_of_results(results: Any, shard: Any) -> Any:
