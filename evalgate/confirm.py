@@ -254,7 +254,7 @@ def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -
         return f"{n - evaluated} of {n} {kind} not evaluated: not confirmed, the first run stands"
     if fails == n:
         return f"failed {fails} of {n} {kind}: broken"
-    return f"passed on {'re-draw' if kind != 're-runs' else 're-run'} ({n - fails} of {n}): flaky, not counted"
+    return f"passed on {'re-draw' if kind != 're-runs' else 're-run'}: flaky, not counted ({n - fails} of {n} passed)"
 
 
 @dataclass
