@@ -220,7 +220,7 @@ def gate(args: argparse.Namespace) -> int:
     comparison = _confirm(args, comparison, current, plans, loaded, gate_, base)
     comparison.gate_change = under.change()
     _write(args, comparison, current, base, gate_)
-    _say_verdict(comparison, args, base)
+    _say_verdict(comparison, args, base, current)
     return _exit_for(comparison.verdict, gate_)
 
 
@@ -286,7 +286,8 @@ def _say_base(base: Base, quiet: bool) -> None:
         print(f"baseline{of}: from {base.where}", file=sys.stderr)
 
 
-def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
+def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current: Any = None) -> None:
+    from evalgate.confirm import lines
     from evalgate.reports.html import REPORT_FILE
 
     out = Path(args.out)
@@ -302,6 +303,8 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
             if change.kind in ("regressed", "broken_stable"):
                 words = "broke (a stable case)" if change.kind == "broken_stable" else "regressed"
                 print(f"  {suite.name}: {change.key.eval_set_id}/{change.key.eval_id} {words}")
+    for line in lines(comparison, current) if current is not None else []:  # gate.confirm
+        print(f"  {line.suite}: {line.case} re-run: {line.text}")
     if comparison.gate_change:
         print("  the working tree changes the gate's policy: judged under the base's (the diff is in comment.md)")
     print(f"comment: {out / COMMENT_FILE}  report: {out / REPORT_FILE}")
