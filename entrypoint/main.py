@@ -249,7 +249,7 @@ def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[
         policy(plans)
     digest = config_digest(loaded, plans)  # of the whole run, before a leg keeps its shard
     if s.mode == "merge":
-        return merge_shards(ctx, loaded, digest), []
+        return merge_shards(ctx, loaded, digest), plans  # no runs in them: gate.confirm re-runs suspects from scratch
     commit = s.sha or current_commit(loaded.base)
     if s.shard is not None:
         ctx.workflow.log(select(plans, s.shard))

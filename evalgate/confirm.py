@@ -116,11 +116,12 @@ def rerun(
     (`reruns`). `plans` are the run's plans after `evalgate run` scored them (each case's
     first runs in `case.runs`); `make_runtime()` gives (judge runtime or None, workers).
     Returns {"agent": case runs made, "judge": cases re-judged, "none": suspects with nothing
-    to re-run}."""
+    to re-run, "unstarted": suspects whose agent could not start here (and "why")}."""
     from evalgate import infer
-    from evalgate.engine import AgentRun, SuitePlan, needs_judge
+    from evalgate.engine import SuitePlan, needs_judge
+    from evalgate.errors import InputError
 
-    counts = {"agent": 0, "judge": 0, "none": 0}
+    counts = {"agent": 0, "judge": 0, "none": 0, "unstarted": 0}
     if runs < 1 or not chosen:
         return counts
     sub: dict[str, Any] = {}
@@ -134,7 +135,7 @@ def rerun(
             continue
         work.append((s, plan, case, kind))
         if kind == "agent":
-            first = plan.agent.num_runs
+            first = plan.agent.num_runs if case.runs else 0  # a sharded run's merge job holds no runs: all are new
             copy = replace(case, runs=[], actual=None)
             if plan.name not in sub:
                 agent = plan.agent.model_copy(update={"num_runs": first + runs})
@@ -146,7 +147,12 @@ def rerun(
     runtime, _ = make_runtime() if needs_judge([p for _, p, _, _ in work]) or infer.needs_simulator(list(sub.values())) else (None, 1)
     try:
         if sub:
-            infer.run_agents(list(sub.values()), loaded, runtime=runtime, reuse=reuse, secrets=secrets)
+            try:
+                infer.run_agents(list(sub.values()), loaded, runtime=runtime, reuse=reuse, secrets=secrets)
+            except InputError as e:  # the agent cannot start here (a merge job without its dependencies): the first run stands
+                counts["unstarted"] = len(copies)
+                counts["why"] = e.problems[0].what  # type: ignore[assignment]
+                work = [w for w in work if w[3] != "agent"]
         by_suite = {s.name: {(c.eval_set_id, c.eval_id): c for c in s.cases} for s in current.suites}
         for s, plan, case, kind in work:
             if runtime is not None:
@@ -155,7 +161,8 @@ def rerun(
                         crit.bind(runtime)
             result = by_suite[s.suite][(s.eval_set_id, s.eval_id)]
             if kind == "agent":
-                done = copies[(s.suite, s.eval_set_id, s.eval_id)].runs[plan.agent.num_runs :]
+                copy = copies[(s.suite, s.eval_set_id, s.eval_id)]
+                done = copy.runs[len(copy.runs) - runs :]
                 result.reruns = [_scored(case, r, i, "agent", result) for i, r in enumerate(done, start=1)]
                 counts["agent"] += len(done)
             else:
@@ -306,8 +313,10 @@ def confirm_run(
     current.run.agent = {**current.run.agent, "confirm": {"suspects": len(chosen), "left_out": left, **counts}}
     notes = []
     if counts["agent"] or counts["judge"]:
-        notes.append(f"confirmation: {len(chosen) - counts['none']} suspect case(s) re-run {policy.runs} time(s) each "
+        notes.append(f"confirmation: {len(chosen) - counts['none'] - counts['unstarted']} suspect case(s) re-run {policy.runs} time(s) each "
                      f"({counts['agent']} agent runs, {counts['judge']} judge re-draws)")
+    if counts.get("unstarted"):
+        notes.append(f"confirmation: the agent could not start here ({counts.get('why')}): {counts['unstarted']} suspect case(s) not re-run, the first run stands")
     if counts["none"]:
         notes.append(f"confirmation: {counts['none']} suspect case(s) of recorded outputs and deterministic criteria: nothing to re-run, the first run stands")
     if left:

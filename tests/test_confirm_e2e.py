@@ -166,3 +166,26 @@ def test_the_actions_pr_path_confirms_before_it_comments(fake_github, tmp_path, 
     results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
     _check(comment["body"], results)
     assert [s["state"] for s in fake_github.statuses[head]] == ["failure"]
+
+
+def test_a_sharded_pull_request_is_confirmed_by_the_merge_job(fake_github, tmp_path, capsys):  # noqa: F811
+    """The merge job holds the checkout and the agent: it re-runs the suspects of every leg,
+    each from scratch (it has none of the legs' runs), and gives one verdict."""
+    ws = _project(tmp_path / "ws")
+    action = Action(fake_github, ws, tmp_path, capsys)
+    main_commits = fake_github.linear_history(HISTORY)
+    for sha in main_commits:
+        assert action("push", _push(sha), sha=sha) == 0, action.stdout
+    _change(ws)
+    head = fake_github.add_commit([main_commits[-1]], "PR head")
+    event, ref = _pull_request(head, main_commits[-1]), "refs/pull/7/merge"
+    for k in (1, 2):
+        assert action("pull_request", event, sha=head, ref=ref, shard=f"{k}/2", out=f"legs/leg-{k}") == 0, action.stdout
+    (ws / "flaky-state").write_text("seen", encoding="utf-8")  # the merge job's re-runs of the flaky case pass
+    code = action("pull_request", event, sha=head, ref=ref, mode="merge", shards="legs")
+    assert code == 1, action.stdout
+    assert "confirmation: 2 suspect case(s) re-run 2 time(s) each (4 agent runs, 0 judge re-draws)" in action.stdout
+    [comment] = fake_github.issue_comments(7)
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    _check(comment["body"], results)
+    assert [s["index"] for s in results["run"]["shards"]] == [1, 2]
