@@ -256,7 +256,7 @@ def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: 
     put the re-runs into the results (`CaseResult.reruns`) and compare again. (verdict,
     extra agent runs)."""
     first = compare(baseline, current, policy, ledger=ledger)
-    chosen, _ = suspects(first, current, policy.confirm.max_cases)
+    chosen, _ = suspects(first, current, policy.confirm.max_cases, flips=policy.deterministic_flips == "fail")
     if not chosen:
         return first.verdict.value, 0
     mood, drift = world.last

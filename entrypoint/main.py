@@ -668,7 +668,7 @@ def _confirm(ctx: Context, comparison: Any, run: Any, plans: list, loaded, gate)
     def runtime() -> tuple[Any, int]:
         return _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
 
-    for note in confirm_run(comparison, run, plans, loaded, gate.confirm, runtime, ctx.secrets):
+    for note in confirm_run(comparison, run, plans, loaded, gate, runtime, ctx.secrets):
         ctx.workflow.log(note)
     if not rerun_any(run):
         return False

@@ -51,10 +51,14 @@ class Suspect:
         return f"{self.eval_set_id}/{self.eval_id}"
 
 
-def suspects(comparison: Any, current: Any, max_cases: int) -> tuple[list[Suspect], int]:
+def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) -> tuple[list[Suspect], int]:
     """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
     Stable cases that broke come first, those of the most significant breakage test first;
-    then cases that went from PASSED to FAILED, by suite and name."""
+    then, with `flips`, cases whose deterministic criteria went from PASSED to FAILED, by
+    suite and name. The gate asks for flips only under `deterministic_flips: fail`, where a
+    flip decides the verdict: elsewhere the tests that read flips (the mean drop) read the
+    first run only, so their re-runs would change nothing and cost agent runs (bench_gate
+    --confirm: 15% more agent runs on an unchanged PR of a flaky agent, against 3%)."""
     found: dict[tuple[str, str, str], Suspect] = {}
     ranked: list[tuple[tuple, tuple[str, str, str]]] = []
     for suite in comparison.suites:
@@ -69,13 +73,13 @@ def suspects(comparison: Any, current: Any, max_cases: int) -> tuple[list[Suspec
                     s = found[key] = Suspect(*key, criteria=[], stable=True)
                     ranked.append(((0, comp.breakage_p if comp.breakage_p is not None else 1.0, key), key))
                 s.criteria.append(comp.criterion)
-        for change in suite.changes:
+        for change in suite.changes if flips else []:
             if change.kind not in ("regressed", "broken_stable"):
                 continue
             k = change.key
             key = (k.suite, k.eval_set_id, k.eval_id)
             now = cases.get((k.eval_set_id, k.eval_id))
-            fell = [n for n in change.criteria if n in judge and now is not None and n in now.criteria and now.criteria[n].status.value == "FAILED"]
+            fell = [n for n in change.criteria if n in judge and not judge[n] and now is not None and n in now.criteria and now.criteria[n].status.value == "FAILED"]
             s = found.get(key)
             if s is None:
                 s = found[key] = Suspect(*key, criteria=[], stable=False)
@@ -296,17 +300,19 @@ def confirm_run(
     current: Any,
     plans: list,
     loaded: Any,
-    policy: ConfirmPolicy,
+    gate: Any,
     make_runtime: Callable[[], tuple[Any, int]],
     secrets: tuple[str, ...] = (),
 ) -> list[str]:
-    """Pick the suspects of a compared run and re-run them into `current` (see `rerun`);
+    """Pick the suspects of a compared run under the gate policy `gate` (`suspects`) and re-run
+    them into `current` (see `rerun`);
     the caller compares again when anything was re-run. Returns notes for the reader (how
     many were re-run, left out by max_cases, or had nothing to re-run); the counts go into
     `current.run.agent["confirm"]`, outside the comparable payload."""
+    policy: ConfirmPolicy = gate.confirm
     if policy.runs < 1 or comparison.baseline is None:
         return []
-    chosen, left = suspects(comparison, current, policy.max_cases)
+    chosen, left = suspects(comparison, current, policy.max_cases, flips=gate.deterministic_flips == "fail")
     if not chosen:
         return []
     counts = rerun(chosen, plans, loaded, policy.runs, make_runtime, current, secrets)

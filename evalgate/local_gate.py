@@ -232,7 +232,7 @@ def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: lis
     from evalgate.compare import compare
     from evalgate.confirm import confirm_run, rerun_any
 
-    notes = confirm_run(comparison, current, plans, loaded, gate_.confirm, lambda: _judge_runtime(loaded, args))
+    notes = confirm_run(comparison, current, plans, loaded, gate_, lambda: _judge_runtime(loaded, args))
     if not rerun_any(current):
         return comparison
     if not args.quiet:

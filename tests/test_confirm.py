@@ -133,6 +133,13 @@ def test_suspects_stable_breaks_first_then_flips_at_most_max_cases():
     assert left == 0
     chosen, left = suspects(comparison, cur, 4)
     assert [s.eval_id for s in chosen] == ["c001", "c007", "c009", "c000"] and left == 1
+    # Flips decide nothing unless deterministic_flips is `fail`: then only the stable breaks.
+    chosen, left = suspects(comparison, cur, 20, flips=False)
+    assert [s.eval_id for s in chosen] == ["c001", "c007", "c009"] and left == 0
+    # A judge criterion's flip is never a suspect by itself (its flips decide nothing).
+    base = one({e: {"judge": [1.0] * 5} for e in IDS})
+    cur = one({e: {"judge": [0.0] * 5 if e == "c003" else [1.0] * 5} for e in IDS})
+    assert suspects(compare(base, cur, GatePolicy()), cur, 20) == ([], 0)
 
 
 def test_verdicts_and_words():

@@ -1026,7 +1026,7 @@ def test_a_confirmation_re_draw_asks_the_judge_afresh_never_the_cache(fake_gemin
     fake_gemini.responder = Answers([frm_reply(V)] * 6)
     suspect = Suspect("s", "set", "서울", ["final_response_match_v2"], stable=True, judged=["final_response_match_v2"])
     counts = rerun([suspect], [SuitePlan("s", [case])], None, 2, lambda: (runtime(), 1), current)
-    assert counts == {"agent": 0, "judge": 1, "none": 0}
+    assert counts == {"agent": 0, "judge": 1, "none": 0, "unstarted": 0}
     assert len(fake_gemini.requests) == 6  # 3 samples x 2 re-draws, none from the cache
     assert all("서울은 비가 옵니다." in prompt_text(r.body) for r in fake_gemini.requests)
     reruns = current.suites[0].cases[0].reruns
