@@ -4,6 +4,7 @@ only (plus evalgate).
 
     python bench/bench_gate.py                  # --prs 500 --workers 2 --seed 1 [--world NAME] [--early-stop]
     python bench/bench_gate.py --moved --prs 100 --early-stop   # the branch moved within the window
+    python bench/bench_gate.py --confirm --prs 15   # confirmation runs (gate.confirm) beside num_runs: 3
 
 Every case carries three criteria at once, as real suites do:
 
@@ -35,6 +36,14 @@ ROUGE falls below its threshold, judge samples fail); a run whose ROUGE drops by
 quarter of the cases. Each is compared with the real `compare()` (default policy) with the
 ledger and without it. PRs are seeded by (seed, world, index): the table does not depend
 on --workers.
+
+With `--confirm`: per PR, the first four scenarios, each three ways: the gate on the first
+run alone; the gate with confirmation runs as the action runs it (`compare`, then
+`evalgate.confirm.suspects`, each suspect drawn again `gate.confirm.runs` times right after
+the PR's run, with its judge mood and serving drift, as `CaseResult.reruns`, then `compare`
+again); and a fixed `num_runs: 3` design (its own 10 runs of history and a PR run with every
+case run 3 times, scored as `evalgate run` scores several runs). Extra agent runs are
+counted per PR run as a share of the run's cases.
 
 Under each world's table, a bound on the trajectory-breakage row: the same pooled test
 (`stats.break_test`) alone at alpha / 7 (the gate's Holm family in these worlds), given
