@@ -250,10 +250,12 @@ Confirmation runs (`gate.confirm`): `repeat_share`, `repeat_factors`
     whose next run failed too, Beta(repeats + 1, others + 1) (a uniform prior); histories
     that failed in every run are left out (a case broken all along says nothing of chance).
     Flaky cases (which fail often, and so again) dominate that count, so q errs high for a
-    stable case, which is the cautious side. The re-runs come right after the first run;
-    a failure that repeats because its cause lasts (a judge's bad day) is what q measures
-    over consecutive default-branch runs, and a re-run minutes later can only repeat more
-    often: also why q is the next run's, not the same run's. The breakage test is then the
+    stable case, which is the cautious side. The other side: re-runs come minutes after
+    the first run, so a cause that lasts a day (a judge's mood, a slow dependency) repeats
+    in them more often than in the next default-branch run, which is all q can measure;
+    bench_gate --confirm draws its re-runs with the PR run's own mood and serving drift to
+    measure what that costs (flaky agent, 100 unchanged PRs: 1 false FAIL, two stable judge
+    cases confirmed where history expected 0.01). The breakage test is then the
     same pooled test (`break_test`, `share_break_test`) with each case's chance times q^R,
     p averaged over REPEAT_POINTS quantiles of q's Beta (`repeat_factors`), as the share's.
     Where some stable case that broke was not re-run (beyond `max_cases`, recorded
