@@ -3,8 +3,8 @@
 Run the agent as `evalgate run` does, compare with the baseline of the base commit, print
 the verdict, write `comment.md` (the comment the action would post) and `report.html`, and
 exit by the verdict. As the action does, it first re-runs the suspects (`gate.confirm`,
-evalgate.confirm) and compares again. As in the action's PR mode, the run is judged under its base's policy
-(evalgate.policy): the `gate:` section of the config as the base commit has it (`git show`)
+evalgate.confirm) and compares again. As in the action's PR mode, the run is judged under
+its base's policy (evalgate.policy): the `gate:` section of the config as the base commit has it (`git show`)
 and each suite's criteria as the baseline recorded them; a working tree that changes its
 own policy is told so in comment.md, and the change takes effect once merged.
 
