@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from evalgate.compare import CaseKey, GatePolicy, Verdict, compare, ledger_key
+from evalgate.compare import GatePolicy, Verdict, compare, ledger_key
 from evalgate.confirm import ConfirmPolicy, suspects, verdicts, words
 from evalgate.engine import case_status
 from evalgate.reports.markdown import render_comment
