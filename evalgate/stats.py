@@ -254,7 +254,7 @@ Confirmation runs (`gate.confirm`): `repeat_share`, `repeat_factors`
     the first run, so a cause that lasts a day (a judge's mood, a slow dependency) repeats
     in them more often than in the next default-branch run, which is all q can measure;
     bench_gate --confirm draws its re-runs with the PR run's own mood and serving drift to
-    measure what that costs (flaky agent, 100 unchanged PRs: 1 false FAIL, two stable judge
+    measure what that costs (flaky agent, 250 unchanged PRs: 1 false FAIL, two stable judge
     cases confirmed where history expected 0.01). The breakage test is then the
     same pooled test (`break_test`, `share_break_test`) with each case's chance times q^R,
     p averaged over REPEAT_POINTS quantiles of q's Beta (`repeat_factors`), as the share's.
