@@ -79,7 +79,10 @@ Broken stable cases (any criterion, with a ledger)
     its clean streak) times the share of failed runs that failed every sample; the number
     breaking by chance is then Poisson-binomial, and p = P(X >= broken). One stable case
     breaking decides nothing (nondeterministic agents do that); several at once, when
-    history says breaks are rare, fail the criterion.
+    history says breaks are rare, fail the criterion. With confirmation runs in the
+    results (`gate.confirm`, evalgate.confirm: `CaseResult.reruns`) and every stable case
+    that broke re-run, a break counts only when it failed every re-run too, and its chance
+    is multiplied by how often the ledger's failures repeated in the next run (stats).
 
 Verdicts
     - absolute (ADK semantics): a suite fails when its status is FAILED (which includes
@@ -144,11 +147,11 @@ from evalgate.stats import (
     drop_test,
     fail_hazards,
     failed,
-    repeat_factors,
-    repeat_share,
     holm,
     level_differences,
     lopsided_test,
+    repeat_factors,
+    repeat_share,
     run_variance,
     satterthwaite,
     share_break_test,
