@@ -4,6 +4,7 @@ only (plus evalgate).
 
     python bench/bench_gate.py                  # --prs 500 --workers 2 --seed 1 [--world NAME] [--early-stop]
     python bench/bench_gate.py --moved --prs 100 --early-stop   # the branch moved within the window
+    python bench/bench_gate.py --confirm --prs 15   # confirmation runs (gate.confirm) beside num_runs: 3
 
 Every case carries three criteria at once, as real suites do:
 
@@ -36,6 +37,14 @@ quarter of the cases. Each is compared with the real `compare()` (default policy
 ledger and without it. PRs are seeded by (seed, world, index): the table does not depend
 on --workers.
 
+With `--confirm`: per PR, the first four scenarios, each three ways: the gate on the first
+run alone; the gate with confirmation runs as the action runs it (`compare`, then
+`evalgate.confirm.suspects`, each suspect drawn again `gate.confirm.runs` times right after
+the PR's run, with its judge mood and serving drift, as `CaseResult.reruns`, then `compare`
+again); and a fixed `num_runs: 3` design (its own 10 runs of history and a PR run with every
+case run 3 times, scored as `evalgate run` scores several runs). Extra agent runs are
+counted per PR run as a share of the run's cases.
+
 Under each world's table, a bound on the trajectory-breakage row: the same pooled test
 (`stats.break_test`) alone at alpha / 7 (the gate's Holm family in these worlds), given
 the simulation's true chances, which no history measures: each stable case's own, and
@@ -57,7 +66,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalgate.compare import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
 from evalgate.criteria.judging import decided, next_round  # noqa: E402
-from evalgate.results import RunResults  # noqa: E402
+from evalgate.confirm import suspects  # noqa: E402
+from evalgate.engine import case_status  # noqa: E402
+from evalgate.results import CriterionResult, Rerun, RunResults  # noqa: E402
 from evalgate.stats import break_test  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
@@ -98,37 +109,17 @@ class World:
         self.rouge_sd = [rng.uniform(0.01, params["rouge_sd"]) for _ in range(n)]
         self.judge_logit = [_logit(rng.uniform(0.97, 1.0) if rng.random() < 0.85 else rng.uniform(0.5, 0.8)) for _ in range(n)]
 
-    def run(self, rng: random.Random, broken: dict[str, set[int]] | None = None, rouge_drop: set[int] | None = None) -> RunResults:
+    def run(self, rng: random.Random, broken: dict[str, set[int]] | None = None, rouge_drop: set[int] | None = None, num_runs: int = 1) -> RunResults:
+        """One run of every case (`num_runs` agent runs each, scored as `evalgate run` does:
+        each run's score in `runs`, the criterion's score their mean)."""
         broken = broken or {}
         mood = rng.gauss(0, self.p["mood"])
         drift = rng.gauss(0, self.p["rouge_drift"]) if self.p["rouge_drift"] else 0.0
+        self.last = (mood, drift)  # confirmation runs of this run's suspects follow right after: same mood and drift
         cases = []
         passed = 0
         for i in range(len(self.flip)):
-            off = rng.random() < self.flip[i]
-            traj = 0.0 if off or i in broken.get(TRAJ, ()) else 1.0
-            rouge = self.rouge[i] + drift + rng.gauss(0, self.rouge_sd[i]) - (rng.uniform(0.2, 0.5) if off else 0.0)
-            if i in broken.get(ROUGE, ()):
-                rouge = min(rouge, rng.uniform(0.1, 0.45))
-            if rouge_drop and i in rouge_drop:
-                rouge -= 0.1
-            rouge = min(1.0, max(0.0, rouge))
-            p = _sigmoid(self.judge_logit[i] + self.judge_offset + mood) * (0.15 if off else 1.0)
-            if i in broken.get(JUDGE, ()):
-                p = 0.0
-            if self.early_stop:
-                samples = []
-                while not decided(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE]):
-                    for _ in range(next_round(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE])):
-                        samples.append(1.0 if rng.random() < p else 0.0)
-            else:
-                samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
-            vote = 1.0 if sum(samples) * 2 > len(samples) else 0.0  # the full vote's, either way
-            criteria = {
-                TRAJ: _criterion(traj, TRAJ),
-                ROUGE: _criterion(rouge, ROUGE),
-                JUDGE: _criterion(vote, JUDGE, {"samples": samples}),
-            }
+            criteria = self.case(i, rng, mood, drift, broken, rouge_drop, num_runs)
             ok = all(c["status"] == "PASSED" for c in criteria.values())
             passed += ok
             cases.append(
@@ -149,6 +140,41 @@ class World:
         suite = {"name": SUITE, "status": status, "not_evaluated_policy": "warn", "counts": counts, "criteria": specs, "cases": cases}
         return RunResults.model_validate({"config_digest": "bench", "status": status, "counts": counts, "suites": [suite]})
 
+    def case(self, i: int, rng: random.Random, mood: float, drift: float, broken: dict[str, set[int]], rouge_drop: set[int] | None, num_runs: int = 1) -> dict:
+        """Case i's criteria in one run (results.json's shape)."""
+        draws = [self._draw(i, rng, mood, drift, broken, rouge_drop) for _ in range(num_runs)]
+        if num_runs == 1:
+            traj, rouge, samples, vote = draws[0]
+            return {TRAJ: _criterion(traj, TRAJ), ROUGE: _criterion(rouge, ROUGE), JUDGE: _criterion(vote, JUDGE, {"samples": samples})}
+        return {
+            TRAJ: _runs_criterion([(d[0], None) for d in draws], TRAJ),
+            ROUGE: _runs_criterion([(d[1], None) for d in draws], ROUGE),
+            JUDGE: _runs_criterion([(d[3], {"samples": d[2]}) for d in draws], JUDGE),
+        }
+
+    def _draw(self, i: int, rng: random.Random, mood: float, drift: float, broken: dict[str, set[int]], rouge_drop: set[int] | None) -> tuple:
+        """One agent run of case i: (trajectory, ROUGE, judge samples, their majority vote)."""
+        off = rng.random() < self.flip[i]
+        traj = 0.0 if off or i in broken.get(TRAJ, ()) else 1.0
+        rouge = self.rouge[i] + drift + rng.gauss(0, self.rouge_sd[i]) - (rng.uniform(0.2, 0.5) if off else 0.0)
+        if i in broken.get(ROUGE, ()):
+            rouge = min(rouge, rng.uniform(0.1, 0.45))
+        if rouge_drop and i in rouge_drop:
+            rouge -= 0.1
+        rouge = min(1.0, max(0.0, rouge))
+        p = _sigmoid(self.judge_logit[i] + self.judge_offset + mood) * (0.15 if off else 1.0)
+        if i in broken.get(JUDGE, ()):
+            p = 0.0
+        if self.early_stop:
+            samples = []
+            while not decided(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE]):
+                for _ in range(next_round(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE])):
+                    samples.append(1.0 if rng.random() < p else 0.0)
+        else:
+            samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
+        vote = 1.0 if sum(samples) * 2 > len(samples) else 0.0  # the full vote's, either way
+        return traj, rouge, samples, vote
+
 
 def _criterion(score: float, name: str, details: dict | None = None) -> dict:
     status = "PASSED" if score >= THRESHOLDS[name] else "FAILED"
@@ -156,6 +182,20 @@ def _criterion(score: float, name: str, details: dict | None = None) -> dict:
     if details:
         per["details"] = details
     return {"score": score, "status": status, "threshold": THRESHOLDS[name], "per_invocation": [per]}
+
+
+def _runs_criterion(runs: list[tuple[float, dict | None]], name: str) -> dict:
+    """A criterion over several agent runs, as engine.score_runs writes it: one invocation per
+    run, each run's score in `runs`, the score their mean."""
+    per = []
+    for score, details in runs:
+        inv = {"score": score, "status": "PASSED" if score >= THRESHOLDS[name] else "FAILED"}
+        if details:
+            inv["details"] = details
+        per.append(inv)
+    score = sum(r for r, _ in runs) / len(runs)
+    status = "PASSED" if score >= THRESHOLDS[name] else "FAILED"
+    return {"score": score, "status": status, "threshold": THRESHOLDS[name], "per_invocation": per, "runs": [r for r, _ in runs]}
 
 
 def _stable(ledger: dict, name: str, n: int, policy: GatePolicy) -> list[int]:
@@ -212,6 +252,112 @@ def _oracle(world: World, current: RunResults, stable: list[int]) -> tuple[float
     return break_test(broken, chances), break_test(broken, [total / len(chances)] * len(chances))
 
 
+# --confirm: confirmation runs (gate.confirm) beside a fixed num_runs: 3 design.
+CONFIRM_SCENARIOS = SCENARIOS[:4]
+FIXED_RUNS = 3
+
+
+def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: RunResults, ledger: dict, policy: GatePolicy,
+               broken: dict[str, set[int]], drop: set[int]) -> tuple[str, int]:
+    """The gate with confirmation runs, as the action runs it: compare, pick the suspects
+    (`evalgate.confirm.suspects`), run each again `policy.confirm.runs` times right after the
+    PR's run (the same judge mood and serving drift: the harsher case, failures repeat more),
+    put the re-runs into the results (`CaseResult.reruns`) and compare again. (verdict,
+    extra agent runs)."""
+    first = compare(baseline, current, policy, ledger=ledger)
+    chosen, _ = suspects(first, current, policy.confirm.max_cases, flips=policy.deterministic_flips == "fail")
+    if not chosen:
+        return first.verdict.value, 0
+    mood, drift = world.last
+    cases = {c.eval_id: c for c in current.suites[0].cases}
+    for s in chosen:
+        i = int(s.eval_id[4:])
+        reruns = []
+        for r in range(1, policy.confirm.runs + 1):
+            criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, drop).items()}
+            reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
+        cases[s.eval_id].reruns = reruns
+    return compare(baseline, current, policy, ledger=ledger).verdict.value, len(chosen) * policy.confirm.runs
+
+
+def simulate_confirm(job: tuple[int, str, int, bool]) -> list[tuple[str, str, int, str]]:
+    """One simulated PR: per scenario (the first four), (verdict on the first run alone,
+    verdict with confirmation runs, extra agent runs, verdict of a num_runs: 3 design whose
+    history and PR run each ran every case 3 times)."""
+    seed, world_name, index, early_stop = job
+    rng = random.Random(f"{seed}/{world_name}/{index}/confirm")
+    params = WORLDS[world_name]
+    world = World(rng, params, early_stop)
+    policy = GatePolicy()
+    n = params["cases"]
+    baseline, ledger = _history(world, rng, policy, [0.0] * params["history"])
+    fixed_ledger: dict = {}
+    for _ in range(params["history"]):
+        fixed_base = world.run(rng, num_runs=FIXED_RUNS)
+        fixed_ledger = update_ledger(fixed_ledger, fixed_base, policy.history_runs)
+    out = []
+    for scenario in CONFIRM_SCENARIOS:
+        broken: dict[str, set[int]] = {}
+        fixed_broken: dict[str, set[int]] = {}
+        for name in (TRAJ, ROUGE, JUDGE):
+            if name in scenario:
+                stable = _stable(ledger, name, n, policy)
+                broken[name] = set(rng.sample(stable, max(1, round(0.04 * len(stable)))))
+                stable = _stable(fixed_ledger, name, n, policy)
+                fixed_broken[name] = set(rng.sample(stable, max(1, round(0.04 * len(stable))))) if stable else set()
+        current = world.run(rng, broken, set())
+        alone = compare(baseline, current, policy, ledger=ledger).verdict.value
+        confirmed, extra = _confirmed(world, rng, baseline, current, ledger, policy, broken, set())
+        fixed = compare(fixed_base, world.run(rng, fixed_broken, set(), num_runs=FIXED_RUNS), policy, ledger=fixed_ledger).verdict.value
+        out.append((alone, confirmed, extra, fixed))
+    return out
+
+
+def confirm_table(args: argparse.Namespace) -> int:
+    worlds = args.world or list(WORLDS)
+    t0 = time.perf_counter()
+    jobs = [(args.seed, w, i, args.early_stop) for w in worlds for i in range(args.prs)]
+    if args.workers > 1:
+        with multiprocessing.Pool(args.workers) as pool:
+            results = pool.map(simulate_confirm, jobs, chunksize=2)
+    else:
+        results = [simulate_confirm(j) for j in jobs]
+    policy = GatePolicy()
+    print(f"{args.prs} simulated PRs per world; confirmation runs: {policy.confirm.runs} per suspect, at most "
+          f"{policy.confirm.max_cases} suspects; beside them a fixed num_runs: {FIXED_RUNS} design; "
+          f"{time.perf_counter() - t0:.0f} s with {args.workers} worker(s)")
+    print()
+    print("% of PRs that FAIL (INC: INCONCLUSIVE), first run alone -> with confirmation runs | num_runs: 3; "
+          "agent runs per PR run as a share of the first run's")
+    print()
+    print("| world | unchanged: FAIL | INC | extra agent runs | trajectory broken | ROUGE broken | judge broken | agent runs vs num_runs: 3 |")
+    print("|---|---|---|---:|---|---|---|---:|")
+    goals: list[tuple[str, bool]] = []
+    for w in worlds:
+        rows = [r for job, r in zip(jobs, results) if job[1] == w]
+        n = WORLDS[w]["cases"]
+        pct = lambda s, col, v: 100 * sum(r[s][col] == v for r in rows) / len(rows)  # noqa: E731
+        extra = sum(r[0][2] for r in rows) / len(rows) / n  # unchanged PRs' extra runs, share of the run's n
+        caught = [f"{pct(s, 0, 'FAIL'):.0f} -> **{pct(s, 1, 'FAIL'):.0f}** \\| {pct(s, 3, 'FAIL'):.0f}" for s in (1, 2, 3)]
+        broken_extra = sum(r[s][2] for r in rows for s in (1, 2, 3)) / (3 * len(rows)) / n
+        print(f"| {w} | {pct(0, 0, 'FAIL'):.1f} -> {pct(0, 1, 'FAIL'):.1f} \\| {pct(0, 3, 'FAIL'):.1f} | "
+              f"{pct(0, 0, 'INCONCLUSIVE'):.0f} -> {pct(0, 1, 'INCONCLUSIVE'):.0f} \\| {pct(0, 3, 'INCONCLUSIVE'):.0f} | "
+              f"{extra:.1%} (broken PRs: {broken_extra:.1%}) | {' | '.join(caught)} | {(1 + extra) / FIXED_RUNS:.2f}x |")
+        goals += [
+            (f"{w}: unchanged, false FAIL <= 1% with confirmation", pct(0, 1, "FAIL") <= 1),
+            (f"{w}: unchanged, INCONCLUSIVE <= 5% with confirmation", pct(0, 1, "INCONCLUSIVE") <= 5),
+            (f"{w}: unchanged, extra agent runs <= 5% of the run's", extra <= 0.05),
+            (f"{w}: agent runs <= 0.4x num_runs: 3's", (1 + extra) / FIXED_RUNS <= 0.4),
+        ]
+        for s in (1, 2, 3):
+            goals.append((f"{w}: {CONFIRM_SCENARIOS[s]} caught >= 95% with confirmation", pct(s, 1, "FAIL") >= 95))
+            goals.append((f"{w}: {CONFIRM_SCENARIOS[s]} caught at least as often as num_runs: 3", pct(s, 1, "FAIL") >= pct(s, 3, "FAIL")))
+    print()
+    for text, ok in goals:
+        print(f"{'met' if ok else 'MISSED'}: {text}")
+    return 0 if all(ok for _, ok in goals) else 1
+
+
 # --moved: the default branch's judge level moved (logit offset) three runs before the PR.
 MOVED_WORLD = "moody judge"
 MOVES = (
@@ -266,9 +412,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world", action="append", choices=sorted(WORLDS), help="only this world (repeatable; default: all)")
     parser.add_argument("--early-stop", action="store_true", help="judge samples stop once the majority is decided")
     parser.add_argument("--moved", action="store_true", help=f"instead: PRs after the branch's judge level moved ({MOVED_WORLD})")
+    parser.add_argument("--confirm", action="store_true", help="instead: confirmation runs (gate.confirm) beside a fixed num_runs: 3 design")
     args = parser.parse_args(argv)
     if args.moved:
         return moved(args)
+    if args.confirm:
+        return confirm_table(args)
     worlds = args.world or list(WORLDS)
 
     t0 = time.perf_counter()

@@ -249,7 +249,7 @@ def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[
         policy(plans)
     digest = config_digest(loaded, plans)  # of the whole run, before a leg keeps its shard
     if s.mode == "merge":
-        return merge_shards(ctx, loaded, digest), []
+        return merge_shards(ctx, loaded, digest), plans  # no runs in them: gate.confirm re-runs suspects from scratch
     commit = s.sha or current_commit(loaded.base)
     if s.shard is not None:
         ctx.workflow.log(select(plans, s.shard))
@@ -645,13 +645,35 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
         for note in under.apply(plans):
             ctx.warn(note)
 
-    run, _ = score(ctx, loaded, policy=policy)
+    run, plans = score(ctx, loaded, policy=policy)
     from evalgate.pairwise import run_pairwise
 
     pairs = run_pairwise(loaded, gate, baseline, run, ctx.settings.judge_concurrency, cache_policy(ctx.settings))  # gate.pairwise (off by default)
-    comparison = _cached_new_cases(_incomplete(ctx, compare(baseline, run, gate, past, info, pairwise=pairs)), run)
+    comparison = compare(baseline, run, gate, past, info, pairwise=pairs)
+    if plans and _confirm(ctx, comparison, run, plans, loaded, gate):  # gate.confirm: suspects re-run, compared again
+        comparison = compare(baseline, run, gate, past, info, pairwise=pairs)
+    comparison = _cached_new_cases(_incomplete(ctx, comparison), run)
     comparison.gate_change = under.change()
     return comparison, run, baseline, history
+
+
+def _confirm(ctx: Context, comparison: Any, run: Any, plans: list, loaded, gate) -> bool:
+    """Confirmation runs (gate.confirm, evalgate.confirm): re-run the suspects into `run` and
+    write results.json again; whether anything was re-run."""
+    from evalgate.cli import _judge_runtime
+    from evalgate.confirm import confirm_run, rerun_any
+
+    s = ctx.settings
+
+    def runtime() -> tuple[Any, int]:
+        return _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
+
+    for note in confirm_run(comparison, run, plans, loaded, gate, runtime, ctx.secrets):
+        ctx.workflow.log(note)
+    if not rerun_any(run):
+        return False
+    _write_results(ctx, run)
+    return True
 
 
 def _merge_group_from_event(s: Settings) -> tuple[str, str]:

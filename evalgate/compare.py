@@ -80,7 +80,10 @@ Broken stable cases (any criterion, with a ledger)
     its clean streak) times the share of failed runs that failed every sample; the number
     breaking by chance is then Poisson-binomial, and p = P(X >= broken). One stable case
     breaking decides nothing (nondeterministic agents do that); several at once, when
-    history says breaks are rare, fail the criterion.
+    history says breaks are rare, fail the criterion. With confirmation runs in the
+    results (`gate.confirm`, evalgate.confirm: `CaseResult.reruns`) and every stable case
+    that broke re-run, a break counts only when it failed every re-run too, and its chance
+    is multiplied by how often the ledger's failures repeated in the next run (stats).
 
 Verdicts
     - absolute (ADK semantics): a suite fails when its status is FAILED (which includes
@@ -124,6 +127,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalgate import cost
 from evalgate.cost import CostComparison, EfficiencyPolicy
+from evalgate import confirm as confirmation
+from evalgate.confirm import ConfirmPolicy
 from evalgate.pairwise import PairwisePolicy, SuitePairs
 from evalgate.results import (
     CaseResult,
@@ -151,6 +156,8 @@ from evalgate.stats import (
     holm,
     level_differences,
     lopsided_test,
+    repeat_factors,
+    repeat_share,
     run_variance,
     satterthwaite,
     share_break_test,
@@ -220,6 +227,10 @@ class GatePolicy(BaseModel):
         description="Baseline cases (or suites) missing from this run: 'list' names them; 'fail' fails the gate, so a "
         "pull request cannot pass by deleting the cases it breaks.",
     )
+    confirm: ConfirmPolicy = Field(
+        default_factory=ConfirmPolicy,
+        description="Re-run suspected breaks before deciding (2 runs, at most 20 cases, by default); docs/gate.md: gate.confirm.",
+    )
     pairwise: PairwisePolicy = Field(
         default_factory=PairwisePolicy,
         description="Judge each changed answer side by side with the baseline's (off by default); docs/gate.md: gate.pairwise.",
@@ -227,7 +238,7 @@ class GatePolicy(BaseModel):
     efficiency: EfficiencyPolicy = Field(
         default_factory=EfficiencyPolicy,
         description="Tolerated increase per turn of ADK's efficiency metrics against the baseline (e.g. token_usage_v1: 0.15); "
-        "unnamed ones are reported, not gated. README: gate.efficiency.",
+        "unnamed ones are reported, not gated. docs/gate.md: gate.efficiency.",
     )
     history_runs: int = Field(default=10, ge=1, le=100, description="K: outcomes kept per case and criterion in the flake ledger.")
     stable_min_runs: int = Field(default=5, ge=5, description="Runs a case must have passed, all of them, to count as stable.")
@@ -285,6 +296,12 @@ class CriterionComparison:
     stable: int = 0  # stable cases tested together for breakage (with a ledger)
     broken: list[CaseKey] = field(default_factory=list)  # of them, the ones that broke now
     expected_breaks: Optional[float] = None  # of the stable cases, how many break by chance (history's hazards)
+    # Confirmation runs (gate.confirm, evalgate.confirm): when every stable case that broke
+    # was re-run, `broken` holds those that failed every re-run, `flaky` those that passed
+    # one, and the test and expected_breaks count confirmed breaks; confirm_runs 0: the first run's.
+    flaky: list[CaseKey] = field(default_factory=list)
+    confirm_runs: int = 0
+    repeat: Optional[float] = None  # the chance a chance failure repeats in the next run, from the ledger (mean)
     # What each stable case's chance of breaking came from: "outcomes" (the criterion's
     # pass/fail histories; alike for equal streaks) or "values" (a continuous criterion:
     # each case's own level, spread and dips; evalgate.stats.dip_hazards).
@@ -878,16 +895,18 @@ def _test_breakage(
     ledger: Ledger,
     outcomes: list[list[float]],
     values: Optional[list[list[float]]],
+    reruns: Optional[dict] = None,
 ) -> None:
     """The pooled test of this criterion's stable cases (evalgate.stats: break_hazards,
     dip_hazards, break_test). `values`: every case's recorded values when the criterion is
     continuous (a stable case's chance of falling under the threshold is then its own), else None."""
-    streaks, own, broken = [], [], []
+    streaks, own, broken, keys = [], [], [], []
     for k, _, c in pairs:
         recorded = stable_history(ledger.get(ledger_key(k, comp.criterion), []), policy)
         if recorded is None:
             continue
         comp.stable += 1
+        keys.append(k)
         streaks.append(len(recorded))
         own.append([float(v) for v in ledger.get(value_key(k, comp.criterion)) or [] if v is not None][-policy.history_runs :])
         now = outcome(c, comp.judge)
@@ -896,17 +915,28 @@ def _test_breakage(
             comp.broken.append(k)
     if not comp.stable:
         return
+    recent = [h[-policy.history_runs :] for h in outcomes]
+    # Confirmation runs: a break counts when every re-run failed too, and its chance shrinks
+    # by how often a chance failure repeats (evalgate.stats: repeat_share).
+    confirmed = confirmation.verdicts(broken, keys, reruns or {}, comp.criterion, comp.judge, policy.confirm.runs)
+    factors = [1.0]
+    if confirmed is not None:
+        repeat = repeat_share(recent)
+        factors = repeat_factors(repeat, policy.confirm.runs)
+        comp.flaky = [k for k, b, c in zip(keys, broken, confirmed) if b and not c]
+        comp.broken = [k for k, c in zip(keys, confirmed) if c]
+        comp.confirm_runs, comp.repeat, broken = policy.confirm.runs, repeat[0] / (repeat[0] + repeat[1]), confirmed
+    scale = sum(factors) / len(factors)
     population = [v[-policy.history_runs :] for v in values or [] if len(v) >= MIN_HISTORY]
     if values is not None and len(population) >= 2 and all(len(v) >= MIN_HISTORY for v in own):
         hazards = dip_hazards(population, own, comp.threshold)
         comp.hazards_from = "values"
-        comp.expected_breaks = sum(hazards)
-        comp.breakage_p = break_test(broken, hazards)
+        comp.expected_breaks = sum(hazards) * scale
+        comp.breakage_p = sum(break_test(broken, [h * x for h in hazards]) for x in factors) / len(factors)
         return
-    recent = [h[-policy.history_runs :] for h in outcomes]
     fails, share = fail_hazards(recent, streaks), break_share(recent)
-    comp.expected_breaks = sum(break_hazards(fails, share))
-    comp.breakage_p = share_break_test(broken, fails, share)
+    comp.expected_breaks = sum(break_hazards(fails, share)) * scale
+    comp.breakage_p = sum(share_break_test(broken, [f * x for f in fails], share) for x in factors) / len(factors)
 
 
 def _draft(
@@ -1003,12 +1033,14 @@ def _draft(
         else:
             comp.reasons.append("not compared: no case was evaluated in both runs")
         if not judge:
-            flipped = [k for k, b, c in pairs if b.status is Status.PASSED and c.status is Status.FAILED]
+            flipped = [k for k, b, c in pairs if b.status is Status.PASSED and c.status is Status.FAILED
+                       and not confirmation.passed_again(cur_cases[k].reruns, name)]  # a re-run that passed: flaky
             if flipped:
                 flips[name] = flipped
         if ledger and pairs:
             outcomes, values = histories.get((current.name, name), ([], []))
-            _test_breakage(comp, pairs, policy, ledger, outcomes, values if continuous else None)
+            reruns = {k: cur_cases[k].reruns for k, _, _ in pairs if cur_cases[k].reruns}
+            _test_breakage(comp, pairs, policy, ledger, outcomes, values if continuous else None, reruns)
         criteria.append(comp)
 
     gone = sorted(set(base_specs) - set(cur_specs))
@@ -1119,7 +1151,17 @@ def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
         f"{policy.stable_min_runs}+ runs): {_names(sorted(comp.broken))}; by chance, history expects {comp.expected_breaks:.2f}; "
         f"p = {_fmt_p(comp.breakage_p)}, {_fmt_p(comp.breakage_p_adjusted)} after Holm"
         + ("; each case's chance its own, from its level and dips in history" if comp.hazards_from == "values" else "")
+        + _confirm_words(comp)
     )
+
+
+def _confirm_words(comp: CriterionComparison) -> str:
+    """What confirmation runs changed in the breakage test (evalgate.confirm), or ""."""
+    if not comp.confirm_runs:
+        return ""
+    flaky = f"; {len(comp.flaky)} passed on re-run, flaky, not counted: {_names(sorted(comp.flaky))}" if comp.flaky else ""
+    return (f"; each failed all {comp.confirm_runs} re-runs, and history says a chance failure repeats in the next run "
+            f"with chance {comp.repeat:.2f}{flaky}")
 
 
 def _partial_words(comp: CriterionComparison) -> str:
@@ -1192,6 +1234,8 @@ def _regression_verdict(draft: _Draft, policy: GatePolicy) -> tuple[Verdict, lis
             else:
                 # Listed, but no warning: nondeterministic agents break a stable case now and then.
                 comp.reasons.append(f"{text}, not significant at alpha {policy.alpha:g}")
+        elif comp.flaky:
+            comp.reasons.append(f"{_plural(len(comp.flaky), 'stable case')} broke and passed on re-run: flaky, not counted: {_names(sorted(comp.flaky))}")
         comp.status = status
 
     fails_ne, ne_reasons = _not_evaluated_reasons(suite)

@@ -2,8 +2,9 @@
 
 Run the agent as `evalgate run` does, compare with the baseline of the base commit, print
 the verdict, write `comment.md` (the comment the action would post) and `report.html`, and
-exit by the verdict. As in the action's PR mode, the run is judged under its base's policy
-(evalgate.policy): the `gate:` section of the config as the base commit has it (`git show`)
+exit by the verdict. As the action does, it first re-runs the suspects (`gate.confirm`,
+evalgate.confirm) and compares again. As in the action's PR mode, the run is judged under
+its base's policy (evalgate.policy): the `gate:` section of the config as the base commit has it (`git show`)
 and each suite's criteria as the baseline recorded them; a working tree that changes its
 own policy is told so in comment.md, and the change takes effect once merged.
 
@@ -239,10 +240,29 @@ def gate(args: argparse.Namespace) -> int:
     if args.shard is not None and base.results is not None:
         base.results = shard_of_results(base.results, args.shard)
     comparison = compare(base.results, current, gate_, base.ledger, base.info)
+    comparison = _confirm(args, comparison, current, plans, loaded, gate_, base)
     comparison.gate_change = under.change()
     _write(args, comparison, current, base, gate_)
-    _say_verdict(comparison, args, base)
+    _say_verdict(comparison, args, base, current)
     return _exit_for(comparison.verdict, gate_)
+
+
+def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: list, loaded: Any, gate_: Any, base: Base) -> Any:
+    """Confirmation runs (gate.confirm, evalgate.confirm): the suspects re-run, results.json
+    written again with them, and the run compared again."""
+    from evalgate import results
+    from evalgate.cli import _judge_runtime
+    from evalgate.compare import compare
+    from evalgate.confirm import confirm_run, rerun_any
+
+    notes = confirm_run(comparison, current, plans, loaded, gate_, lambda: _judge_runtime(loaded, args))
+    if not rerun_any(current):
+        return comparison
+    if not args.quiet:
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+    results.write(current, Path(args.out) / "results.json")
+    return compare(base.results, current, gate_, base.ledger, base.info)
 
 
 def shard_of_results(results: Any, shard: Any) -> Any:
@@ -289,7 +309,8 @@ def _say_base(base: Base, quiet: bool) -> None:
         print(f"baseline{of}: from {base.where}", file=sys.stderr)
 
 
-def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
+def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current: Any = None) -> None:
+    from evalgate.confirm import lines
     from evalgate.reports.html import REPORT_FILE
     from evalgate.reports.markdown import flaky_words
 
@@ -309,6 +330,8 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base) -> None:
                 if flaky:
                     words += f" ({flaky})"
                 print(f"  {suite.name}: {change.key.eval_set_id}/{change.key.eval_id} {words}")
+    for line in lines(comparison, current) if current is not None else []:  # gate.confirm
+        print(f"  {line.suite}: {line.case} re-run: {line.text}")
     if comparison.gate_change:
         print("  the working tree changes the gate's policy: judged under the base's (the diff is in comment.md)")
     print(f"comment: {out / COMMENT_FILE}  report: {out / REPORT_FILE}")

@@ -110,6 +110,24 @@ class AgentLog(_Model):
     )
 
 
+class Rerun(_Model):
+    """One confirmation run of a suspect case (`gate.confirm`, evalgate.confirm): scored apart
+    from the case's first run, which alone the ledger, the mean-drop and the partial-drop
+    tests read."""
+
+    run: int = Field(ge=1, description="Which confirmation run, 1 to gate.confirm.runs.")
+    how: Literal["agent", "judge"] = Field(
+        description="agent: the agent ran the case again in a fresh session and every criterion was scored afresh; "
+        "judge: the same outputs, judge samples drawn afresh (a judge-only suspect, or recorded outputs)."
+    )
+    status: Status
+    criteria: dict[str, CriterionResult]
+    invocations: list[InvocationSummary] = Field(
+        default_factory=list, exclude_if=lambda v: not v, description="What the agent did in this run (how: agent)."
+    )
+    error: Optional[str] = Field(None, exclude_if=lambda v: v is None, description="The agent run failed: why.")
+
+
 class CaseResult(_Model):
     eval_set_id: str
     eval_id: str
@@ -140,6 +158,12 @@ class CaseResult(_Model):
         exclude_if=lambda v: not v,
         description="The agent ran here: what it wrote during each run that wrote anything, as pytest keeps a test's "
         "output. Not part of the comparable payload (logs differ from run to run).",
+    )
+    reruns: Optional[list[Rerun]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="A suspect the gate confirmed (gate.confirm): each confirmation run, apart from the first run above. "
+        "Absent for cases that were not suspects.",
     )
 
 

@@ -239,6 +239,37 @@ Partial drops of continuous criteria: `case_scales`, `lopsided_test`, `steady_dr
     0.6 / 1.4 -> 0.2 / 0.4 / 0.2 / 0.4 / 0.8%. With `steady_weights` too: flaky agent
     93.6%, drifting serving 90.4%, the unchanged PRs' figures the same.
 
+Confirmation runs (`gate.confirm`): `repeat_share`, `repeat_factors`
+    From one run a broken case and a stable case that failed by chance look the same, so
+    the gate re-runs its suspects (evalgate.confirm) and a stable case counts as broken only
+    when it broke now and failed again in every one of R re-runs. Under an unchanged agent
+    that happens with chance h * E[q^R], h the case's chance of breaking (above) and q the
+    chance that a chance failure repeats in the next run. q is measured, never assumed
+    independent of the first failure: `repeat_share` counts, in the criterion's ledger
+    histories, the runs that failed and were followed by another run, and of those the ones
+    whose next run failed too, Beta(repeats + 1, others + 1) (a uniform prior); histories
+    that failed in every run are left out (a case broken all along says nothing of chance).
+    Flaky cases (which fail often, and so again) dominate that count, so q errs high for a
+    stable case, which is the cautious side. The other side: re-runs come minutes after
+    the first run, so a cause that lasts a day (a judge's mood, a slow dependency) repeats
+    in them more often than in the next default-branch run, which is all q can measure;
+    bench_gate --confirm draws its re-runs with the PR run's own mood and serving drift to
+    measure what that costs (flaky agent, 250 unchanged PRs: 1 false FAIL, two stable judge
+    cases confirmed where history expected 0.01). The breakage test is then the
+    same pooled test (`break_test`, `share_break_test`) with each case's chance times q^R,
+    p averaged over REPEAT_POINTS quantiles of q's Beta (`repeat_factors`), as the share's.
+    Where some stable case that broke was not re-run (beyond `max_cases`, recorded
+    outputs of a criterion the judge does not score, a re-run not evaluated), the criterion
+    keeps the first run's test. Re-drawing the judge on the same outputs cannot tell an
+    agent's chance slip (it fails every re-draw) from a break, so where the agent can run a
+    suspect re-runs the agent; a judge re-draw is for recorded outputs, whose ledger
+    history is the judge's own repeat on fixed outputs.
+    The mean-drop, level and partial-drop tests keep using the first run only: the re-runs
+    were chosen because those cases failed, so adding them would bias every mean of the
+    run toward the suspects (and a suspect that passes on re-run would pull the run's mean
+    up for having been chosen). Only the breakage test, which asks about exactly these
+    cases, reads them.
+
 `holm`: weighted Holm step-down adjustment across all the gate's tests.
 
 `t_sf`, `t_quantile`: Student's t from the regularized incomplete beta function (continued
@@ -258,6 +289,7 @@ MIN_HISTORY = 3  # runs of history needed to estimate the run-level variance
 GRID = 40  # break rates the mixture is fitted on, log-spaced from the pseudo-break rate to 0.999
 EM_STEPS = 200  # EM iterations of the mixture fit (it moves little after 100)
 SHARE_POINTS = 20  # the share of failures that break: its uncertainty averaged over this many quantiles
+REPEAT_POINTS = 5  # confirmation: the chance a chance failure repeats, averaged over this many quantiles
 SHIFT_Z = 2.5  # partial drops: a case moved beyond its usual range at this many of its own sds
 SCALE_PRIOR_RUNS = 3  # pseudo-runs pulling a case's sd toward the criterion's median sd
 HUBER_K = 2.5  # the steady-case drop test clips each case's standardized difference here
@@ -638,6 +670,28 @@ def share_break_test(broken: Sequence[bool], fails: Sequence[float], share: Opti
         return break_test(broken, fails)
     points = [beta_quantile(share[0], share[1], (g + 0.5) / SHARE_POINTS) for g in range(SHARE_POINTS)]
     return sum(break_test(broken, [x * h for h in fails]) for x in points) / SHARE_POINTS
+
+
+def repeat_share(histories: Sequence[Sequence[float]]) -> tuple[float, float]:
+    """Beta(a, b), what history says of q, the chance that a run which failed is followed by
+    another failing run (module docstring: confirmation runs): of consecutive recorded runs
+    whose first failed, the ones whose second failed too, on a uniform prior; histories that
+    failed in every run are left out."""
+    k = n = 0
+    for h in histories:
+        if not h or all(failed(o) for o in h):
+            continue
+        for first, second in zip(h, h[1:]):
+            if failed(first):
+                n += 1
+                k += failed(second)
+    return k + 1.0, n - k + 1.0
+
+
+def repeat_factors(repeat: tuple[float, float], runs: int) -> list[float]:
+    """q^runs at REPEAT_POINTS quantiles of q ~ Beta(repeat): the factors a stable case's
+    chance of breaking is multiplied by when it must also fail `runs` confirmation runs."""
+    return [beta_quantile(repeat[0], repeat[1], (g + 0.5) / REPEAT_POINTS) ** runs for g in range(REPEAT_POINTS)]
 
 
 def beta_quantile(a: float, b: float, p: float) -> float:

@@ -373,7 +373,7 @@ def test_annotation_paths_are_relative_to_the_repository_root(action, history, t
     assert errors == [
         "::error file=agents/home/evalgate.yaml,line=9,title=evalgate%3A bad input::evalgate.yaml: gate.deterministic_flip (line 9): "
         "unknown key 'deterministic_flip'. Remove it or fix the spelling. Did you mean 'deterministic_flips'?"
-        " Valid names: alpha, baseline, deterministic_flips, efficiency, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, pairwise, permutations, removed_cases, resolution, run_sd_deterministic, run_sd_judge, seed, stable_min_runs."
+        " Valid names: alpha, baseline, confirm, deterministic_flips, efficiency, history_runs, id, inconclusive, margin_deterministic, margin_judge, mode, pairwise, permutations, removed_cases, resolution, run_sd_deterministic, run_sd_judge, seed, stable_min_runs."
     ]
     assert sub.is_dir()
 

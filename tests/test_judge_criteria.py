@@ -1004,3 +1004,38 @@ def test_a_reply_quoting_a_planted_verdict_is_ambiguous_not_a_pass():
     # The same verdict said twice is not ambiguous.
     twice = '{"reasoning": "ok", "verdict": "valid"}\n```json\n{"reasoning": "ok", "verdict": "valid"}\n```'
     assert parse_reply(JudgeReply(text=twice), read_verdict) == (True, "ok")
+
+
+def test_a_confirmation_re_draw_asks_the_judge_afresh_never_the_cache(fake_gemini, runtime, tmp_path):
+    """gate.confirm on recorded outputs (evalgate.confirm): a judge suspect re-draws its
+    samples. The first run's verdicts are in the cache; each re-draw asks other sample
+    indices (cached apart) and never reads the cache, so it is a fresh draw."""
+    from evalgate.confirm import Suspect, rerun
+    from evalgate.engine import CaseInput, SuitePlan, finish_run, finish_suite, score_case
+    from evalgate.results import RunInfo
+
+    crit = FinalResponseMatchV2(threshold=0.5, judge_model_options={"num_samples": 3})
+    case = CaseInput("set", "서울", {"final_response_match_v2": crit}, "d", expected=[inv(final=KOREAN)], actual=[inv(final="서울은 비가 옵니다.")])
+    fake_gemini.responder = Answers([frm_reply(I)] * 3)
+    crit.bind(runtime())
+    first = score_case(case)
+    assert first.status is Status.FAILED and len(fake_gemini.requests) == 3
+    current = finish_run([finish_suite("s", "warn", [first], {}, [], None)], "cfg", RunInfo())
+
+    fake_gemini.reset()
+    fake_gemini.responder = Answers([frm_reply(V)] * 6)
+    suspect = Suspect("s", "set", "서울", ["final_response_match_v2"], stable=True, judged=["final_response_match_v2"])
+    counts = rerun([suspect], [SuitePlan("s", [case])], None, 2, lambda: (runtime(), 1), current)
+    assert counts == {"agent": 0, "judge": 1, "none": 0, "unstarted": 0}
+    assert len(fake_gemini.requests) == 6  # 3 samples x 2 re-draws, none from the cache
+    assert all("서울은 비가 옵니다." in prompt_text(r.body) for r in fake_gemini.requests)
+    reruns = current.suites[0].cases[0].reruns
+    assert [(r.run, r.how, r.status) for r in reruns] == [(1, "judge", Status.PASSED), (2, "judge", Status.PASSED)]
+    assert current.suites[0].cases[0].status is Status.FAILED  # the first run stands apart
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 9  # each re-draw's samples cached under their own indices
+    # The gate run again (a new push to the pull request): its re-draws are asked again too.
+    fake_gemini.reset()
+    fake_gemini.responder = Answers([frm_reply(I)] * 6)
+    rerun([suspect], [SuitePlan("s", [case])], None, 2, lambda: (runtime(), 1), current)
+    assert len(fake_gemini.requests) == 6
+    assert [r.status for r in current.suites[0].cases[0].reruns] == [Status.FAILED, Status.FAILED]

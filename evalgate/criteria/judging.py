@@ -36,7 +36,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from evalgate.adk import FunctionCall, FunctionResponse, IntermediateData, Invocation, InvocationEvents, Rubric
 from evalgate.criteria.base import Criterion, Outcome
-from evalgate.judge.request import JudgeReply, JudgeRequest
+from evalgate.judge.request import REDRAW, JudgeReply, JudgeRequest
 
 T = TypeVar("T")
 
@@ -155,7 +155,7 @@ class JudgeCriterion(Criterion):
             prompt=prompt,
             response_schema=schema,
             config=tuple(sorted(opts.judge_model_config.items())),
-            sample=sample,
+            sample=sample + REDRAW.get() * opts.num_samples,  # a confirmation's re-draw: other samples
         )
 
     def early_stopping(self) -> bool:

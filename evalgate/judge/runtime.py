@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from evalgate.judge.cache import CachePolicy, JudgeCache, cache_key, eval_cache_key
 from evalgate.judge.pool import RequestPool
-from evalgate.judge.request import CASE_TALLY, JudgeReply, JudgeRequest
+from evalgate.judge.request import CASE_TALLY, REDRAW, JudgeReply, JudgeRequest
 from evalgate.judge.retry import DEADLINE_PASSED, Deadline, Outcome, RetryPolicy, Transport
 from evalgate.judge.transport import (
     INSTALL_HINT,
@@ -191,7 +191,7 @@ class JudgeRuntime:
                 key = cache_key(request)
             except TypeError as exc:
                 return self._failed(request, str(exc))
-            hit, refused = self._cache.lookup(key)
+            hit, refused = self._cache.lookup(key) if not REDRAW.get() else (None, False)  # a re-draw asks afresh
             if refused:
                 self._count(request.criterion, cache_refused=1)
             if hit is not None and (accept is None or accept(hit.text)):
@@ -238,7 +238,7 @@ class JudgeRuntime:
         key = None
         if self.use_cache:
             key = eval_cache_key(request)
-            hit, refused = self._cache.lookup(key)
+            hit, refused = self._cache.lookup(key) if not REDRAW.get() else (None, False)  # a re-draw asks afresh
             if refused:
                 self._count(request.criterion, cache_refused=1)
             stored = _stored_eval(hit.text) if hit is not None else None

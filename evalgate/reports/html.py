@@ -632,6 +632,17 @@ def _agent_logs(case: CaseResult) -> list[list[Any]]:
     return out
 
 
+def _reruns(case: CaseResult) -> list[list[Any]]:
+    """gate.confirm: each confirmation run as [run, how, status, criteria, the last answer or
+    the run's error] (drawn with the case, apart from its first run)."""
+    out = []
+    for r in case.reruns or []:
+        crits = "; ".join(f"{n}: {c.status.value}" + (f" {c.score:.3f}" if c.score is not None else "") for n, c in sorted(r.criteria.items()))
+        said = r.error or (r.invocations[-1].actual_response if r.invocations else "")
+        out.append([r.run, "agent re-run" if r.how == "agent" else "judge re-draw", _STATUS[r.status], _text(crits, 2000), _text(said, 2000)])
+    return out
+
+
 def _pairwise_items(comparison: Comparison) -> dict[CaseKey, dict[str, Any]]:
     """gate.pairwise: per case, its outcome and every changed invocation's verdicts in both
     orders ("cf": the pull request's answer shown first; "pick": current, baseline or equal)."""
@@ -712,6 +723,8 @@ def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunRe
                 item["src"] = {_text(k, 200): _text(v, 2000) for k, v in sorted(case.source.items())}
             if case.agent_logs:
                 item["log"] = _agent_logs(case)
+            if case.reruns:
+                item["rr"] = _reruns(case)
             out.append(item)
     for s in comparison.suites:
         for key in s.removed:

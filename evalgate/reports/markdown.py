@@ -321,6 +321,7 @@ class _View:
     hidden_charts: int = 0
     losses: list["_Loss"] = field(default_factory=list)  # gate.pairwise: the worst losses, both answers
     losses_total: int = 0
+    confirm: list[Markdown] = field(default_factory=list)  # gate.confirm: per suspect, what its re-runs showed
 
 
 def _label(key: CaseKey, show_suite: bool) -> str:
@@ -958,6 +959,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
     )
     if not budget.minimal:
         view.losses, view.losses_total = _losses(plan.comparison, budget, len(plan.comparison.suites) > 1)
+        view.confirm = _confirm_lines(plan.comparison, plan.current)
     sizes = {
         "attention": len(plan.attention),
         "detailed": len(detailed),
@@ -965,6 +967,17 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         "hidden_rows": sum(s.hidden_rows for s in view.suites),
     }
     return view, sizes
+
+
+def _confirm_lines(comparison: Comparison, current: RunResults) -> list[Markdown]:
+    """gate.confirm (evalgate.confirm): `**suite**: set/case (criterion): failed 2 of 2 re-runs: broken`."""
+    from evalgate.confirm import lines
+
+    shown = len(comparison.suites) > 1
+    return [
+        Markdown(f"{md(l.suite, 60) + ': ' if shown else ''}{md(l.case, 100)} ({md(', '.join(l.criteria), 120)}): {md(l.text, 200)}")
+        for l in lines(comparison, current)
+    ]
 
 
 def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Optional[str]) -> Optional[Markdown]:

@@ -361,6 +361,19 @@
   }
 
   // What the agent wrote while the case ran: [run, text] per run, collapsed.
+  // gate.confirm: each confirmation run of a suspect, apart from its first run.
+  function reruns(rr) {
+    var box = section("Confirmation runs", "reruns");
+    rr.forEach(function (r) {
+      var p = el("p", "t");
+      add(p, el("span", "mono", r[1] + " " + r[0] + " (" + (STATUS[r[2]] || r[2]) + "): "));
+      txt(p, r[3]);
+      box.appendChild(p);
+      if (r[4]) box.appendChild(el("pre", "diff t", r[4]));
+    });
+    return box;
+  }
+
   function agentLogs(logs) {
     var box = section("Agent output", "logs");
     var many = logs.length > 1 || logs[0][0] !== 1;
@@ -444,6 +457,7 @@
       });
       d.appendChild(box);
     }
+    if (c.rr) d.appendChild(reruns(c.rr));
     if (c.log) d.appendChild(agentLogs(c.log));
     var crits = section("Criteria");
     crits.appendChild(add(el("div", "scroll"), criteriaTable(c)));

@@ -1,0 +1,335 @@
+"""Confirmation runs (`gate.confirm`): re-run the cases a pull request's run suspects, so a
+broken case is told from a chance failure before the gate decides.
+
+After the run is compared (evalgate.compare), `suspects` picks the cases the ledger calls
+stable that broke now, then the cases that went from PASSED to FAILED, at most `max_cases`,
+in that order. `rerun` runs each suspect's agent again `runs` times (fresh sessions, the same
+runner: the infer step's machinery, the first run's case runs reused so only the new ones
+run) and scores every re-run afresh, judge samples included (never from the cache:
+evalgate.judge.request.REDRAW). Where the outputs are recorded (`actual:`) there is no
+agent to re-run: a suspect whose suspect criteria are judged re-draws judge samples on the
+same outputs, and one of a deterministic criterion is left as the first run had it. The
+re-runs go into the results (`CaseResult.reruns`), apart from the first run, and the gate is
+compared again: `verdicts` is what the breakage test then reads (evalgate.stats says how a
+confirmed break is weighed). `lines` says per suspect what the re-runs showed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ConfirmPolicy(BaseModel):
+    """`gate.confirm`: re-run suspected breaks before deciding."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Confirmation runs per suspect: a stable case that broke counts as broken only when it fails again in "
+        "every one. 0 turns confirmation off.",
+    )
+    max_cases: int = Field(default=20, ge=1, le=1000, description="At most this many suspects are re-run, stable cases that broke first.")
+
+
+@dataclass
+class Suspect:
+    suite: str
+    eval_set_id: str
+    eval_id: str
+    criteria: list[str]  # the criteria that made it a suspect
+    stable: bool  # a stable case that broke (else it went from PASSED to FAILED)
+    judged: list[str] = field(default_factory=list)  # of `criteria`, the judge criteria
+
+    @property
+    def name(self) -> str:
+        return f"{self.eval_set_id}/{self.eval_id}"
+
+
+def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) -> tuple[list[Suspect], int]:
+    """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
+    Stable cases that broke come first, those of the most significant breakage test first;
+    then, with `flips`, cases whose deterministic criteria went from PASSED to FAILED, by
+    suite and name. The gate asks for flips only under `deterministic_flips: fail`, where a
+    flip decides the verdict: elsewhere the tests that read flips (the mean drop) read the
+    first run only, so their re-runs would change nothing and cost agent runs (bench_gate
+    --confirm, unchanged PRs of its flaky agent: 12% more agent runs with every flip a
+    suspect, 2% without)."""
+    found: dict[tuple[str, str, str], Suspect] = {}
+    ranked: list[tuple[tuple, tuple[str, str, str]]] = []
+    for suite in comparison.suites:
+        judge = {c.criterion: c.judge for c in suite.criteria}
+        result = next((r for r in current.suites if r.name == suite.name), None)
+        cases = {(c.eval_set_id, c.eval_id): c for c in (result.cases if result is not None else [])}
+        for comp in sorted(suite.criteria, key=lambda c: (c.breakage_p if c.breakage_p is not None else 1.0, c.criterion)):
+            for k in sorted(comp.broken):
+                key = (k.suite, k.eval_set_id, k.eval_id)
+                s = found.get(key)
+                if s is None:
+                    s = found[key] = Suspect(*key, criteria=[], stable=True)
+                    ranked.append(((0, comp.breakage_p if comp.breakage_p is not None else 1.0, key), key))
+                s.criteria.append(comp.criterion)
+        for change in suite.changes if flips else []:
+            if change.kind not in ("regressed", "broken_stable"):
+                continue
+            k = change.key
+            key = (k.suite, k.eval_set_id, k.eval_id)
+            now = cases.get((k.eval_set_id, k.eval_id))
+            fell = [n for n in change.criteria if n in judge and not judge[n] and now is not None and n in now.criteria and now.criteria[n].status.value == "FAILED"]
+            s = found.get(key)
+            if s is None:
+                s = found[key] = Suspect(*key, criteria=[], stable=False)
+                ranked.append(((1, 1.0, key), key))
+            s.criteria += [n for n in fell if n not in s.criteria]
+        for s in found.values():
+            if s.suite == suite.name:
+                s.judged = [n for n in s.criteria if judge.get(n)]
+    ranked.sort()
+    chosen = [found[key] for _, key in ranked if found[key].criteria]
+    return chosen[:max_cases], max(0, len(chosen) - max_cases)
+
+
+def _plan_case(plans: list, s: Suspect) -> tuple[Any, Any]:
+    plan = next(p for p in plans if p.name == s.suite)
+    case = next(c for c in plan.cases if (c.eval_set_id, c.eval_id) == (s.eval_set_id, s.eval_id))
+    return plan, case
+
+
+def how(plan: Any, s: Suspect) -> Optional[Literal["agent", "judge"]]:
+    """How a suspect is confirmed: its agent re-run; its judge samples re-drawn on recorded
+    outputs (evalgate.stats says why not on an agent's); None: nothing to re-run."""
+    if plan.agent is not None:
+        return "agent"
+    return "judge" if s.judged else None
+
+
+def rerun(
+    chosen: list[Suspect],
+    plans: list,
+    loaded: Any,
+    runs: int,
+    make_runtime: Callable[[], tuple[Any, int]],
+    current: Any,
+    secrets: tuple[str, ...] = (),
+) -> dict[str, int]:
+    """Re-run the suspects `runs` times and put each re-run into `current`'s case results
+    (`reruns`). `plans` are the run's plans after `evalgate run` scored them (each case's
+    first runs in `case.runs`); `make_runtime()` gives (judge runtime or None, workers).
+    Returns {"agent": case runs made, "judge": cases re-judged, "none": suspects with nothing
+    to re-run, "unstarted": suspects whose agent could not start here (and "why")}."""
+    from evalgate import infer
+    from evalgate.engine import SuitePlan, needs_judge
+    from evalgate.errors import InputError
+
+    counts = {"agent": 0, "judge": 0, "none": 0, "unstarted": 0}
+    if runs < 1 or not chosen:
+        return counts
+    sub: dict[str, Any] = {}
+    reuse: dict = {}
+    work: list[tuple[Suspect, Any, Any, str]] = []
+    for s in chosen:
+        plan, case = _plan_case(plans, s)
+        kind = how(plan, s)
+        if kind is None:
+            counts["none"] += 1
+            continue
+        work.append((s, plan, case, kind))
+        if kind == "agent":
+            first = plan.agent.num_runs if case.runs else 0  # a sharded run's merge job holds no runs: all are new
+            copy = replace(case, runs=[], actual=None)
+            if plan.name not in sub:
+                agent = plan.agent.model_copy(update={"num_runs": first + runs})
+                sub[plan.name] = SuitePlan(plan.name, [], plan.not_evaluated, agent=agent, agent_where=plan.agent_where)
+            sub[plan.name].cases.append(copy)
+            for n, old in enumerate(case.runs[:first], start=1):  # the first runs stand; only the re-runs run
+                reuse[(plan.name, case.eval_set_id, case.eval_id, n)] = replace(old, expected_digest=case.expected_digest)
+    copies = {(p.name, c.eval_set_id, c.eval_id): c for p in sub.values() for c in p.cases}
+    runtime, _ = make_runtime() if needs_judge([p for _, p, _, _ in work]) or infer.needs_simulator(list(sub.values())) else (None, 1)
+    try:
+        if sub:
+            try:
+                infer.run_agents(list(sub.values()), loaded, runtime=runtime, reuse=reuse, secrets=secrets)
+            except InputError as e:  # the agent cannot start here (a merge job without its dependencies): the first run stands
+                counts["unstarted"] = len(copies)
+                counts["why"] = e.problems[0].what  # type: ignore[assignment]
+                work = [w for w in work if w[3] != "agent"]
+        by_suite = {s.name: {(c.eval_set_id, c.eval_id): c for c in s.cases} for s in current.suites}
+        for s, plan, case, kind in work:
+            if runtime is not None:
+                for crit in case.criteria.values():
+                    if crit.judge:
+                        crit.bind(runtime)
+            result = by_suite[s.suite][(s.eval_set_id, s.eval_id)]
+            if kind == "agent":
+                copy = copies[(s.suite, s.eval_set_id, s.eval_id)]
+                done = copy.runs[len(copy.runs) - runs :]
+                result.reruns = [_scored(case, r, i, "agent", result) for i, r in enumerate(done, start=1)]
+                counts["agent"] += len(done)
+            else:
+                result.reruns = [_scored(case, None, i, "judge", result) for i in range(1, runs + 1)]
+                counts["judge"] += 1
+    finally:
+        if runtime is not None:
+            runtime.close()
+    return counts
+
+
+def _scored(case: Any, run: Any, i: int, kind: str, first: Any) -> Any:
+    """One re-run of a case scored: every criterion on the new agent run, or the judge
+    criteria re-drawn on the same outputs (the others as the first run had them)."""
+    from evalgate.engine import case_status, score_case
+    from evalgate.judge.request import REDRAW
+    from evalgate.results import Rerun
+
+    token = REDRAW.set(i)
+    try:
+        if kind == "agent":
+            scored = score_case(replace(case, runs=[run], actual=run.invocations if run.error is None else None))
+            criteria = scored.criteria
+            invocations = scored.invocations
+        else:
+            judged = {n: c for n, c in case.criteria.items() if c.judge}
+            criteria = dict(first.criteria)
+            criteria.update(score_case(replace(case, criteria=judged)).criteria)
+            invocations = []
+    finally:
+        REDRAW.reset(token)
+    return Rerun(run=i, how=kind, status=case_status(criteria), criteria=dict(sorted(criteria.items())), invocations=invocations,
+                 error=run.error if run is not None else None)
+
+
+# --- what the breakage test reads, and what the reports say ------------------------------
+
+
+def rerun_outcomes(reruns: Optional[list], criterion: str, judge: bool) -> Optional[list[float]]:
+    """The criterion's outcome in each re-run (evalgate.compare.outcome), or None when a
+    re-run did not evaluate it."""
+    from evalgate.compare import outcome
+
+    out = []
+    for r in reruns or []:
+        result = r.criteria.get(criterion)
+        o = outcome(result, judge) if result is not None else None
+        if o is None:
+            return None
+        out.append(o)
+    return out
+
+
+def passed_again(reruns: Optional[list], criterion: str) -> bool:
+    """Whether some re-run passed the (deterministic) criterion: a flip that was flaky."""
+    return any(r.criteria.get(criterion) is not None and r.criteria[criterion].status.value == "PASSED" for r in reruns or [])
+
+
+def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: bool, runs: int) -> Optional[list[bool]]:
+    """Per stable case, whether it counts as broken after confirmation: broke now and failed
+    in every one of `runs` re-runs. None when confirmation is off or some case that broke
+    has not `runs` evaluated re-runs: the breakage test then reads the first run alone."""
+    from evalgate.stats import failed
+
+    if runs < 1 or not any(broken):
+        return None
+    out = []
+    for b, k in zip(broken, keys):
+        if not b:
+            out.append(False)
+            continue
+        outcomes = rerun_outcomes(reruns.get(k), criterion, judge)
+        if outcomes is None or len(outcomes) < runs:
+            return None
+        out.append(all(failed(o) for o in outcomes[:runs]))
+    return out
+
+
+def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -> str:
+    """What a suspect's re-runs showed: "failed 2 of 2 re-runs: broken", "passed on re-run:
+    flaky, not counted", or why they tell nothing."""
+    from evalgate.stats import failed
+
+    if not reruns:
+        return "not re-run"
+    kind = "re-draws of the judge" if reruns[0].how == "judge" else "re-runs"
+    fails = evaluated = 0
+    for r in reruns:
+        outs = [rerun_outcomes([r], n, judge.get(n, False)) for n in criteria]
+        if any(o is None for o in outs):
+            continue
+        evaluated += 1
+        fails += any(failed(o[0]) for o in outs if o)
+    n = len(reruns)
+    if evaluated < n:
+        return f"{n - evaluated} of {n} {kind} not evaluated: not confirmed, the first run stands"
+    if fails == n:
+        return f"failed {fails} of {n} {kind}: broken"
+    return f"passed on {'re-draw' if kind != 're-runs' else 're-run'}: flaky, not counted ({n - fails} of {n} passed)"
+
+
+@dataclass
+class Line:
+    suite: str
+    case: str
+    criteria: list[str]
+    stable: bool
+    text: str
+
+
+def lines(comparison: Any, current: Any) -> list[Line]:
+    """One line per case the gate re-ran, in suite and case order: what its re-runs showed
+    for the criteria it was suspected on (the comparison's broken / flaky lists)."""
+    out = []
+    for suite in comparison.suites:
+        judge = {c.criterion: c.judge for c in suite.criteria}
+        result = next((s for s in current.suites if s.name == suite.name), None)
+        if result is None:
+            continue
+        for case in result.cases:
+            if not case.reruns:
+                continue
+            names = sorted(n for n in case.criteria if case.criteria[n].status.value == "FAILED" and n in judge)
+            stable = any(c.criterion in names and any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for k in c.broken + c.flaky) for c in suite.criteria)
+            out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, words(case.reruns, names, judge)))
+    return out
+
+
+def confirm_run(
+    comparison: Any,
+    current: Any,
+    plans: list,
+    loaded: Any,
+    gate: Any,
+    make_runtime: Callable[[], tuple[Any, int]],
+    secrets: tuple[str, ...] = (),
+) -> list[str]:
+    """Pick the suspects of a compared run under the gate policy `gate` (`suspects`) and re-run
+    them into `current` (see `rerun`);
+    the caller compares again when anything was re-run. Returns notes for the reader (how
+    many were re-run, left out by max_cases, or had nothing to re-run); the counts go into
+    `current.run.agent["confirm"]`, outside the comparable payload."""
+    policy: ConfirmPolicy = gate.confirm
+    if policy.runs < 1 or comparison.baseline is None:
+        return []
+    chosen, left = suspects(comparison, current, policy.max_cases, flips=gate.deterministic_flips == "fail")
+    if not chosen:
+        return []
+    counts = rerun(chosen, plans, loaded, policy.runs, make_runtime, current, secrets)
+    current.run.agent = {**current.run.agent, "confirm": {"suspects": len(chosen), "left_out": left, **counts}}
+    notes = []
+    if counts["agent"] or counts["judge"]:
+        notes.append(f"confirmation: {len(chosen) - counts['none'] - counts['unstarted']} suspect case(s) re-run {policy.runs} time(s) each "
+                     f"({counts['agent']} agent runs, {counts['judge']} judge re-draws)")
+    if counts.get("unstarted"):
+        notes.append(f"confirmation: the agent could not start here ({counts.get('why')}): {counts['unstarted']} suspect case(s) not re-run, the first run stands")
+    if counts["none"]:
+        notes.append(f"confirmation: {counts['none']} suspect case(s) of recorded outputs and deterministic criteria: nothing to re-run, the first run stands")
+    if left:
+        notes.append(f"confirmation: {left} more suspect case(s) beyond gate.confirm.max_cases were not re-run; their criteria keep the first run's test")
+    return notes
+
+
+def rerun_any(current: Any) -> bool:
+    return any(c.reruns for s in current.suites for c in s.cases)

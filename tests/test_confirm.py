@@ -1,0 +1,162 @@
+"""Confirmation runs (gate.confirm, evalgate.confirm), by hand: which cases are suspects and
+the cap, the chance a failure repeats measured from a ledger, a stable case counted broken
+only when every re-run fails, a flaky one that passes on re-run not counted, and what the
+comment says. The end-to-end runs (a real agent through the command runner, `evalgate gate`
+and the action's PR path) are in tests/test_confirm_e2e.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evalgate.compare import GatePolicy, Verdict, compare, ledger_key
+from evalgate.confirm import ConfirmPolicy, suspects, verdicts, words
+from evalgate.engine import case_status
+from evalgate.reports.markdown import render_comment
+from evalgate.results import Rerun
+from evalgate.stats import repeat_factors, repeat_share
+from test_compare import K, crit, one
+
+IDS = [f"c{i:03d}" for i in range(40)]
+
+
+def _binomial_sf(k: int, n: int, q: float) -> float:
+    return sum(math.comb(n, j) * q**j * (1 - q) ** (n - j) for j in range(k, n + 1))
+
+
+def _rerun(i: int, value: float, name: str = "traj") -> Rerun:
+    criteria = {name: crit(value)}
+    return Rerun(run=i, how="agent", status=case_status(criteria), criteria=criteria)
+
+
+def _with_reruns(results, reruns: dict[str, list[float]]):
+    for case in results.suites[0].cases:
+        if case.eval_id in reruns:
+            case.reruns = [_rerun(i, v) for i, v in enumerate(reruns[case.eval_id], start=1)]
+    return results
+
+
+def _ledger(history, ids=IDS, name="traj"):
+    return {ledger_key(K(e), name): list(history) for e in ids}
+
+
+BROKE = ("c001", "c007", "c009")
+
+
+def _current():
+    return one({e: {"traj": 0.0 if e in BROKE else 1.0} for e in IDS})
+
+
+def test_repeat_share_counts_failures_followed_by_failures_in_the_ledger():
+    histories = [
+        [1.0, 0.0, 0.0, 1.0, 1.0],  # failed, and again (1 of 1); then failed, next passed (0 of 1)
+        [1.0, 0.0, 1.0, 1.0],  # failed, next passed
+        [0.0, 0.0, 0.0],  # failed in every run: broken all along, left out
+        [0.4, 0.8, 0.6],  # a judge's outcome: 0.4 is a failure (no majority), 0.8 is not
+        [1.0, 1.0, 0.0],  # a failure with no next run: not counted
+    ]
+    # pairs (failed, next): (0,0) yes, (0,1) no, (0,1) no, (0.4,0.8) no -> 1 of 4, uniform prior
+    assert repeat_share(histories) == (2.0, 4.0)
+    assert repeat_share([[1.0] * 10] * 3) == (1.0, 1.0)  # no failure in history: nothing known
+    # q^2 at the 5 quantiles of Beta(1, 1) = the uniform's (g + 0.5) / 5
+    assert repeat_factors((1.0, 1.0), 2) == pytest.approx([((g + 0.5) / 5) ** 2 for g in range(5)], abs=1e-9)
+
+
+def test_a_stable_case_counts_broken_only_when_every_re_run_fails():
+    base = one({e: {"traj": 1.0} for e in IDS})
+    ledger = _ledger([1.0] * 10)  # 400 case-runs, never a failure: each hazard 1/402, q ~ Beta(1, 1)
+    first = compare(base, _current(), GatePolicy(), ledger=ledger).suites[0].criteria[0]
+    assert first.broken == [K(e) for e in BROKE] and first.confirm_runs == 0  # no re-runs yet: the first run's test
+    assert first.breakage_p == pytest.approx(_binomial_sf(3, 40, 1 / 402))
+
+    # c001 and c007 failed both re-runs; c009 passed its second: flaky, not counted.
+    cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0], "c009": [0.0, 1.0]})
+    comp = compare(base, cur, GatePolicy(), ledger=ledger)
+    c = comp.suites[0].criteria[0]
+    assert (c.broken, c.flaky, c.confirm_runs, c.repeat) == ([K("c001"), K("c007")], [K("c009")], 2, 0.5)
+    factors = [((g + 0.5) / 5) ** 2 for g in range(5)]
+    assert c.expected_breaks == pytest.approx(40 / 402 * sum(factors) / 5)
+    assert c.breakage_p == pytest.approx(sum(_binomial_sf(2, 40, x / 402) for x in factors) / 5)
+    assert c.breakage_p < _binomial_sf(2, 40, 1 / 402) / 2  # the same two breaks, unconfirmed, say less
+    assert [ch.kind for ch in comp.suites[0].changes] == ["broken_stable", "broken_stable", "regressed"]
+    text = next(r for r in c.reasons if "stable cases broke" in r)
+    assert "each failed all 2 re-runs" in text and "chance 0.50" in text and "1 passed on re-run, flaky, not counted: set/c009" in text
+
+    # Every broken one passed on a re-run: nothing counts, and the reasons say so.
+    all_flaky = compare(base, _with_reruns(_current(), {e: [1.0, 0.0] for e in BROKE}), GatePolicy(), ledger=ledger)
+    c = all_flaky.suites[0].criteria[0]
+    # Not FAIL; the mean drop (first run only: 3 of 40 cases) still leaves it INCONCLUSIVE.
+    assert (c.broken, c.breakage_p, all_flaky.verdict) == ([], 1.0, Verdict.INCONCLUSIVE)
+    assert any("3 stable cases broke and passed on re-run: flaky, not counted" in r for r in c.reasons)
+
+
+def test_a_case_that_broke_without_its_re_runs_keeps_the_first_runs_test():
+    base = one({e: {"traj": 1.0} for e in IDS})
+    ledger = _ledger([1.0] * 10)
+    # c009 was not re-run (beyond max_cases, say): the criterion keeps the first run's test.
+    cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0]})
+    c = compare(base, cur, GatePolicy(), ledger=ledger).suites[0].criteria[0]
+    assert (c.confirm_runs, len(c.broken), c.breakage_p) == (0, 3, pytest.approx(_binomial_sf(3, 40, 1 / 402)))
+    # A re-run that was not evaluated confirms nothing either.
+    cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0], "c009": [0.0, 0.0]})
+    cur.suites[0].cases[9].reruns[1].criteria["traj"] = crit(None)
+    assert compare(base, cur, GatePolicy(), ledger=ledger).suites[0].criteria[0].confirm_runs == 0
+    # gate.confirm.runs: 0 turns it off: re-runs in the results are not read.
+    cur = _with_reruns(_current(), {e: [1.0, 1.0] for e in BROKE})
+    off = GatePolicy(confirm=ConfirmPolicy(runs=0))
+    assert compare(base, cur, off, ledger=ledger).suites[0].criteria[0].broken == [K(e) for e in BROKE]
+
+
+def test_a_measured_repeat_chance_weighs_confirmed_breaks():
+    """Half the cases failed once in history and passed the next run: a chance failure
+    seldom repeats here, so two confirmed breaks among the stable half are strong evidence."""
+    base = one({e: {"traj": 1.0} for e in IDS})
+    ledger = _ledger([1.0] * 10, IDS[:20])
+    ledger.update(_ledger([1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], IDS[20:]))
+    cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0], "c009": [0.0, 0.0]})
+    c = compare(base, cur, GatePolicy(), ledger=ledger).suites[0].criteria[0]
+    assert c.repeat == pytest.approx(1 / 22)  # 0 of 20 failures repeated: Beta(1, 21)
+    assert c.stable == 20 and len(c.broken) == 3 and c.breakage_p < 1e-4
+
+
+def test_suspects_stable_breaks_first_then_flips_at_most_max_cases():
+    base = one({e: {"traj": 1.0, "rouge": 0.9} for e in IDS})
+    ledger = _ledger([1.0] * 10)
+    cur = one({e: {"traj": 0.0 if e in BROKE else 1.0, "rouge": 0.1 if e in ("c000", "c020") else 0.9} for e in IDS})
+    comparison = compare(base, cur, GatePolicy(), ledger=ledger)  # rouge has no ledger: c000, c020 only flipped
+    chosen, left = suspects(comparison, cur, 20)
+    assert [(s.eval_id, s.stable, s.criteria) for s in chosen] == [
+        ("c001", True, ["traj"]), ("c007", True, ["traj"]), ("c009", True, ["traj"]),
+        ("c000", False, ["rouge"]), ("c020", False, ["rouge"]),
+    ]
+    assert left == 0
+    chosen, left = suspects(comparison, cur, 4)
+    assert [s.eval_id for s in chosen] == ["c001", "c007", "c009", "c000"] and left == 1
+    # Flips decide nothing unless deterministic_flips is `fail`: then only the stable breaks.
+    chosen, left = suspects(comparison, cur, 20, flips=False)
+    assert [s.eval_id for s in chosen] == ["c001", "c007", "c009"] and left == 0
+    # A judge criterion's flip is never a suspect by itself (its flips decide nothing).
+    base = one({e: {"judge": [1.0] * 5} for e in IDS})
+    cur = one({e: {"judge": [0.0] * 5 if e == "c003" else [1.0] * 5} for e in IDS})
+    assert suspects(compare(base, cur, GatePolicy()), cur, 20) == ([], 0)
+
+
+def test_verdicts_and_words():
+    keys = [K("a"), K("b"), K("c")]
+    reruns = {K("a"): [_rerun(1, 0.0), _rerun(2, 0.0)], K("b"): [_rerun(1, 1.0), _rerun(2, 0.0)]}
+    assert verdicts([True, True, False], keys, reruns, "traj", False, 2) == [True, False, False]
+    assert verdicts([True, True, True], keys, reruns, "traj", False, 2) is None  # c broke, not re-run
+    assert verdicts([True, True, False], keys, reruns, "traj", False, 0) is None  # off
+    assert words(reruns[K("a")], ["traj"], {}) == "failed 2 of 2 re-runs: broken"
+    assert words(reruns[K("b")], ["traj"], {}) == "passed on re-run: flaky, not counted (1 of 2 passed)"
+    assert words(None, ["traj"], {}) == "not re-run"
+
+
+def test_the_comment_says_per_suspect_what_the_re_runs_showed():
+    base = one({e: {"traj": 1.0} for e in IDS})
+    cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0], "c009": [0.0, 1.0]})
+    comment = render_comment(compare(base, cur, GatePolicy(), ledger=_ledger([1.0] * 10)), cur)
+    assert "### Confirmation runs" in comment
+    assert "- set/c001 (traj): failed 2 of 2 re-runs: broken" in comment
+    assert "- set/c009 (traj): passed on re-run: flaky, not counted (1 of 2 passed)" in comment
