@@ -226,18 +226,23 @@ def main(argv: list[str] | None = None) -> int:
         shots = []
         with sync_playwright() as p:
             browser = launch(p)
+            # Made and optimised in the temp folder, then copied: the pictures in docs/images
+            # are replaced only when both came out (and optimisers never work in place there).
             if args.markdown:
-                render_comment(browser, args.markdown.read_text(encoding="utf-8"), args.out / "comment.png")
-                shots.append(args.out / "comment.png")
+                render_comment(browser, args.markdown.read_text(encoding="utf-8"), tmp / "comment.png")
+                shots.append(tmp / "comment.png")
             else:
                 gated = gate_example(tmp)
-                render_comment(browser, (gated / "comment.md").read_text(encoding="utf-8"), args.out / "comment.png")
-                screenshot_report(browser, gated / "report.html", args.out / "report.png")
-                shots += [args.out / "comment.png", args.out / "report.png"]
+                render_comment(browser, (gated / "comment.md").read_text(encoding="utf-8"), tmp / "comment.png")
+                screenshot_report(browser, gated / "report.html", tmp / "report.png")
+                shots += [tmp / "comment.png", tmp / "report.png"]
             browser.close()
-        for png in shots:
-            how = optimise(png)
-            print(f"{png}: {png.stat().st_size / 1024:.0f} kB ({how})")
+        done = [(png, optimise(png)) for png in shots]
+        args.out.mkdir(parents=True, exist_ok=True)
+        for png, how in done:
+            target = args.out / png.name
+            shutil.copyfile(png, target)
+            print(f"{target}: {target.stat().st_size / 1024:.0f} kB ({how})")
     finally:
         if args.keep:
             print(f"kept: {tmp}")
