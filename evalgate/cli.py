@@ -129,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     gate.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
     gate.add_argument("--judge-concurrency", type=_concurrency, metavar="N", help="judge requests in flight at once, 1-256 (default: the config's, 8)")
     gate.add_argument("--shard", type=_shard, metavar="K/N", help="run and gate only shard K of N, against the baseline's cases of that shard")
+    gate.add_argument("--case", action="append", type=_pattern, metavar="PATTERN", help=_CASE_HELP + " The baseline is cut to the same cases.")
     gate.set_defaults(func=cmd_gate)
 
     baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")

@@ -239,6 +239,10 @@ def gate(args: argparse.Namespace) -> int:
     current = _run(args, loaded, plans)
     if args.shard is not None and base.results is not None:
         base.results = shard_of_results(base.results, args.shard)
+    if current.selection is not None and base.results is not None and base.results.selection is None:
+        from evalgate.cli import _selected_baseline
+
+        base.results = _selected_baseline(base.results, current.selection)  # --case: the same cases of the baseline
     comparison = compare(base.results, current, gate_, base.ledger, base.info)
     comparison = _confirm(args, comparison, current, plans, loaded, gate_, base)
     comparison.gate_change = under.change()

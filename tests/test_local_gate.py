@@ -125,6 +125,18 @@ def test_a_regressed_working_tree_fails_against_the_merge_base_baseline(cli, rep
     assert "comment: evalgate-results/comment.md  report: evalgate-results/report.html" in out
 
 
+def test_case_gates_the_chosen_cases_against_the_same_cases_of_the_baseline(cli, repo):
+    repo, base = repo
+    _regress(repo)  # 난방-ko regressed; lights-en unchanged
+    code, out, err = cli("gate", "--case", "lights-*", cwd=repo)
+    assert code == 0, out + err
+    comment = _comment(repo)
+    assert "PASS" in comment and "Removed cases" not in comment and "난방-ko" not in comment
+    code, out, err = cli("gate", "--case", "난방*", cwd=repo)
+    assert code == 1, out + err
+    assert "home: home/난방-ko regressed" in out and "Removed cases" not in _comment(repo)
+
+
 def test_an_unchanged_working_tree_passes(cli, repo):
     repo, base = repo
     code, out, err = cli("gate", "--out", "gated", cwd=repo)
