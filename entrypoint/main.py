@@ -572,10 +572,14 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
     return out.comment_url or ""
 
 
-def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
-    """The config file as the base commit has it: through the contents API when there is a
-    token, else from git (the checkout's history). None when the base has no such file or
-    it cannot be read (warned)."""
+def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str, str]]:
+    """The config file as the base commit has it, and its name: through the contents API
+    when there is a token, else from git (the checkout's history). A config the pull request
+    renamed (evalgate.yaml to evalgate.yml, say) is found under the base's name in the same
+    folder: otherwise the pull request would pass for one that adds evalgate, and its own
+    policy would judge it. None when the base has no config there or it cannot be read
+    (warned)."""
+    from evalgate.config import CONFIG_NAMES
     from evalgate.github import GitHubError
     from evalgate.policy import git_show
 
@@ -585,18 +589,26 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
     except ValueError:
         ctx.warn("the config is outside the repository, so the base commit's gate policy cannot be read; the pull request's own was used")
         return None
+    folder, _, name = rel.rpartition("/")
+    names = [name] + [n for n in CONFIG_NAMES if n != name]
+    candidates = [(f"{folder}/{n}" if folder else n, n) for n in names]
     client = ctx.client()
-    if client is not None:
-        try:
-            found = client.get_file(rel, base_sha)
-        except GitHubError as e:
-            ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
-            return None
-        return found.content.decode("utf-8", errors="replace") if found is not None else None
-    text = git_show(s.workspace, base_sha, rel)
-    if text is None:
+    for path, found_name in candidates:
+        if client is not None:
+            try:
+                found = client.get_file(path, base_sha)
+            except GitHubError as e:
+                ctx.warn(f"could not read {path} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
+                return None
+            if found is not None:
+                return found.content.decode("utf-8", errors="replace"), found_name
+            continue
+        text = git_show(s.workspace, base_sha, path)
+        if text is not None:
+            return text, found_name
+    if client is None:
         ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} from git (fetch-depth: 0 in actions/checkout gives the history); the pull request's own gate policy was used")
-    return text
+    return None
 
 
 def _base_gate(ctx: Context, loaded, base_sha: str):
@@ -604,11 +616,12 @@ def _base_gate(ctx: Context, loaded, base_sha: str):
     as when this pull request adds evalgate)."""
     from evalgate.policy import gate_of_text
 
-    text = _base_config_text(ctx, loaded, base_sha)
-    if text is None:
+    found = _base_config_text(ctx, loaded, base_sha)
+    if found is None:
         return None
+    text, name = found
     try:
-        return gate_of_text(text, loaded.path.name)
+        return gate_of_text(text, name)
     except InputError as e:
         ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
         return None

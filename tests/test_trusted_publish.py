@@ -241,3 +241,18 @@ def test_removed_cases_fail_when_the_base_says_so(action, history):
     assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
     [comment] = fake.issue_comments(PR)
     assert "1 baseline case removed (gate.removed\\_cases: fail)" in comment["body"], comment["body"]
+
+
+def test_a_pull_request_that_renames_its_config_is_still_judged_by_its_base(action, based):
+    """evalgate.yaml -> evalgate.yml with a looser gate: the base has no evalgate.yml, and the
+    pull request must not be taken for one that adds evalgate (its own gate then silently used)."""
+    old = action.ws / "evalgate.yaml"
+    text = old.read_text(encoding="utf-8")
+    old.unlink()
+    (action.ws / "evalgate.yml").write_text(text.replace("  deterministic_flips: fail\n", "  deterministic_flips: test\n  margin_deterministic: 1.0\n"), encoding="utf-8")
+    head = action.fake.add_commit([based], "rename and loosen")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 1, action.stdout
+    [status] = action.fake.statuses[head]
+    assert status["state"] == "failure"
+    [comment] = action.fake.issue_comments(PR)
+    assert "This pull request changes the gate" in comment["body"], comment["body"]
