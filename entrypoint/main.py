@@ -429,19 +429,69 @@ def _unwritable(s: Settings, e: OSError) -> InputError:
 # --- baselines ---------------------------------------------------------------------------
 
 
-def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None):
-    """The baseline store the settings name, or None (warned) when it cannot be reached."""
+def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None, base_sha: Optional[str] = None):
+    """The baseline store the settings name, or None (warned) when it cannot be reached.
+    With `base_sha` (PR mode) a `dir` store is read as that commit has it (`_DirAtBase`)."""
     from evalgate.baselines import DirStore, GitHubStore
 
     if ctx.settings.baseline_store == "dir":
         path = Path(gate.baseline.path)
         base = loaded.base if loaded is not None else ctx.settings.working_directory
-        return DirStore(path if path.is_absolute() else base / path, gate_id=gate.id)
+        folder = path if path.is_absolute() else base / path
+        if base_sha:
+            return _dir_at_base(ctx, folder, gate.id, base_sha)
+        return DirStore(folder, gate_id=gate.id)
     client = ctx.client(required_for)
     if client is None:
         ctx.warn("no GitHub token: the baseline store on the data branch cannot be read; judged on absolute thresholds")
         return None
     return GitHubStore(client, branch=gate.baseline.branch, gate_id=gate.id)
+
+
+def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
+    """A `dir` store in a pull request's checkout: where the folder is committed, its files
+    are the pull request's to rewrite (a baseline re-recorded from the regressed agent, or
+    deleted so that the pull request's own criteria judge it). So each file is read as the
+    base commit has it (contents API, else git); a file the base lacks is read from the
+    checkout only when git does not track it there (restored by actions/cache, say)."""
+    from evalgate.baselines import DirStore
+    from evalgate.github import GitHubError
+    from evalgate.judge.cache import tracked_files
+    from evalgate.policy import git_show_bytes
+
+    s = ctx.settings
+    tracked = tracked_files(folder)
+    client = ctx.client()
+    warned: list[str] = []
+
+    class _DirAtBase(DirStore):
+        def _bytes(self, file: Path) -> Optional[bytes]:
+            try:
+                rel = file.resolve().relative_to(s.workspace.resolve()).as_posix()
+            except ValueError:
+                return None  # outside the repository: nothing the base commit could vouch for
+            data = None
+            if client is not None:
+                try:
+                    found = client.get_file(rel, base_sha)
+                    data = found.content if found is not None else None
+                except GitHubError as e:
+                    if not warned:
+                        warned.append(rel)
+                        ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} ({e}); the baseline folder's committed files were not used")
+            else:
+                data = git_show_bytes(s.workspace, base_sha, rel)
+            if data is not None:
+                return data
+            try:
+                inside = file.resolve().relative_to(folder.resolve()).as_posix()
+            except ValueError:
+                return None
+            if tracked is None or inside in tracked:
+                return None  # the pull request's own copy of a committed file
+            return super()._bytes(file)
+
+    return _DirAtBase(folder, gate_id=gate_id)
 
 
 def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
@@ -648,7 +698,7 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
     if base_gate is not None:
         loaded.config = loaded.config.model_copy(update={"gate": base_gate})
     gate = _gate(ctx.settings, loaded)
-    store = _store(ctx, gate, loaded)
+    store = _store(ctx, gate, loaded, base_sha=base_sha)
     baseline, info = find(ctx, store, gate, base_sha)
     past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)

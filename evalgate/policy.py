@@ -111,6 +111,12 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
 def git_show(repo: Any, commit: str, path: str) -> Optional[str]:
     """The text of `path` (relative to the repository's root, or `./x` relative to `repo`) at
     `commit`, from the git history in `repo`; None when git, the commit or the file is missing."""
+    data = git_show_bytes(repo, commit, path)
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def git_show_bytes(repo: Any, commit: str, path: str) -> Optional[bytes]:
+    """As `git_show`, the file's bytes."""
     import shutil
     import subprocess
 
@@ -123,7 +129,7 @@ def git_show(repo: Any, commit: str, path: str) -> Optional[str]:
         return None
     if proc.returncode != 0:
         return None
-    return proc.stdout.decode("utf-8", errors="replace")
+    return proc.stdout
 
 
 def gate_of_text(text: str, name: str) -> Any:

@@ -256,3 +256,32 @@ def test_a_pull_request_that_renames_its_config_is_still_judged_by_its_base(acti
     assert status["state"] == "failure"
     [comment] = action.fake.issue_comments(PR)
     assert "This pull request changes the gate" in comment["body"], comment["body"]
+
+
+def test_a_committed_baseline_folder_is_read_as_the_base_commit_has_it(action, history):
+    """baseline-store: dir with the folder committed: the pull request's tree holds its own copy
+    of the base's baseline, which it can rewrite (here: re-recorded from the regressed agent).
+    Tracked baseline files are read at the base commit, not from the pull request's checkout."""
+    import subprocess
+
+    from test_entrypoint import _push, _set_outputs
+
+    fake, ws = action.fake, action.ws
+    base = history[1]
+    assert action("push", _push(base), sha=base, baseline_store="dir") == 0, action.stdout
+    rel = f".evalgate/baselines/baselines/evalgate/{base}.json.gz"
+    files = {"evalgate.yaml": (ws / "evalgate.yaml").read_bytes(), rel: (ws / rel).read_bytes()}
+    for extra in (ws / ".evalgate" / "baselines").rglob("*.gz"):
+        files[extra.relative_to(ws).as_posix()] = extra.read_bytes()
+    fake.commits[base]["tree"] = fake.commits[fake.add_commit([], "tree", files=files)]["tree"]
+    # The pull request re-records "the base's baseline" from its regressed agent and commits it.
+    _set_outputs(ws, regressed=True)
+    assert action("push", _push(base), sha=base, baseline_store="dir") == 1, action.stdout
+    assert (ws / rel).read_bytes() != files[rel]
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(ws)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A", "-f"], check=True)
+    subprocess.run(git + ["commit", "-qm", "pr"], check=True)
+    head = fake.add_commit([base], "forged baseline")
+    assert action("pull_request", _pull_request(head, base), sha=head, baseline_store="dir") == 1, action.stdout
+    assert [s["state"] for s in fake.statuses[head]] == ["failure"]
