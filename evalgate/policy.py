@@ -89,18 +89,40 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
             for c in suite.cases
         }
         default = tuple(sorted((n, spec.threshold) for n, spec in suite.criteria.items()))
-        built: dict[tuple, Any] = {}
-        try:
-            for case in plan.cases:
-                wanted = thresholds_of.get((case.eval_set_id, case.eval_id)) or default
-                if wanted not in built:
-                    raw = {name: {"threshold": threshold, **options[name]} for name, threshold in wanted}
-                    built[wanted] = parse_criteria(raw, f"the baseline's criteria of suite {plan.name}", lambda *loc: json_path(loc))
-        except InputError as e:
-            notes.append(f"suite {plan.name}: the baseline's criteria cannot be read by this evalgate ({e.problems[0].what}); the pull request's were used")
-            continue
+        # Each criterion on its own: one the baseline records but this evalgate cannot rebuild
+        # from it (a custom metric, whose function is named in the config's custom_metrics; an
+        # option that no longer parses) must not hand the suite's other criteria back to the
+        # pull request. That one is the pull request's criterion of the same name, with the
+        # baseline's threshold; without one, it is left out (noted).
+        built: dict[tuple, tuple[dict, dict]] = {}
+        unreadable: dict[str, str] = {}
         for case in plan.cases:
-            case.criteria = built[thresholds_of.get((case.eval_set_id, case.eval_id)) or default]
+            wanted = thresholds_of.get((case.eval_set_id, case.eval_id)) or default
+            if wanted not in built:
+                parsed, failed = {}, {}
+                for name, threshold in wanted:
+                    raw = {name: {"threshold": threshold, **options[name]}}
+                    try:
+                        parsed.update(parse_criteria(raw, f"the baseline's criteria of suite {plan.name}", lambda *loc: json_path(loc)))
+                    except InputError as e:
+                        failed[name] = threshold
+                        unreadable.setdefault(name, e.problems[0].what)
+                built[wanted] = (parsed, failed)
+            parsed, failed = built[wanted]
+            if not failed:
+                case.criteria = parsed
+                continue
+            criteria = dict(parsed)
+            for name, threshold in failed.items():
+                own = case.criteria.get(name)
+                if own is not None:
+                    criteria[name] = own.model_copy(update={"threshold": threshold})
+            case.criteria = criteria
+        for name, why in sorted(unreadable.items()):
+            notes.append(
+                f"suite {plan.name}: the baseline's criterion {name} cannot be rebuilt by this evalgate ({why}); "
+                "the pull request's criterion of that name was used with the baseline's threshold, where it has one"
+            )
     return notes
 
 

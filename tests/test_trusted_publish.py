@@ -285,3 +285,35 @@ def test_a_committed_baseline_folder_is_read_as_the_base_commit_has_it(action, h
     head = fake.add_commit([base], "forged baseline")
     assert action("pull_request", _pull_request(head, base), sha=head, baseline_store="dir") == 1, action.stdout
     assert [s["state"] for s in fake.statuses[head]] == ["failure"]
+
+
+def test_a_suite_with_a_custom_metric_is_still_judged_by_the_baselines_criteria(action):
+    """The baseline records a custom metric (a name evalgate's registry does not know). That one
+    criterion cannot be rebuilt from the baseline alone; the suite's other criteria still must be
+    the baseline's, not the pull request's (here: its tool trajectory threshold zeroed)."""
+    pytest.importorskip("google.adk")
+    from test_entrypoint import _push, _set_outputs
+
+    fake, ws = action.fake, action.ws
+    (ws / "review_always_one.py").write_text(
+        "from google.adk.evaluation.eval_metrics import EvalStatus\n"
+        "from google.adk.evaluation.evaluator import EvaluationResult\n"
+        "def one(eval_metric, actual_invocations, expected_invocations, conversation_scenario):\n"
+        "    return EvaluationResult(overall_score=1.0, overall_eval_status=EvalStatus.PASSED)\n",
+        encoding="utf-8",
+    )
+    config = ws / "evalgate.yaml"
+    text = config.read_text(encoding="utf-8").replace(
+        "      response_match_score: 0.8\n",
+        "      response_match_score: 0.8\n      always_one: 0.5\n    custom_metrics:\n      always_one: {code_config: {name: review_always_one.one}}\n",
+    )
+    config.write_text(text, encoding="utf-8")
+    base = fake.add_commit([], "main", files={"evalgate.yaml": text.encode("utf-8")})
+    fake.refs["refs/heads/main"] = base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    _set_outputs(ws, regressed=True)
+    config.write_text(text.replace("tool_trajectory_avg_score: {threshold: 1.0,", "tool_trajectory_avg_score: {threshold: 0.0,"), encoding="utf-8")
+    head = fake.add_commit([base], "loosen")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert results["suites"][0]["criteria"]["tool_trajectory_avg_score"]["threshold"] == 1.0
