@@ -208,8 +208,8 @@ def _gate(s: Settings, loaded) -> Any:
 def cache_policy(s: Settings):
     """This run as a writer of judge cache entries, and whose entries it believes.
 
-    A pull request run believes only what default-branch runs wrote (and what it writes
-    itself): whatever else a pull request's cache holds was written in a job that ran the
+    A pull request run (and a merge group's, whose head holds the pull request's code)
+    believes only what default-branch runs wrote (and what it writes itself): whatever else a pull request's cache holds was written in a job that ran the
     pull request's code, so an earlier commit of it could vouch for a later one. Runs of the
     default branch (push, schedule, manual runs on it, and the trusted workflow_run job) and
     of other branches believe every entry that git does not track.
@@ -218,7 +218,9 @@ def cache_policy(s: Settings):
 
     default = _default_branch(s)
     on_default = bool(default) and s.ref == f"refs/heads/{default}"
-    if s.event_name in PR_EVENTS:
+    # A merge group's head is the pull request merged onto its target: its code (and agent)
+    # is the pull request's, and its status is the one the queue waits for.
+    if s.event_name in PR_EVENTS or s.event_name == "merge_group":
         return CachePolicy("pull_request", s.event_name, s.ref, frozenset({"default"}))
     # A schedule always runs on the default branch; a push or a manual run may be on any.
     if s.event_name in ("workflow_run", "schedule") or (on_default and s.event_name in ("push", "workflow_dispatch")):

@@ -488,3 +488,24 @@ def test_an_entry_written_after_the_cache_was_opened_is_not_believed_by_a_pull_r
     # A default-branch or local run believes every untracked entry, whenever it was written.
     local = JudgeCache(root, CachePolicy())
     assert local.get(after).text == "planted by the agent"
+
+
+def test_a_merge_queue_run_believes_only_what_default_branch_runs_cached(action, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """A merge group's head holds the pull request's code, and its agent runs in the job before
+    the judge reads the cache, as in a pull request run: its policy is a pull request's. Here
+    the entries a pull request's run cached (its endpoint says the turtles are "valid") must
+    not pass the merge queue's required status."""
+    fake = action.fake
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "queue head")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+    assert _cache_writers(action.ws) == {"pull_request"}
+    clear_judge_env(monkeypatch, tmp_path)
+    event = {"merge_group": {"head_sha": head, "base_sha": base, "head_ref": "refs/heads/gh-readonly-queue/main/pr-7"},
+             "repository": {"full_name": "octo/hello", "default_branch": "main"}}
+    action("merge_group", event, sha=head, ref="refs/heads/gh-readonly-queue/main/pr-7")
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}, action.stdout
+    assert results["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_refused"] == 2
