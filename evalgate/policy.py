@@ -40,6 +40,7 @@ def policy_of_results(gate: Any, results: Optional[RunResults]) -> dict[str, Any
     out: dict[str, Any] = {"gate": gate_policy(gate)}
     if results is not None:
         out["suites"] = suites_policy({s.name: s.criteria for s in results.suites})
+        out["not_evaluated"] = {s.name: s.not_evaluated_policy for s in sorted(results.suites, key=lambda s: s.name)}
     return out
 
 
@@ -48,14 +49,20 @@ def policy_of_plans(gate: Any, plans: list) -> dict[str, Any]:
     of its first case, as results record them)."""
     from evalgate.engine import _specs
 
-    return {"gate": gate_policy(gate), "suites": suites_policy({p.name: _specs(p.cases) for p in plans})}
+    return {
+        "gate": gate_policy(gate),
+        "suites": suites_policy({p.name: _specs(p.cases) for p in plans}),
+        "not_evaluated": {p.name: p.not_evaluated for p in sorted(plans, key=lambda p: p.name)},
+    }
 
 
 def diff(base: dict[str, Any], pr: dict[str, Any]) -> Optional[str]:
     """A unified diff of the two policies (YAML, keys sorted), or None when they agree. Only
     the parts the base has are compared: without a baseline, the suites are not."""
     if "suites" not in base:
-        pr = {k: v for k, v in pr.items() if k != "suites"}
+        pr = {k: v for k, v in pr.items() if k not in ("suites", "not_evaluated")}
+    elif "not_evaluated" in pr:  # suites the baseline lacks are the pull request's own
+        pr = {**pr, "not_evaluated": {k: v for k, v in pr["not_evaluated"].items() if k in base.get("not_evaluated", {})}}
     a, b = _yaml(base), _yaml(pr)
     if a == b:
         return None
@@ -70,8 +77,8 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def base_criteria(plans: list, baseline: RunResults) -> list[str]:
-    """Give each suite the baseline has the criteria the baseline recorded, in place of the
-    pull request's: for a case the baseline scored, its criteria and thresholds (eval sets
+    """Give each suite the baseline has the criteria (and the not_evaluated policy) the
+    baseline recorded, in place of the pull request's: for a case the baseline scored, its criteria and thresholds (eval sets
     of one suite may have their own test_config.json); for a new case, the suite's. Options
     are the suite's (results record them per suite). Returns a note per suite where that
     could not be done."""
@@ -81,7 +88,13 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
     notes = []
     for plan in plans:
         suite = next((s for s in baseline.suites if s.name == plan.name), None)
-        if suite is None or not suite.criteria:
+        if suite is None:
+            continue
+        # What a NOT_EVALUATED case does to the suite is the base's too: otherwise a pull
+        # request could set `not_evaluated: ignore` and make its agent fail the cases it breaks.
+        if suite.not_evaluated_policy in ("fail", "warn", "ignore"):
+            plan.not_evaluated = suite.not_evaluated_policy
+        if not suite.criteria:
             continue
         options = {name: spec.options for name, spec in suite.criteria.items()}
         thresholds_of = {

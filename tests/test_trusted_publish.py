@@ -317,3 +317,27 @@ def test_a_suite_with_a_custom_metric_is_still_judged_by_the_baselines_criteria(
     assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
     results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
     assert results["suites"][0]["criteria"]["tool_trajectory_avg_score"]["threshold"] == 1.0
+
+
+def test_a_pull_request_cannot_turn_off_its_bases_not_evaluated_policy(action, history):
+    """The base fails a suite on NOT_EVALUATED cases; the pull request sets `not_evaluated: ignore`
+    and its agent fails on the case it breaks (NOT_EVALUATED, not FAILED). The suite's
+    not_evaluated policy is the base's (the baseline records it), like its criteria."""
+    from test_entrypoint import _lines, _push
+
+    fake, ws = action.fake, action.ws
+    config = ws / "evalgate.yaml"
+    text = config.read_text(encoding="utf-8").replace("    actual: runs/out.jsonl\n", "    actual: runs/out.jsonl\n    not_evaluated: fail\n")
+    config.write_text(text, encoding="utf-8")
+    base = fake.add_commit([history[1]], "main", files={"evalgate.yaml": text.encode("utf-8")})
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    lines = _lines(False, "lights-en", "kitchen")
+    for line in lines:
+        if line["eval_id"] == "lights-en":
+            line["invocations"], line["error"] = [], "the agent raised"
+    (ws / "runs" / "out.jsonl").write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+    config.write_text(text.replace("not_evaluated: fail", "not_evaluated: ignore"), encoding="utf-8")
+    head = fake.add_commit([base], "ignore what I break")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    assert "This pull request changes the gate" in comment["body"]
