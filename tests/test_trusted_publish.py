@@ -341,3 +341,47 @@ def test_a_pull_request_cannot_turn_off_its_bases_not_evaluated_policy(action, h
     assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
     [comment] = fake.issue_comments(PR)
     assert "This pull request changes the gate" in comment["body"]
+
+
+def _agent_project(root: Path, num_runs: int) -> Path:
+    """The documented example weather agent (a command agent) on tests/agents/evals, run num_runs times."""
+    import shutil
+    import sys
+
+    from conftest import REPO
+
+    shutil.copytree(REPO / "tests" / "agents" / "evals", root / "evals")
+    shutil.copy(REPO / "docs" / "examples" / "weather_agent.py", root / "agent.py")
+    config = {"agent": {"command": [sys.executable, "agent.py"], "num_runs": num_runs},
+              "suites": [{"name": "weather", "evalsets": "evals", "criteria": {"tool_trajectory_avg_score": 1.0}}]}
+    (root / "evalgate.yaml").write_text(json.dumps(config), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("num_runs", [1, 3])
+def test_a_fork_run_of_an_agent_suite_is_re_scored_run_by_run(fake_github, tmp_path, capsys, num_runs):  # noqa: F811
+    """A suite that runs its agent (num_runs of it): phase 1 runs the fork's agent, phase 2 takes
+    every run of every case from inference.jsonl and scores them under the trusted config."""
+    from evalgate.cli import main as cli
+    from test_entrypoint import Action
+
+    ws = _agent_project(tmp_path / "ws", num_runs)
+    action = Action(fake_github, ws, tmp_path, capsys)
+    fake = action.fake
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "fork head")
+    fake.add_pull(PR, head, base, fork=True)
+    artifact = ws / "evalgate-artifact"
+    assert cli(["run", "--config", str(ws / "evalgate.yaml"), "--out", str(artifact), "--quiet"]) == 0
+    (artifact / "pr.json").write_text(json.dumps({"number": PR, "head_sha": head}))
+    records = _records(artifact)
+    assert sorted({r.get("run") or 1 for r in records}) == list(range(1, num_runs + 1))
+    capsys.readouterr()
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    assert action("workflow_run", event, sha=base, artifact_dir="evalgate-artifact") == 0, action.stdout
+    [status] = fake.statuses[head]
+    assert status["state"] == "success"
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    [suite] = results["suites"]
+    assert {c["status"] for c in suite["cases"]} == {"PASSED"}
+    assert suite["counts"]["cases"] == 3
