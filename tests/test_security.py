@@ -509,3 +509,16 @@ def test_a_merge_queue_run_believes_only_what_default_branch_runs_cached(action,
     results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
     assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}, action.stdout
     assert results["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_refused"] == 2
+
+
+def test_a_test_config_beside_the_eval_sets_may_not_lead_outside_the_project(cli, tmp_path):
+    """The test_config.json next to an eval set is read as the suite's criteria (and user
+    simulator): as a symbolic link out of the project it is refused like any other path."""
+    root = make_project(tmp_path / "project")
+    outside = tmp_path / "outside" / "test_config.json"
+    outside.parent.mkdir()
+    outside.write_text(json.dumps({"criteria": {"response_match_score": 0.0}}), encoding="utf-8")
+    (root / "evals" / "test_config.json").symlink_to(outside)
+    (root / "evalgate.yaml").write_text(PLAIN_CONFIG.replace("    criteria:\n      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n      response_match_score: 0.8\n", ""), encoding="utf-8")
+    line = _one_error(cli, root)
+    assert "test_config.json" in line and "leads outside the project" in line, line
