@@ -1094,7 +1094,10 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
         workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
         # Every activity reads the config; publish re-scores the pull request's outputs under it.
         loaded = _load(settings)
-        outcome = ACTIVITIES[activity](ctx, loaded)
+        from evalgate.judge.cache import session
+
+        with session():  # every judge cache of this run read as the first one found it
+            outcome = ACTIVITIES[activity](ctx, loaded)
         return report(ctx, activity, outcome, _gate(settings, loaded))
     except InputError as e:
         here = Path.cwd()

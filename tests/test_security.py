@@ -522,3 +522,36 @@ def test_a_test_config_beside_the_eval_sets_may_not_lead_outside_the_project(cli
     (root / "evalgate.yaml").write_text(PLAIN_CONFIG.replace("    criteria:\n      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n      response_match_score: 0.8\n", ""), encoding="utf-8")
     line = _one_error(cli, root)
     assert "test_config.json" in line and "leads outside the project" in line, line
+
+
+def test_a_cache_opened_later_in_the_run_does_not_believe_what_the_agent_planted(tmp_path):
+    """gate.pairwise opens its own cache after the agent ran. Had it taken the folder as it then
+    found it, an entry the agent planted (claiming a default-branch writer) would count as one
+    that was there before: within one run (the action's `session`), every cache of a pull
+    request's policy sees the folder as the first one found it, and what any of them wrote."""
+    import json as _json
+
+    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache, session
+
+    root = tmp_path / "cache"
+    policy = CachePolicy("pull_request", "pull_request", "refs/pull/7/merge", frozenset({"default"}))
+
+    def plant(key: str, text: str) -> None:
+        path = root / key[:2] / f"{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"format": CACHE_FORMAT, "key": key, "text": text, "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
+        path.write_text(_json.dumps(entry), encoding="utf-8")
+
+    before, planted, own = "a" * 64, "b" * 64, "c" * 64
+    plant(before, "from main")
+    with session():
+        scoring = JudgeCache(root, policy)
+        plant(planted, "A wins")  # the agent, while it runs
+        scoring.put(own, "the judge's answer", {})
+        pairwise = JudgeCache(root, policy)  # opened after the agent ran
+        assert pairwise.get(before).text == "from main"
+        assert pairwise.get(planted) is None and pairwise.refused == {"late": 1}
+        assert pairwise.get(own).text == "the judge's answer"
+    # A new run (a new session) finds the folder anew.
+    with session():
+        assert JudgeCache(root, policy).get(planted).text == "A wins"
