@@ -8,6 +8,7 @@ follow a redirect elsewhere, paths out of the repository, pull_request_target.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -555,3 +556,28 @@ def test_a_cache_opened_later_in_the_run_does_not_believe_what_the_agent_planted
     # A new run (a new session) finds the folder anew.
     with session():
         assert JudgeCache(root, policy).get(planted).text == "A wins"
+
+
+def test_a_copy_of_the_token_does_not_reach_the_agent_when_evalgate_runs_in_the_real_environment(fake_github, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """As in the container: the entrypoint reads and cleans `os.environ` itself (env=None). Once
+    it has removed GITHUB_TOKEN & co. from it, a copy of the token under another name must still
+    be recognised as the token and withheld from a command agent."""
+    from entrypoint.main import main
+
+    token = fake_github.token
+    ws = leaky_project(tmp_path / "ws", token)
+    base, _ = fake_github.linear_history(2)
+    head = fake_github.add_commit([base], "PR head")
+    (tmp_path / "event.json").write_text(json.dumps(_pull_request(head, base)), encoding="utf-8")
+    for name, value in {
+        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_REPOSITORY": fake_github.repository,
+        "GITHUB_API_URL": fake_github.url, "GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "1", "GITHUB_REF": f"refs/pull/{PR}/merge",
+        "GITHUB_SHA": head, "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_WORKSPACE": str(ws), "EVALGATE_GITHUB_TOKEN": token, "GITHUB_TOKEN": token, "MY_COPY": token,
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ws)
+    main([])
+    seen = [json.loads(line) for line in (ws / "env.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert seen and all(token not in env.values() for env in seen), [k for env in seen for k, v in env.items() if v == token]
+    assert "MY_COPY" not in os.environ  # nor does an in-process agent find it in evalgate's own environment
