@@ -103,6 +103,18 @@ def _rename_suite(artifact: Path) -> None:
     _write_records(artifact, [dict(r, suite="evil") for r in _records(artifact)])
 
 
+def _fail_case(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, invocations=[], error="the agent raised") if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
+def _no_turns(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, invocations=[]) if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
+def _two_turns(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, invocations=r["invocations"] * 2) if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
 def _empty(artifact: Path) -> None:
     (artifact / "inference.jsonl").write_text("not json\n", encoding="utf-8")
 
@@ -115,6 +127,10 @@ def _empty(artifact: Path) -> None:
         pytest.param(_other_digest, "1 of 2 cases have no output", id="the failing case's digest changed"),
         pytest.param(_rename_suite, "hold nothing for this suite", id="the suite renamed"),
         pytest.param(_empty, "hold nothing for this suite", id="no records"),
+        # NOT_EVALUATED instead of FAILED: under the default `not_evaluated: warn` these passed.
+        pytest.param(_fail_case, "1 of 2 cases failed to run", id="the failing case marked as a failed run"),
+        pytest.param(_no_turns, "1 of 2 cases failed to run", id="the failing case with no invocations"),
+        pytest.param(_two_turns, "1 of 2 cases failed to run", id="the failing case with other turns"),
     ],
 )
 def test_a_case_or_suite_taken_out_of_the_outputs_cannot_pass(action, baseline, forge, reason):  # noqa: F811
