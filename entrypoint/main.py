@@ -1089,14 +1089,19 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             env["GOOGLE_APPLICATION_CREDENTIALS"] = str(settings.google_credentials)
         os.chdir(settings.working_directory)
         activity = choose_activity(settings)  # before install: a refused event runs no project code
-        install(settings, workflow)
-        ctx = Context(settings, workflow, env, secrets=tuple(known))
-        workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
-        # Every activity reads the config; publish re-scores the pull request's outputs under it.
-        loaded = _load(settings)
-        from evalgate.judge.cache import session
+        from evalgate.judge.cache import session, snapshot
 
-        with session():  # every judge cache of this run read as the first one found it
+        # Every judge cache of this run is read as the folder was before any project code ran
+        # (install's setup.py, custom metric modules, the agent): what appears later is refused
+        # under a pull request's policy, whoever claims to have written it.
+        with session():
+            for folder in _cache_folders(settings):
+                snapshot(folder)
+            install(settings, workflow)
+            ctx = Context(settings, workflow, env, secrets=tuple(known))
+            workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
+            # Every activity reads the config; publish re-scores the pull request's outputs under it.
+            loaded = _load(settings)
             outcome = ACTIVITIES[activity](ctx, loaded)
         return report(ctx, activity, outcome, _gate(settings, loaded))
     except InputError as e:
@@ -1129,6 +1134,20 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             for failure in hand_back(_written(settings, loaded), settings.workspace, started):
                 workflow.warning(failure)
         os.chdir(cwd)
+
+
+def _cache_folders(s: Settings) -> list[Path]:
+    """The judge cache folder this run will use, found before any project code runs: the
+    cache-dir input, else the config's judge.cache_dir (read here only for that; a config
+    that cannot be read is reported later, as always)."""
+    if s.cache_dir is not None:
+        return [s.cache_dir]
+    try:
+        loaded = _load(s)
+    except InputError:
+        return [s.working_directory / ".evalgate" / "cache"]
+    folder = Path(loaded.config.judge.cache_dir)
+    return [folder if folder.is_absolute() else loaded.base / folder]
 
 
 def _written(s: Settings, loaded) -> list[Path]:

@@ -581,3 +581,39 @@ def test_a_copy_of_the_token_does_not_reach_the_agent_when_evalgate_runs_in_the_
     seen = [json.loads(line) for line in (ws / "env.jsonl").read_text(encoding="utf-8").splitlines()]
     assert seen and all(token not in env.values() for env in seen), [k for env in seen for k, v in env.items() if v == token]
     assert "MY_COPY" not in os.environ  # nor does an in-process agent find it in evalgate's own environment
+
+
+def test_entries_the_install_step_plants_are_not_believed_by_a_pull_request_run(action, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """`pip install .` runs the pull request's setup.py before the judge cache is opened: entries
+    it copies in, claiming a default-branch writer, must count as written after the run began."""
+    fake = action.fake
+    ws = action.ws
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "PR head")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+    cache, planted = ws / ".evalgate" / "cache", ws / "planted"
+    shutil.move(str(cache), str(planted))
+    for path in planted.rglob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["writer"] = {"kind": "default", "event": "push", "ref": "refs/heads/main"}
+        path.write_text(json.dumps(data), encoding="utf-8")
+    # The project's own build backend (project code, as a setup.py is) plants them.
+    (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
+    (ws / "planter.py").write_text(
+        "import os, shutil\n"
+        f"shutil.copytree({str(planted)!r}, {str(cache)!r}, dirs_exist_ok=True)\n"
+        "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
+        "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+        "    os.makedirs(os.path.join(directory, 'planter-0.dist-info'))\n"
+        "    open(os.path.join(directory, 'planter-0.dist-info', 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: planter\\nVersion: 0\\n')\n"
+        "    return 'planter-0.dist-info'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    clear_judge_env(monkeypatch, tmp_path)
+    action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge", install="--dry-run --no-deps --no-build-isolation .")
+    assert action.code in (0, 1) and list(cache.rglob("*.json")), action.stdout  # setup.py ran and planted them
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}

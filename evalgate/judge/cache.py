@@ -122,6 +122,15 @@ def session() -> Iterator[None]:
             _session = None
 
 
+def snapshot(root: Path) -> None:
+    """Inside a `session`: take the folder's view now, before any project code runs, for the
+    caches the run opens later (a no-op outside a session, or when already taken)."""
+    key = Path(root).resolve()
+    with _session_lock:
+        if _session is not None and key not in _session:
+            _session[key] = (_stamps(Path(root)), set())
+
+
 class JudgeCache:
     """Content-addressed files under `root`, read under a `CachePolicy`.
 
