@@ -94,6 +94,12 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
         # request could set `not_evaluated: ignore` and make its agent fail the cases it breaks.
         if suite.not_evaluated_policy in ("fail", "warn", "ignore"):
             plan.not_evaluated = suite.not_evaluated_policy
+        # So is how often the agent runs: fewer runs than the baseline's weaken the tests that
+        # tell a drop from noise (a real regression would look inconclusive).
+        base_runs = max((len(r.runs) for c in suite.cases for r in c.criteria.values() if r.runs), default=1)
+        if plan.agent is not None and base_runs > plan.agent.num_runs:
+            notes.append(f"suite {plan.name}: the agent runs {base_runs} times per case, as in the baseline (the pull request sets num_runs: {plan.agent.num_runs})")
+            plan.agent = plan.agent.model_copy(update={"num_runs": base_runs})
         if not suite.criteria:
             continue
         options = {name: spec.options for name, spec in suite.criteria.items()}

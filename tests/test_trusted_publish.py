@@ -401,3 +401,22 @@ def test_a_fork_run_of_an_agent_suite_is_re_scored_run_by_run(fake_github, tmp_p
     [suite] = results["suites"]
     assert {c["status"] for c in suite["cases"]} == {"PASSED"}
     assert suite["counts"]["cases"] == 3
+
+
+def test_a_pull_request_cannot_run_its_agent_fewer_times_than_its_base(fake_github, tmp_path, capsys):  # noqa: F811
+    """num_runs decides how much evidence a regression test has: a pull request that lowers it
+    (3 -> 1) would make a real drop look inconclusive. Its suites run at least as many times
+    as the baseline's did."""
+    from test_entrypoint import Action, _push
+
+    ws = _agent_project(tmp_path / "ws", 3)
+    action = Action(fake_github, ws, tmp_path, capsys)
+    fake = action.fake
+    text = (ws / "evalgate.yaml").read_text(encoding="utf-8")
+    base = fake.add_commit([], "main", files={"evalgate.yaml": text.encode("utf-8")})
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    (ws / "evalgate.yaml").write_text(text.replace('"num_runs": 3', '"num_runs": 1'), encoding="utf-8")
+    head = fake.add_commit([base], "fewer runs")
+    action("pull_request", _pull_request(head, base), sha=head)
+    records = _records(ws / "evalgate-results")
+    assert sorted({r.get("run") or 1 for r in records}) == [1, 2, 3], action.stdout
