@@ -617,3 +617,31 @@ def test_entries_the_install_step_plants_are_not_believed_by_a_pull_request_run(
     assert action.code in (0, 1) and list(cache.rglob("*.json")), action.stdout  # setup.py ran and planted them
     results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
     assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}
+
+
+@needs_git
+def test_a_repository_made_inside_the_cache_during_the_run_does_not_hide_committed_entries(tmp_path):
+    """Which entries git tracks was asked lazily, at the first read, of the nearest `.git`:
+    project code running before that (install, a custom metric module, the agent) could
+    `git init` inside the cache folder, and the committed entries then looked untracked.
+    It is asked when the run takes the cache's view, before any project code runs."""
+    import json as _json
+
+    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache, session, snapshot
+
+    repo = tmp_path / "repo"
+    root = repo / ".evalgate" / "cache"
+    key = "e" * 64
+    path = root / key[:2] / f"{key}.json"
+    path.parent.mkdir(parents=True)
+    entry = {"format": CACHE_FORMAT, "key": key, "text": "planted", "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
+    path.write_text(_json.dumps(entry), encoding="utf-8")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "commit the cache")
+    policy = CachePolicy("pull_request", "pull_request", "refs/pull/7/merge", frozenset({"default"}))
+    with session():
+        snapshot(root)  # the action, before install
+        git(root, "init", "-q")  # the project's code, later
+        cache = JudgeCache(root, policy)
+        assert cache.get(key) is None and cache.refused == {"tracked": 1}

@@ -105,7 +105,8 @@ def eval_cache_key(request: EvalRequest) -> str:
 # after the agent ran. Inside `session()`, a pull request's policy judges every one of them by the
 # folder as the first one found it (and believes what any of them wrote), so an entry the agent
 # planted after that is not taken for one that "was there when the cache was opened".
-_session: Optional[dict[Path, tuple[dict[str, tuple[int, int, int]], set[str]]]] = None
+# (entry stamps, keys written, files git tracks) of a folder, as the run first found it.
+_session: Optional[dict[Path, tuple[dict[str, tuple[int, int, int]], set[str], Optional[frozenset[str]]]]] = None
 _session_lock = threading.Lock()
 
 
@@ -128,7 +129,7 @@ def snapshot(root: Path) -> None:
     key = Path(root).resolve()
     with _session_lock:
         if _session is not None and key not in _session:
-            _session[key] = (_stamps(Path(root)), set())
+            _session[key] = (_stamps(Path(root)), set(), tracked_files(Path(root)))
 
 
 class JudgeCache:
@@ -158,13 +159,20 @@ class JudgeCache:
         self._lock = threading.Lock()
         self._opened = None
         if policy.believe is not None:
+            # What git tracks is asked now too, not at the first read: project code running
+            # in between could `git init` inside the folder and make committed entries look
+            # untracked.
             with _session_lock:
                 shared = _session.get(self.root.resolve()) if _session is not None else None
                 if shared is None:
-                    shared = (_stamps(self.root), self._own)
+                    shared = (_stamps(self.root), self._own, tracked_files(self.root))
                     if _session is not None:
                         _session[self.root.resolve()] = shared
-            self._opened, self._own = shared
+            self._opened, self._own, self._tracked = shared
+            self._tracked_known = True
+            if self._tracked is None:
+                log.warning("judge cache %s: git cannot say which of its files are tracked, so no cached "
+                            "verdict is used (install git, or move the cache out of the repository)", self.root)
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
