@@ -77,11 +77,11 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def base_criteria(plans: list, baseline: RunResults) -> list[str]:
-    """Give each suite the baseline has the criteria (and the not_evaluated policy) the
-    baseline recorded, in place of the pull request's: for a case the baseline scored, its criteria and thresholds (eval sets
-    of one suite may have their own test_config.json); for a new case, the suite's. Options
-    are the suite's (results record them per suite). Returns a note per suite where that
-    could not be done."""
+    """Give each suite the baseline has what the baseline recorded, in place of the pull
+    request's: its not_evaluated policy, at least its number of runs, and for a case the
+    baseline scored its criteria and thresholds (eval sets of one suite may have their own
+    test_config.json), for a new case the suite's. Options are the suite's (results record
+    them per suite). Returns a note for each thing that could not be done as the base had it."""
     from evalgate.config import parse_criteria
     from evalgate.errors import InputError, json_path
 
