@@ -209,8 +209,9 @@ def cache_policy(s: Settings):
     """This run as a writer of judge cache entries, and whose entries it believes.
 
     A pull request run (and a merge group's, whose head holds the pull request's code)
-    believes only what default-branch runs wrote (and what it writes itself): whatever else a pull request's cache holds was written in a job that ran the
-    pull request's code, so an earlier commit of it could vouch for a later one. Runs of the
+    believes only what default-branch runs wrote (and what it writes itself): whatever else
+    a pull request's cache holds was written in a job that ran the pull request's code, so
+    an earlier commit of it could vouch for a later one. Runs of the
     default branch (push, schedule, manual runs on it, and the trusted workflow_run job) and
     of other branches believe every entry that git does not track.
     """
