@@ -208,9 +208,10 @@ def _gate(s: Settings, loaded) -> Any:
 def cache_policy(s: Settings):
     """This run as a writer of judge cache entries, and whose entries it believes.
 
-    A pull request run believes only what default-branch runs wrote (and what it writes
-    itself): whatever else a pull request's cache holds was written in a job that ran the
-    pull request's code, so an earlier commit of it could vouch for a later one. Runs of the
+    A pull request run (and a merge group's, whose head holds the pull request's code)
+    believes only what default-branch runs wrote (and what it writes itself): whatever else
+    a pull request's cache holds was written in a job that ran the pull request's code, so
+    an earlier commit of it could vouch for a later one. Runs of the
     default branch (push, schedule, manual runs on it, and the trusted workflow_run job) and
     of other branches believe every entry that git does not track.
     """
@@ -218,7 +219,9 @@ def cache_policy(s: Settings):
 
     default = _default_branch(s)
     on_default = bool(default) and s.ref == f"refs/heads/{default}"
-    if s.event_name in PR_EVENTS:
+    # A merge group's head is the pull request merged onto its target: its code (and agent)
+    # is the pull request's, and its status is the one the queue waits for.
+    if s.event_name in PR_EVENTS or s.event_name == "merge_group":
         return CachePolicy("pull_request", s.event_name, s.ref, frozenset({"default"}))
     # A schedule always runs on the default branch; a push or a manual run may be on any.
     if s.event_name in ("workflow_run", "schedule") or (on_default and s.event_name in ("push", "workflow_dispatch")):
@@ -429,19 +432,69 @@ def _unwritable(s: Settings, e: OSError) -> InputError:
 # --- baselines ---------------------------------------------------------------------------
 
 
-def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None):
-    """The baseline store the settings name, or None (warned) when it cannot be reached."""
+def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None, base_sha: Optional[str] = None):
+    """The baseline store the settings name, or None (warned) when it cannot be reached.
+    With `base_sha` (PR mode) a `dir` store is read as that commit has it (`_DirAtBase`)."""
     from evalgate.baselines import DirStore, GitHubStore
 
     if ctx.settings.baseline_store == "dir":
         path = Path(gate.baseline.path)
         base = loaded.base if loaded is not None else ctx.settings.working_directory
-        return DirStore(path if path.is_absolute() else base / path, gate_id=gate.id)
+        folder = path if path.is_absolute() else base / path
+        if base_sha:
+            return _dir_at_base(ctx, folder, gate.id, base_sha)
+        return DirStore(folder, gate_id=gate.id)
     client = ctx.client(required_for)
     if client is None:
         ctx.warn("no GitHub token: the baseline store on the data branch cannot be read; judged on absolute thresholds")
         return None
     return GitHubStore(client, branch=gate.baseline.branch, gate_id=gate.id)
+
+
+def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
+    """A `dir` store in a pull request's checkout: where the folder is committed, its files
+    are the pull request's to rewrite (a baseline re-recorded from the regressed agent, or
+    deleted so that the pull request's own criteria judge it). So each file is read as the
+    base commit has it (contents API, else git); a file the base lacks is read from the
+    checkout only when git does not track it there (restored by actions/cache, say)."""
+    from evalgate.baselines import DirStore
+    from evalgate.github import GitHubError
+    from evalgate.judge.cache import tracked_files
+    from evalgate.policy import git_show_bytes
+
+    s = ctx.settings
+    tracked = tracked_files(folder)
+    client = ctx.client()
+    warned: list[str] = []
+
+    class _DirAtBase(DirStore):
+        def _bytes(self, file: Path) -> Optional[bytes]:
+            try:
+                rel = file.resolve().relative_to(s.workspace.resolve()).as_posix()
+            except ValueError:
+                return None  # outside the repository: nothing the base commit could vouch for
+            data = None
+            if client is not None:
+                try:
+                    found = client.get_file(rel, base_sha)
+                    data = found.content if found is not None else None
+                except GitHubError as e:
+                    if not warned:
+                        warned.append(rel)
+                        ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} ({e}); the baseline folder's committed files were not used")
+            else:
+                data = git_show_bytes(s.workspace, base_sha, rel)
+            if data is not None:
+                return data
+            try:
+                inside = file.resolve().relative_to(folder.resolve()).as_posix()
+            except ValueError:
+                return None
+            if tracked is None or inside in tracked:
+                return None  # the pull request's own copy of a committed file
+            return super()._bytes(file)
+
+    return _DirAtBase(folder, gate_id=gate_id)
 
 
 def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
@@ -572,10 +625,14 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
     return out.comment_url or ""
 
 
-def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
-    """The config file as the base commit has it: through the contents API when there is a
-    token, else from git (the checkout's history). None when the base has no such file or
-    it cannot be read (warned)."""
+def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str, str]]:
+    """The config file as the base commit has it, and its name: through the contents API
+    when there is a token, else from git (the checkout's history). A config the pull request
+    renamed (evalgate.yaml to evalgate.yml, say) is found under the base's name in the same
+    folder: otherwise the pull request would pass for one that adds evalgate, and its own
+    policy would judge it. None when the base has no config there or it cannot be read
+    (warned)."""
+    from evalgate.config import CONFIG_NAMES
     from evalgate.github import GitHubError
     from evalgate.policy import git_show
 
@@ -585,18 +642,26 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[str]:
     except ValueError:
         ctx.warn("the config is outside the repository, so the base commit's gate policy cannot be read; the pull request's own was used")
         return None
+    folder, _, name = rel.rpartition("/")
+    names = [name] + [n for n in CONFIG_NAMES if n != name]
+    candidates = [(f"{folder}/{n}" if folder else n, n) for n in names]
     client = ctx.client()
-    if client is not None:
-        try:
-            found = client.get_file(rel, base_sha)
-        except GitHubError as e:
-            ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
-            return None
-        return found.content.decode("utf-8", errors="replace") if found is not None else None
-    text = git_show(s.workspace, base_sha, rel)
-    if text is None:
+    for path, found_name in candidates:
+        if client is not None:
+            try:
+                found = client.get_file(path, base_sha)
+            except GitHubError as e:
+                ctx.warn(f"could not read {path} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
+                return None
+            if found is not None:
+                return found.content.decode("utf-8", errors="replace"), found_name
+            continue
+        text = git_show(s.workspace, base_sha, path)
+        if text is not None:
+            return text, found_name
+    if client is None:
         ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} from git (fetch-depth: 0 in actions/checkout gives the history); the pull request's own gate policy was used")
-    return text
+    return None
 
 
 def _base_gate(ctx: Context, loaded, base_sha: str):
@@ -604,11 +669,12 @@ def _base_gate(ctx: Context, loaded, base_sha: str):
     as when this pull request adds evalgate)."""
     from evalgate.policy import gate_of_text
 
-    text = _base_config_text(ctx, loaded, base_sha)
-    if text is None:
+    found = _base_config_text(ctx, loaded, base_sha)
+    if found is None:
         return None
+    text, name = found
     try:
-        return gate_of_text(text, loaded.path.name)
+        return gate_of_text(text, name)
     except InputError as e:
         ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
         return None
@@ -635,7 +701,7 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
     if base_gate is not None:
         loaded.config = loaded.config.model_copy(update={"gate": base_gate})
     gate = _gate(ctx.settings, loaded)
-    store = _store(ctx, gate, loaded)
+    store = _store(ctx, gate, loaded, base_sha=base_sha)
     baseline, info = find(ctx, store, gate, base_sha)
     past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)
@@ -1024,12 +1090,20 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             env["GOOGLE_APPLICATION_CREDENTIALS"] = str(settings.google_credentials)
         os.chdir(settings.working_directory)
         activity = choose_activity(settings)  # before install: a refused event runs no project code
-        install(settings, workflow)
-        ctx = Context(settings, workflow, env, secrets=tuple(known))
-        workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
-        # Every activity reads the config; publish re-scores the pull request's outputs under it.
-        loaded = _load(settings)
-        outcome = ACTIVITIES[activity](ctx, loaded)
+        from evalgate.judge.cache import session, snapshot
+
+        # Every judge cache of this run is read as the folder was before any project code ran
+        # (install's setup.py, custom metric modules, the agent): what appears later is refused
+        # under a pull request's policy, whoever claims to have written it.
+        with session():
+            for folder in _cache_folders(settings):
+                snapshot(folder)
+            install(settings, workflow)
+            ctx = Context(settings, workflow, env, secrets=tuple(known))
+            workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
+            # Every activity reads the config; publish re-scores the pull request's outputs under it.
+            loaded = _load(settings)
+            outcome = ACTIVITIES[activity](ctx, loaded)
         return report(ctx, activity, outcome, _gate(settings, loaded))
     except InputError as e:
         here = Path.cwd()
@@ -1061,6 +1135,20 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             for failure in hand_back(_written(settings, loaded), settings.workspace, started):
                 workflow.warning(failure)
         os.chdir(cwd)
+
+
+def _cache_folders(s: Settings) -> list[Path]:
+    """The judge cache folder this run will use, found before any project code runs: the
+    cache-dir input, else the config's judge.cache_dir (read here only for that; a config
+    that cannot be read is reported later, as always)."""
+    if s.cache_dir is not None:
+        return [s.cache_dir]
+    try:
+        loaded = _load(s)
+    except InputError:
+        return [s.working_directory / ".evalgate" / "cache"]
+    folder = Path(loaded.config.judge.cache_dir)
+    return [folder if folder.is_absolute() else loaded.base / folder]
 
 
 def _written(s: Settings, loaded) -> list[Path]:

@@ -224,13 +224,17 @@ class DirStore:
     def __repr__(self) -> str:
         return f"DirStore({str(self.path)!r}, gate_id={self.gate_id!r})"
 
-    def load(self, commit: str) -> Optional[Baseline]:
-        file = self.path / baseline_path(self.gate_id, commit)
+    def _bytes(self, file: Path) -> Optional[bytes]:
+        """A stored file's content; None when it is absent."""
         try:
-            data = file.read_bytes()
+            return file.read_bytes()
         except FileNotFoundError:
             return None
-        return decode_baseline(data, str(file))
+
+    def load(self, commit: str) -> Optional[Baseline]:
+        file = self.path / baseline_path(self.gate_id, commit)
+        data = self._bytes(file)
+        return decode_baseline(data, str(file)) if data is not None else None
 
     def save(self, baseline: Baseline) -> None:
         file = self.path / baseline_path(self.gate_id, baseline.provenance.commit)
@@ -238,11 +242,8 @@ class DirStore:
 
     def load_ledger(self, gate_id: str) -> Ledger:
         file = self.path / ledger_path(gate_id)
-        try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            return {}
-        return decode_ledger(data, str(file))
+        data = self._bytes(file)
+        return decode_ledger(data, str(file)) if data is not None else {}
 
     def save_ledger(self, gate_id: str, update_fn: Callable[[Ledger], Ledger]) -> Ledger:
         """Apply update_fn to the stored ledger under a file lock, so concurrent writers lose nothing."""
@@ -255,11 +256,8 @@ class DirStore:
 
     def load_trend(self, gate_id: str) -> Optional[Trend]:
         file = self.path / trend_path(gate_id)
-        try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            return None
-        return decode_trend(data, str(file))
+        data = self._bytes(file)
+        return decode_trend(data, str(file)) if data is not None else None
 
     def save_trend(self, gate_id: str, update_fn: Callable[[Optional[Trend]], Trend]) -> Trend:
         """Apply update_fn to the stored trend (None: none yet) under a file lock."""

@@ -128,9 +128,19 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
             relative[path] = display_path(path, base)
         return relative[path]
 
+    checked: dict[Path, bool] = {}  # test_config.json beside eval sets: whether it stays inside the project
     for es in evalsets:
         criteria = explicit
-        tc = _criteria_file(loaded, suite) or test_config_beside(es.path)
+        tc = _criteria_file(loaded, suite)
+        if tc is None:
+            tc = test_config_beside(es.path)
+            # The eval set is inside the project; the file beside it may be a link out of it.
+            if tc is not None and tc not in checked:
+                escaped = outside(loaded, [tc], display_path(tc, base), loaded.where("suites", i, "evalsets"))
+                problems.extend(escaped)
+                checked[tc] = not escaped
+            if tc is not None and not checked[tc]:
+                tc = None
         if criteria is None:
             if tc is None:
                 criteria = default_criteria()

@@ -40,6 +40,7 @@ def policy_of_results(gate: Any, results: Optional[RunResults]) -> dict[str, Any
     out: dict[str, Any] = {"gate": gate_policy(gate)}
     if results is not None:
         out["suites"] = suites_policy({s.name: s.criteria for s in results.suites})
+        out["not_evaluated"] = {s.name: s.not_evaluated_policy for s in sorted(results.suites, key=lambda s: s.name)}
     return out
 
 
@@ -48,14 +49,20 @@ def policy_of_plans(gate: Any, plans: list) -> dict[str, Any]:
     of its first case, as results record them)."""
     from evalgate.engine import _specs
 
-    return {"gate": gate_policy(gate), "suites": suites_policy({p.name: _specs(p.cases) for p in plans})}
+    return {
+        "gate": gate_policy(gate),
+        "suites": suites_policy({p.name: _specs(p.cases) for p in plans}),
+        "not_evaluated": {p.name: p.not_evaluated for p in sorted(plans, key=lambda p: p.name)},
+    }
 
 
 def diff(base: dict[str, Any], pr: dict[str, Any]) -> Optional[str]:
     """A unified diff of the two policies (YAML, keys sorted), or None when they agree. Only
     the parts the base has are compared: without a baseline, the suites are not."""
     if "suites" not in base:
-        pr = {k: v for k, v in pr.items() if k != "suites"}
+        pr = {k: v for k, v in pr.items() if k not in ("suites", "not_evaluated")}
+    elif "not_evaluated" in pr:  # suites the baseline lacks are the pull request's own
+        pr = {**pr, "not_evaluated": {k: v for k, v in pr["not_evaluated"].items() if k in base.get("not_evaluated", {})}}
     a, b = _yaml(base), _yaml(pr)
     if a == b:
         return None
@@ -70,18 +77,30 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def base_criteria(plans: list, baseline: RunResults) -> list[str]:
-    """Give each suite the baseline has the criteria the baseline recorded, in place of the
-    pull request's: for a case the baseline scored, its criteria and thresholds (eval sets
-    of one suite may have their own test_config.json); for a new case, the suite's. Options
-    are the suite's (results record them per suite). Returns a note per suite where that
-    could not be done."""
+    """Give each suite the baseline has what the baseline recorded, in place of the pull
+    request's: its not_evaluated policy, at least its number of runs, and for a case the
+    baseline scored its criteria and thresholds (eval sets of one suite may have their own
+    test_config.json), for a new case the suite's. Options are the suite's (results record
+    them per suite). Returns a note for each thing that could not be done as the base had it."""
     from evalgate.config import parse_criteria
     from evalgate.errors import InputError, json_path
 
     notes = []
     for plan in plans:
         suite = next((s for s in baseline.suites if s.name == plan.name), None)
-        if suite is None or not suite.criteria:
+        if suite is None:
+            continue
+        # What a NOT_EVALUATED case does to the suite is the base's too: otherwise a pull
+        # request could set `not_evaluated: ignore` and make its agent fail the cases it breaks.
+        if suite.not_evaluated_policy in ("fail", "warn", "ignore"):
+            plan.not_evaluated = suite.not_evaluated_policy
+        # So is how often the agent runs: fewer runs than the baseline's weaken the tests that
+        # tell a drop from noise (a real regression would look inconclusive).
+        base_runs = max((len(r.runs) for c in suite.cases for r in c.criteria.values() if r.runs), default=1)
+        if plan.agent is not None and base_runs > plan.agent.num_runs:
+            notes.append(f"suite {plan.name}: the agent runs {base_runs} times per case, as in the baseline (the pull request sets num_runs: {plan.agent.num_runs})")
+            plan.agent = plan.agent.model_copy(update={"num_runs": base_runs})
+        if not suite.criteria:
             continue
         options = {name: spec.options for name, spec in suite.criteria.items()}
         thresholds_of = {
@@ -89,18 +108,40 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
             for c in suite.cases
         }
         default = tuple(sorted((n, spec.threshold) for n, spec in suite.criteria.items()))
-        built: dict[tuple, Any] = {}
-        try:
-            for case in plan.cases:
-                wanted = thresholds_of.get((case.eval_set_id, case.eval_id)) or default
-                if wanted not in built:
-                    raw = {name: {"threshold": threshold, **options[name]} for name, threshold in wanted}
-                    built[wanted] = parse_criteria(raw, f"the baseline's criteria of suite {plan.name}", lambda *loc: json_path(loc))
-        except InputError as e:
-            notes.append(f"suite {plan.name}: the baseline's criteria cannot be read by this evalgate ({e.problems[0].what}); the pull request's were used")
-            continue
+        # Each criterion on its own: one the baseline records but this evalgate cannot rebuild
+        # from it (a custom metric, whose function is named in the config's custom_metrics; an
+        # option that no longer parses) must not hand the suite's other criteria back to the
+        # pull request. That one is the pull request's criterion of the same name, with the
+        # baseline's threshold; without one, it is left out (noted).
+        built: dict[tuple, tuple[dict, dict]] = {}
+        unreadable: dict[str, str] = {}
         for case in plan.cases:
-            case.criteria = built[thresholds_of.get((case.eval_set_id, case.eval_id)) or default]
+            wanted = thresholds_of.get((case.eval_set_id, case.eval_id)) or default
+            if wanted not in built:
+                parsed, failed = {}, {}
+                for name, threshold in wanted:
+                    raw = {name: {"threshold": threshold, **options[name]}}
+                    try:
+                        parsed.update(parse_criteria(raw, f"the baseline's criteria of suite {plan.name}", lambda *loc: json_path(loc)))
+                    except InputError as e:
+                        failed[name] = threshold
+                        unreadable.setdefault(name, e.problems[0].what)
+                built[wanted] = (parsed, failed)
+            parsed, failed = built[wanted]
+            if not failed:
+                case.criteria = parsed
+                continue
+            criteria = dict(parsed)
+            for name, threshold in failed.items():
+                own = case.criteria.get(name)
+                if own is not None:
+                    criteria[name] = own.model_copy(update={"threshold": threshold})
+            case.criteria = criteria
+        for name, why in sorted(unreadable.items()):
+            notes.append(
+                f"suite {plan.name}: the baseline's criterion {name} cannot be rebuilt by this evalgate ({why}); "
+                "the pull request's criterion of that name was used with the baseline's threshold, where it has one"
+            )
     return notes
 
 
@@ -111,6 +152,12 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
 def git_show(repo: Any, commit: str, path: str) -> Optional[str]:
     """The text of `path` (relative to the repository's root, or `./x` relative to `repo`) at
     `commit`, from the git history in `repo`; None when git, the commit or the file is missing."""
+    data = git_show_bytes(repo, commit, path)
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def git_show_bytes(repo: Any, commit: str, path: str) -> Optional[bytes]:
+    """As `git_show`, the file's bytes."""
     import shutil
     import subprocess
 
@@ -123,7 +170,7 @@ def git_show(repo: Any, commit: str, path: str) -> Optional[str]:
         return None
     if proc.returncode != 0:
         return None
-    return proc.stdout.decode("utf-8", errors="replace")
+    return proc.stdout
 
 
 def gate_of_text(text: str, name: str) -> Any:

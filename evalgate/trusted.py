@@ -10,8 +10,9 @@ engine, with the trusted job's judge credentials.
 So: every trusted case gets the runs the artifact holds for it (at most the suite's
 `num_runs`, matched by suite, eval set and case, and only when they ran on the same
 expected data); a trusted case the artifact lacks is NOT_EVALUATED with the reason; a suite
-for which the artifact holds nothing is an agent error (the gate's verdict for it is
-ERROR). Rubrics inside the artifact's invocations are dropped (a fork could plant easy
+for which the artifact holds nothing, lacks a case, or has a case whose run failed or ran
+other turns than the case has, is an agent error (the gate's verdict for it is ERROR): a
+fork's outputs cannot show that a failure was not made. Rubrics inside the artifact's invocations are dropped (a fork could plant easy
 ones); the trusted case's rubrics are attached as a run of the agent would. Trace suites
 read their traces from files, which phase 2 does not have from the pull request, so their
 cases are NOT_EVALUATED.
@@ -132,6 +133,14 @@ def _runs_for(case: CaseInput, records: list[InferenceRecord], num_runs: int) ->
     return runs
 
 
+def _unscorable(case: CaseInput, run: AgentRun) -> bool:
+    """A run whose criteria cannot score it: it failed, or its turns are not the eval case's."""
+    if run.error is not None:
+        return True
+    expected = case.expected
+    return expected is not None and run.invocations is not None and len(run.invocations) != len(expected)
+
+
 def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
     """Give every trusted case its runs from the artifact (see the module's docstring).
     Returns notes for the report: what could not be taken from the artifact."""
@@ -171,6 +180,17 @@ def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
             from evalgate.infer import agent_error
 
             plan.agent_error = agent_error(reasons)
+        else:
+            # A case the outputs say failed to run, or that ran other turns than its eval
+            # case has, scores NOT_EVALUATED, which the suite's not_evaluated policy (warn, by
+            # default) lets pass. From a fork's uploaded outputs, a run that failed cannot be
+            # told from one made to fail: as for a dropped case, the suite cannot pass on them.
+            failed = sum(1 for case in plan.cases if any(_unscorable(case, r) for r in case.runs))
+            if failed:
+                plan.agent_error = (
+                    f"{failed} of {len(plan.cases)} cases failed to run, or ran other turns than their eval case has, in the "
+                    "pull request's outputs; a fork's outputs cannot show whether its agent failed them, so the suite cannot be judged from them"
+                )
     if outputs.skipped:
         notes.append(f"{outputs.skipped} lines of the pull request's inference.jsonl were not inference records and were skipped")
     return notes

@@ -8,6 +8,7 @@ follow a redirect elsewhere, paths out of the repository, pull_request_target.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -488,3 +489,159 @@ def test_an_entry_written_after_the_cache_was_opened_is_not_believed_by_a_pull_r
     # A default-branch or local run believes every untracked entry, whenever it was written.
     local = JudgeCache(root, CachePolicy())
     assert local.get(after).text == "planted by the agent"
+
+
+def test_a_merge_queue_run_believes_only_what_default_branch_runs_cached(action, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """A merge group's head holds the pull request's code, and its agent runs in the job before
+    the judge reads the cache, as in a pull request run: its policy is a pull request's. Here
+    the entries a pull request's run cached (its endpoint says the turtles are "valid") must
+    not pass the merge queue's required status."""
+    fake = action.fake
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "queue head")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+    assert _cache_writers(action.ws) == {"pull_request"}
+    clear_judge_env(monkeypatch, tmp_path)
+    event = {"merge_group": {"head_sha": head, "base_sha": base, "head_ref": "refs/heads/gh-readonly-queue/main/pr-7"},
+             "repository": {"full_name": "octo/hello", "default_branch": "main"}}
+    action("merge_group", event, sha=head, ref="refs/heads/gh-readonly-queue/main/pr-7")
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}, action.stdout
+    assert results["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_refused"] == 2
+
+
+def test_a_test_config_beside_the_eval_sets_may_not_lead_outside_the_project(cli, tmp_path):
+    """The test_config.json next to an eval set is read as the suite's criteria (and user
+    simulator): as a symbolic link out of the project it is refused like any other path."""
+    root = make_project(tmp_path / "project")
+    outside = tmp_path / "outside" / "test_config.json"
+    outside.parent.mkdir()
+    outside.write_text(json.dumps({"criteria": {"response_match_score": 0.0}}), encoding="utf-8")
+    (root / "evals" / "test_config.json").symlink_to(outside)
+    (root / "evalgate.yaml").write_text(PLAIN_CONFIG.replace("    criteria:\n      tool_trajectory_avg_score: {threshold: 1.0, match_type: IN_ORDER}\n      response_match_score: 0.8\n", ""), encoding="utf-8")
+    line = _one_error(cli, root)
+    assert "test_config.json" in line and "leads outside the project" in line, line
+
+
+def test_a_cache_opened_later_in_the_run_does_not_believe_what_the_agent_planted(tmp_path):
+    """gate.pairwise opens its own cache after the agent ran. Had it taken the folder as it then
+    found it, an entry the agent planted (claiming a default-branch writer) would count as one
+    that was there before: within one run (the action's `session`), every cache of a pull
+    request's policy sees the folder as the first one found it, and what any of them wrote."""
+    import json as _json
+
+    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache, session
+
+    root = tmp_path / "cache"
+    policy = CachePolicy("pull_request", "pull_request", "refs/pull/7/merge", frozenset({"default"}))
+
+    def plant(key: str, text: str) -> None:
+        path = root / key[:2] / f"{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"format": CACHE_FORMAT, "key": key, "text": text, "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
+        path.write_text(_json.dumps(entry), encoding="utf-8")
+
+    before, planted, own = "a" * 64, "b" * 64, "c" * 64
+    plant(before, "from main")
+    with session():
+        scoring = JudgeCache(root, policy)
+        plant(planted, "A wins")  # the agent, while it runs
+        scoring.put(own, "the judge's answer", {})
+        pairwise = JudgeCache(root, policy)  # opened after the agent ran
+        assert pairwise.get(before).text == "from main"
+        assert pairwise.get(planted) is None and pairwise.refused == {"late": 1}
+        assert pairwise.get(own).text == "the judge's answer"
+    # A new run (a new session) finds the folder anew.
+    with session():
+        assert JudgeCache(root, policy).get(planted).text == "A wins"
+
+
+def test_a_copy_of_the_token_does_not_reach_the_agent_when_evalgate_runs_in_the_real_environment(fake_github, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """As in the container: the entrypoint reads and cleans `os.environ` itself (env=None). Once
+    it has removed GITHUB_TOKEN & co. from it, a copy of the token under another name must still
+    be recognised as the token and withheld from a command agent."""
+    from entrypoint.main import main
+
+    token = fake_github.token
+    ws = leaky_project(tmp_path / "ws", token)
+    base, _ = fake_github.linear_history(2)
+    head = fake_github.add_commit([base], "PR head")
+    (tmp_path / "event.json").write_text(json.dumps(_pull_request(head, base)), encoding="utf-8")
+    for name, value in {
+        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_REPOSITORY": fake_github.repository,
+        "GITHUB_API_URL": fake_github.url, "GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "1", "GITHUB_REF": f"refs/pull/{PR}/merge",
+        "GITHUB_SHA": head, "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_WORKSPACE": str(ws), "EVALGATE_GITHUB_TOKEN": token, "GITHUB_TOKEN": token, "MY_COPY": token,
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ws)
+    main([])
+    seen = [json.loads(line) for line in (ws / "env.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert seen and all(token not in env.values() for env in seen), [k for env in seen for k, v in env.items() if v == token]
+    assert "MY_COPY" not in os.environ  # nor does an in-process agent find it in evalgate's own environment
+
+
+def test_entries_the_install_step_plants_are_not_believed_by_a_pull_request_run(action, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """`pip install .` runs the pull request's setup.py before the judge cache is opened: entries
+    it copies in, claiming a default-branch writer, must count as written after the run began."""
+    fake = action.fake
+    ws = action.ws
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "PR head")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+    cache, planted = ws / ".evalgate" / "cache", ws / "planted"
+    shutil.move(str(cache), str(planted))
+    for path in planted.rglob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["writer"] = {"kind": "default", "event": "push", "ref": "refs/heads/main"}
+        path.write_text(json.dumps(data), encoding="utf-8")
+    # The project's own build backend (project code, as a setup.py is) plants them.
+    (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
+    (ws / "planter.py").write_text(
+        "import os, shutil\n"
+        f"shutil.copytree({str(planted)!r}, {str(cache)!r}, dirs_exist_ok=True)\n"
+        "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
+        "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+        "    os.makedirs(os.path.join(directory, 'planter-0.dist-info'))\n"
+        "    open(os.path.join(directory, 'planter-0.dist-info', 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: planter\\nVersion: 0\\n')\n"
+        "    return 'planter-0.dist-info'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    clear_judge_env(monkeypatch, tmp_path)
+    action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge", install="--dry-run --no-deps --no-build-isolation .")
+    assert action.code in (0, 1) and list(cache.rglob("*.json")), action.stdout  # setup.py ran and planted them
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}
+
+
+@needs_git
+def test_a_repository_made_inside_the_cache_during_the_run_does_not_hide_committed_entries(tmp_path):
+    """Which entries git tracks was asked lazily, at the first read, of the nearest `.git`:
+    project code running before that (install, a custom metric module, the agent) could
+    `git init` inside the cache folder, and the committed entries then looked untracked.
+    It is asked when the run takes the cache's view, before any project code runs."""
+    import json as _json
+
+    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache, session, snapshot
+
+    repo = tmp_path / "repo"
+    root = repo / ".evalgate" / "cache"
+    key = "e" * 64
+    path = root / key[:2] / f"{key}.json"
+    path.parent.mkdir(parents=True)
+    entry = {"format": CACHE_FORMAT, "key": key, "text": "planted", "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
+    path.write_text(_json.dumps(entry), encoding="utf-8")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "commit the cache")
+    policy = CachePolicy("pull_request", "pull_request", "refs/pull/7/merge", frozenset({"default"}))
+    with session():
+        snapshot(root)  # the action, before install
+        git(root, "init", "-q")  # the project's code, later
+        cache = JudgeCache(root, policy)
+        assert cache.get(key) is None and cache.refused == {"tracked": 1}

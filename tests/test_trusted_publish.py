@@ -103,6 +103,18 @@ def _rename_suite(artifact: Path) -> None:
     _write_records(artifact, [dict(r, suite="evil") for r in _records(artifact)])
 
 
+def _fail_case(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, invocations=[], error="the agent raised") if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
+def _no_turns(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, invocations=[]) if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
+def _two_turns(artifact: Path) -> None:
+    _write_records(artifact, [dict(r, invocations=r["invocations"] * 2) if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+
 def _empty(artifact: Path) -> None:
     (artifact / "inference.jsonl").write_text("not json\n", encoding="utf-8")
 
@@ -115,6 +127,10 @@ def _empty(artifact: Path) -> None:
         pytest.param(_other_digest, "1 of 2 cases have no output", id="the failing case's digest changed"),
         pytest.param(_rename_suite, "hold nothing for this suite", id="the suite renamed"),
         pytest.param(_empty, "hold nothing for this suite", id="no records"),
+        # NOT_EVALUATED instead of FAILED: under the default `not_evaluated: warn` these passed.
+        pytest.param(_fail_case, "1 of 2 cases failed to run", id="the failing case marked as a failed run"),
+        pytest.param(_no_turns, "1 of 2 cases failed to run", id="the failing case with no invocations"),
+        pytest.param(_two_turns, "1 of 2 cases failed to run", id="the failing case with other turns"),
     ],
 )
 def test_a_case_or_suite_taken_out_of_the_outputs_cannot_pass(action, baseline, forge, reason):  # noqa: F811
@@ -241,3 +257,166 @@ def test_removed_cases_fail_when_the_base_says_so(action, history):
     assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
     [comment] = fake.issue_comments(PR)
     assert "1 baseline case removed (gate.removed\\_cases: fail)" in comment["body"], comment["body"]
+
+
+def test_a_pull_request_that_renames_its_config_is_still_judged_by_its_base(action, based):
+    """evalgate.yaml -> evalgate.yml with a looser gate: the base has no evalgate.yml, and the
+    pull request must not be taken for one that adds evalgate (its own gate then silently used)."""
+    old = action.ws / "evalgate.yaml"
+    text = old.read_text(encoding="utf-8")
+    old.unlink()
+    (action.ws / "evalgate.yml").write_text(text.replace("  deterministic_flips: fail\n", "  deterministic_flips: test\n  margin_deterministic: 1.0\n"), encoding="utf-8")
+    head = action.fake.add_commit([based], "rename and loosen")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 1, action.stdout
+    [status] = action.fake.statuses[head]
+    assert status["state"] == "failure"
+    [comment] = action.fake.issue_comments(PR)
+    assert "This pull request changes the gate" in comment["body"], comment["body"]
+
+
+def test_a_committed_baseline_folder_is_read_as_the_base_commit_has_it(action, history):
+    """baseline-store: dir with the folder committed: the pull request's tree holds its own copy
+    of the base's baseline, which it can rewrite (here: re-recorded from the regressed agent).
+    Tracked baseline files are read at the base commit, not from the pull request's checkout."""
+    import subprocess
+
+    from test_entrypoint import _push, _set_outputs
+
+    fake, ws = action.fake, action.ws
+    base = history[1]
+    assert action("push", _push(base), sha=base, baseline_store="dir") == 0, action.stdout
+    rel = f".evalgate/baselines/baselines/evalgate/{base}.json.gz"
+    files = {"evalgate.yaml": (ws / "evalgate.yaml").read_bytes(), rel: (ws / rel).read_bytes()}
+    for extra in (ws / ".evalgate" / "baselines").rglob("*.gz"):
+        files[extra.relative_to(ws).as_posix()] = extra.read_bytes()
+    fake.commits[base]["tree"] = fake.commits[fake.add_commit([], "tree", files=files)]["tree"]
+    # The pull request re-records "the base's baseline" from its regressed agent and commits it.
+    _set_outputs(ws, regressed=True)
+    assert action("push", _push(base), sha=base, baseline_store="dir") == 1, action.stdout
+    assert (ws / rel).read_bytes() != files[rel]
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(ws)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A", "-f"], check=True)
+    subprocess.run(git + ["commit", "-qm", "pr"], check=True)
+    head = fake.add_commit([base], "forged baseline")
+    assert action("pull_request", _pull_request(head, base), sha=head, baseline_store="dir") == 1, action.stdout
+    assert [s["state"] for s in fake.statuses[head]] == ["failure"]
+
+
+def test_a_suite_with_a_custom_metric_is_still_judged_by_the_baselines_criteria(action):
+    """The baseline records a custom metric (a name evalgate's registry does not know). That one
+    criterion cannot be rebuilt from the baseline alone; the suite's other criteria still must be
+    the baseline's, not the pull request's (here: its tool trajectory threshold zeroed)."""
+    pytest.importorskip("google.adk")
+    from test_entrypoint import _push, _set_outputs
+
+    fake, ws = action.fake, action.ws
+    (ws / "review_always_one.py").write_text(
+        "from google.adk.evaluation.eval_metrics import EvalStatus\n"
+        "from google.adk.evaluation.evaluator import EvaluationResult\n"
+        "def one(eval_metric, actual_invocations, expected_invocations, conversation_scenario):\n"
+        "    return EvaluationResult(overall_score=1.0, overall_eval_status=EvalStatus.PASSED)\n",
+        encoding="utf-8",
+    )
+    config = ws / "evalgate.yaml"
+    text = config.read_text(encoding="utf-8").replace(
+        "      response_match_score: 0.8\n",
+        "      response_match_score: 0.8\n      always_one: 0.5\n    custom_metrics:\n      always_one: {code_config: {name: review_always_one.one}}\n",
+    )
+    config.write_text(text, encoding="utf-8")
+    base = fake.add_commit([], "main", files={"evalgate.yaml": text.encode("utf-8")})
+    fake.refs["refs/heads/main"] = base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    _set_outputs(ws, regressed=True)
+    config.write_text(text.replace("tool_trajectory_avg_score: {threshold: 1.0,", "tool_trajectory_avg_score: {threshold: 0.0,"), encoding="utf-8")
+    head = fake.add_commit([base], "loosen")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert results["suites"][0]["criteria"]["tool_trajectory_avg_score"]["threshold"] == 1.0
+
+
+def test_a_pull_request_cannot_turn_off_its_bases_not_evaluated_policy(action, history):
+    """The base fails a suite on NOT_EVALUATED cases; the pull request sets `not_evaluated: ignore`
+    and its agent fails on the case it breaks (NOT_EVALUATED, not FAILED). The suite's
+    not_evaluated policy is the base's (the baseline records it), like its criteria."""
+    from test_entrypoint import _lines, _push
+
+    fake, ws = action.fake, action.ws
+    config = ws / "evalgate.yaml"
+    text = config.read_text(encoding="utf-8").replace("    actual: runs/out.jsonl\n", "    actual: runs/out.jsonl\n    not_evaluated: fail\n")
+    config.write_text(text, encoding="utf-8")
+    base = fake.add_commit([history[1]], "main", files={"evalgate.yaml": text.encode("utf-8")})
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    lines = _lines(False, "lights-en", "kitchen")
+    for line in lines:
+        if line["eval_id"] == "lights-en":
+            line["invocations"], line["error"] = [], "the agent raised"
+    (ws / "runs" / "out.jsonl").write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+    config.write_text(text.replace("not_evaluated: fail", "not_evaluated: ignore"), encoding="utf-8")
+    head = fake.add_commit([base], "ignore what I break")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    assert "This pull request changes the gate" in comment["body"]
+
+
+def _agent_project(root: Path, num_runs: int) -> Path:
+    """The documented example weather agent (a command agent) on tests/agents/evals, run num_runs times."""
+    import shutil
+    import sys
+
+    from conftest import REPO
+
+    shutil.copytree(REPO / "tests" / "agents" / "evals", root / "evals")
+    shutil.copy(REPO / "docs" / "examples" / "weather_agent.py", root / "agent.py")
+    config = {"agent": {"command": [sys.executable, "agent.py"], "num_runs": num_runs},
+              "suites": [{"name": "weather", "evalsets": "evals", "criteria": {"tool_trajectory_avg_score": 1.0}}]}
+    (root / "evalgate.yaml").write_text(json.dumps(config), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("num_runs", [1, 3])
+def test_a_fork_run_of_an_agent_suite_is_re_scored_run_by_run(fake_github, tmp_path, capsys, num_runs):  # noqa: F811
+    """A suite that runs its agent (num_runs of it): phase 1 runs the fork's agent, phase 2 takes
+    every run of every case from inference.jsonl and scores them under the trusted config."""
+    from evalgate.cli import main as cli
+    from test_entrypoint import Action
+
+    ws = _agent_project(tmp_path / "ws", num_runs)
+    action = Action(fake_github, ws, tmp_path, capsys)
+    fake = action.fake
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "fork head")
+    fake.add_pull(PR, head, base, fork=True)
+    artifact = ws / "evalgate-artifact"
+    assert cli(["run", "--config", str(ws / "evalgate.yaml"), "--out", str(artifact), "--quiet"]) == 0
+    (artifact / "pr.json").write_text(json.dumps({"number": PR, "head_sha": head}))
+    records = _records(artifact)
+    assert sorted({r.get("run") or 1 for r in records}) == list(range(1, num_runs + 1))
+    capsys.readouterr()
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    assert action("workflow_run", event, sha=base, artifact_dir="evalgate-artifact") == 0, action.stdout
+    [status] = fake.statuses[head]
+    assert status["state"] == "success"
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    [suite] = results["suites"]
+    assert {c["status"] for c in suite["cases"]} == {"PASSED"}
+    assert suite["counts"]["cases"] == 3
+
+
+def test_a_pull_request_cannot_run_its_agent_fewer_times_than_its_base(fake_github, tmp_path, capsys):  # noqa: F811
+    """num_runs decides how much evidence a regression test has: a pull request that lowers it
+    (3 -> 1) would make a real drop look inconclusive. Its suites run at least as many times
+    as the baseline's did."""
+    from test_entrypoint import Action, _push
+
+    ws = _agent_project(tmp_path / "ws", 3)
+    action = Action(fake_github, ws, tmp_path, capsys)
+    fake = action.fake
+    text = (ws / "evalgate.yaml").read_text(encoding="utf-8")
+    base = fake.add_commit([], "main", files={"evalgate.yaml": text.encode("utf-8")})
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    (ws / "evalgate.yaml").write_text(text.replace('"num_runs": 3', '"num_runs": 1'), encoding="utf-8")
+    head = fake.add_commit([base], "fewer runs")
+    action("pull_request", _pull_request(head, base), sha=head)
+    records = _records(ws / "evalgate-results")
+    assert sorted({r.get("run") or 1 for r in records}) == [1, 2, 3], action.stdout

@@ -26,11 +26,16 @@ def withheld(name: str) -> bool:
     return upper in TOKEN_VARIABLES or upper.startswith(WITHHELD_PREFIXES)
 
 
+# The values `withhold` removed from this process's environment: once they are gone from it,
+# a copy under another name (MY_TOKEN: ${{ github.token }}) is known by its value only.
+_withheld_values: set[str] = set()
+
+
 def agent_environment(env: Optional[Mapping[str, str]] = None, secrets: Iterable[str] = ()) -> dict[str, str]:
     """`env` (default: this process's) without the withheld variables, nor any variable
     whose value is one of theirs or one of `secrets` (the token copied under another name)."""
     env = os.environ if env is None else env
-    values = {v for k, v in env.items() if withheld(k) and len(v) >= 8} | {s for s in secrets if s and len(s) >= 8}
+    values = {v for k, v in env.items() if withheld(k) and len(v) >= 8} | {s for s in (*secrets, *_withheld_values) if s and len(s) >= 8}
     return {k: v for k, v in env.items() if not withheld(k) and v not in values}
 
 
@@ -39,4 +44,7 @@ def withhold(env: MutableMapping[str, str]) -> list[str]:
     an in-process agent does not find them there either); returns the values of those whose
     names say they are secrets (ACTIONS_RUNTIME_TOKEN, INPUT_GITHUB-TOKEN, ...), to redact."""
     removed = {name: env.pop(name) for name in [k for k in env if withheld(k)]}
+    _withheld_values.update(v for v in removed.values() if len(v) >= 8)
+    for name in [k for k, v in env.items() if v in _withheld_values]:  # the same values under other names
+        removed[name] = env.pop(name)
     return [value for name, value in removed.items() if _SECRET_NAME.search(name) and value]

@@ -19,6 +19,7 @@ the ones it wrote itself in this process.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -31,7 +32,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from evalgate.judge.request import JudgeRequest
 from evalgate.vertex.service import EvalRequest
@@ -100,6 +101,37 @@ def eval_cache_key(request: EvalRequest) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+# One run of the action opens several caches on the same folder: the scoring's, then gate.pairwise's
+# after the agent ran. Inside `session()`, a pull request's policy judges every one of them by the
+# folder as the first one found it (and believes what any of them wrote), so an entry the agent
+# planted after that is not taken for one that "was there when the cache was opened".
+# (entry stamps, keys written, files git tracks) of a folder, as the run first found it.
+_session: Optional[dict[Path, tuple[dict[str, tuple[int, int, int]], set[str], Optional[frozenset[str]]]]] = None
+_session_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def session() -> Iterator[None]:
+    """One run: caches opened inside it share the first one's view of each folder (above)."""
+    global _session
+    with _session_lock:
+        _session = {}
+    try:
+        yield
+    finally:
+        with _session_lock:
+            _session = None
+
+
+def snapshot(root: Path) -> None:
+    """Inside a `session`: take the folder's view now, before any project code runs, for the
+    caches the run opens later (a no-op outside a session, or when already taken)."""
+    key = Path(root).resolve()
+    with _session_lock:
+        if _session is not None and key not in _session:
+            _session[key] = (_stamps(Path(root)), set(), tracked_files(Path(root)))
+
+
 class JudgeCache:
     """Content-addressed files under `root`, read under a `CachePolicy`.
 
@@ -125,7 +157,22 @@ class JudgeCache:
         self._tracked: Optional[frozenset[str]] = None
         self._tracked_known = False
         self._lock = threading.Lock()
-        self._opened = _stamps(self.root) if policy.believe is not None else None
+        self._opened = None
+        if policy.believe is not None:
+            # What git tracks is asked now too, not at the first read: project code running
+            # in between could `git init` inside the folder and make committed entries look
+            # untracked.
+            with _session_lock:
+                shared = _session.get(self.root.resolve()) if _session is not None else None
+                if shared is None:
+                    shared = (_stamps(self.root), self._own, tracked_files(self.root))
+                    if _session is not None:
+                        _session[self.root.resolve()] = shared
+            self._opened, self._own, self._tracked = shared
+            self._tracked_known = True
+            if self._tracked is None:
+                log.warning("judge cache %s: git cannot say which of its files are tracked, so no cached "
+                            "verdict is used (install git, or move the cache out of the repository)", self.root)
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
