@@ -163,6 +163,11 @@ class JudgeCriterion(Criterion):
         criterion on a runtime with `early_stop`)."""
         return self.majority_vote and self._runtime is not None and self._runtime.early_stop
 
+    def stop_threshold(self) -> Optional[float]:
+        """The threshold below which samples that all failed are drawn to the end; None when
+        the runtime stops on failing samples too (`stop_on_failing`: the plain majority rule)."""
+        return None if getattr(self._runtime, "stop_on_failing", False) else self.threshold
+
     def sampling(self) -> Optional[str]:
         return "early_stop" if self.early_stopping() else None
 
@@ -192,8 +197,9 @@ class JudgeCriterion(Criterion):
             return runtime.map([ask(j) for j in range(n)])
         replies: list[JudgeReply] = []
         ballots: list[Optional[Sequence[bool]]] = []
-        while not decided(n, ballots, self.threshold):
-            more = runtime.map([ask(j) for j in range(len(replies), len(replies) + next_round(n, ballots, self.threshold))])
+        stop = self.stop_threshold()
+        while not decided(n, ballots, stop):
+            more = runtime.map([ask(j) for j in range(len(replies), len(replies) + next_round(n, ballots, stop))])
             for reply in more:
                 try:
                     ballots.append(list(ballot(parse_reply(reply, read))))
