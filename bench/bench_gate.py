@@ -16,6 +16,9 @@ Every case carries three criteria at once, as real suites do:
   samples are drawn in rounds until the majority is decided (`judge.early_stop`, with
   evalgate's own rule: samples that all failed are drawn to the end), so `details["samples"]`
   holds 3 to 5 of them, and both the history and the PR's run say `sampling: early_stop`.
+  With `--confirm --rules`, each PR is simulated under that rule and under the plain
+  majority rule (stop on failing samples too, evalgate's rule with `gate.confirm` on) on
+  the same draws: every sample is drawn whether it is read or not.
 
 What makes a world harsh (each world's parameters are in WORLDS):
 
