@@ -5,6 +5,7 @@ only (plus evalgate).
     python bench/bench_gate.py                  # --prs 500 --workers 2 --seed 1 [--world NAME] [--early-stop]
     python bench/bench_gate.py --moved --prs 100 --early-stop   # the branch moved within the window
     python bench/bench_gate.py --confirm --prs 15   # confirmation runs (gate.confirm) beside num_runs: 3
+    python bench/bench_gate.py --confirm --rules --prs 100   # judge early stopping: evalgate's rule beside the plain one
 
 Every case carries three criteria at once, as real suites do:
 
@@ -15,6 +16,9 @@ Every case carries three criteria at once, as real suites do:
   samples are drawn in rounds until the majority is decided (`judge.early_stop`, with
   evalgate's own rule: samples that all failed are drawn to the end), so `details["samples"]`
   holds 3 to 5 of them, and both the history and the PR's run say `sampling: early_stop`.
+  With `--confirm --rules`, each PR is simulated under that rule and under the plain
+  majority rule (stop on failing samples too, evalgate's rule with `gate.confirm` on) on
+  the same draws: every sample is drawn whether it is read or not.
 
 What makes a world harsh (each world's parameters are in WORLDS):
 
@@ -99,9 +103,10 @@ def _sigmoid(x: float) -> float:
 class World:
     """One project: its cases' true behaviour, drawn once per simulated PR."""
 
-    def __init__(self, rng: random.Random, params: dict, early_stop: bool = False):
+    def __init__(self, rng: random.Random, params: dict, early_stop: bool = False, plain: bool = False):
         self.p = params
         self.early_stop = early_stop
+        self.plain = plain  # early stop on failing samples too (the plain majority rule)
         self.judge_offset = 0.0  # added to every case's judge logit (--moved: the branch's judge level moved)
         n = params["cases"]
         self.flip = [rng.uniform(*params["often_flip"]) if rng.random() < params["flaky_share"] else rng.uniform(0, 2 * params["rare_flip"]) for _ in range(n)]
@@ -165,13 +170,17 @@ class World:
         p = _sigmoid(self.judge_logit[i] + self.judge_offset + mood) * (0.15 if off else 1.0)
         if i in broken.get(JUDGE, ()):
             p = 0.0
+        # Every sample's draw is made whether it is asked for or not, so the sampling rules
+        # see the same draws (a rule only decides how long a prefix of them it reads).
+        draws = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
         if self.early_stop:
+            stop = None if self.plain else THRESHOLDS[JUDGE]
             samples = []
-            while not decided(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE]):
-                for _ in range(next_round(SAMPLES, [[s == 1.0] for s in samples], THRESHOLDS[JUDGE])):
-                    samples.append(1.0 if rng.random() < p else 0.0)
+            while not decided(SAMPLES, [[s == 1.0] for s in samples], stop):
+                k = next_round(SAMPLES, [[s == 1.0] for s in samples], stop)
+                samples += draws[len(samples):len(samples) + k]
         else:
-            samples = [1.0 if rng.random() < p else 0.0 for _ in range(SAMPLES)]
+            samples = draws
         vote = 1.0 if sum(samples) * 2 > len(samples) else 0.0  # the full vote's, either way
         return traj, rouge, samples, vote
 
@@ -280,20 +289,24 @@ def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: 
     return compare(baseline, current, policy, ledger=ledger).verdict.value, len(chosen) * policy.confirm.runs
 
 
-def simulate_confirm(job: tuple[int, str, int, bool]) -> list[tuple[str, str, int, str]]:
+def simulate_confirm(job: tuple) -> list[tuple[str, str, int, str, float]]:
     """One simulated PR: per scenario (the first four), (verdict on the first run alone,
     verdict with confirmation runs, extra agent runs, verdict of a num_runs: 3 design whose
-    history and PR run each ran every case 3 times)."""
-    seed, world_name, index, early_stop = job
+    history and PR run each ran every case 3 times, judge samples drawn in the PR's run as a
+    share of every sample). With `plain` (the job's fifth item), early stopping stops on
+    failing samples too; without `fixed` (its sixth), the num_runs: 3 design is skipped ("-").
+    The draws do not depend on either."""
+    seed, world_name, index, early_stop, plain, fixed_design = (tuple(job) + (False, True))[:6]
     rng = random.Random(f"{seed}/{world_name}/{index}/confirm")
     params = WORLDS[world_name]
-    world = World(rng, params, early_stop)
+    world = World(rng, params, early_stop, plain)
     policy = GatePolicy()
     n = params["cases"]
     baseline, ledger = _history(world, rng, policy, [0.0] * params["history"])
     fixed_ledger: dict = {}
-    for _ in range(params["history"]):
-        fixed_base = world.run(rng, num_runs=FIXED_RUNS)
+    fixed_rng = random.Random(f"{seed}/{world_name}/{index}/fixed")  # its own stream: skipping it changes no other draw
+    for _ in range(params["history"] if fixed_design else 0):
+        fixed_base = world.run(fixed_rng, num_runs=FIXED_RUNS)
         fixed_ledger = update_ledger(fixed_ledger, fixed_base, policy.history_runs)
     out = []
     for scenario in CONFIRM_SCENARIOS:
@@ -303,13 +316,17 @@ def simulate_confirm(job: tuple[int, str, int, bool]) -> list[tuple[str, str, in
             if name in scenario:
                 stable = _stable(ledger, name, n, policy)
                 broken[name] = set(rng.sample(stable, max(1, round(0.04 * len(stable)))))
-                stable = _stable(fixed_ledger, name, n, policy)
-                fixed_broken[name] = set(rng.sample(stable, max(1, round(0.04 * len(stable))))) if stable else set()
+                if fixed_design:
+                    stable = _stable(fixed_ledger, name, n, policy)
+                    fixed_broken[name] = set(fixed_rng.sample(stable, max(1, round(0.04 * len(stable))))) if stable else set()
         current = world.run(rng, broken, set())
+        drawn = sum(len((c.criteria[JUDGE].per_invocation[0].details or {}).get("samples", ())) for c in current.suites[0].cases) / (SAMPLES * n)
         alone = compare(baseline, current, policy, ledger=ledger).verdict.value
         confirmed, extra = _confirmed(world, rng, baseline, current, ledger, policy, broken, set())
-        fixed = compare(fixed_base, world.run(rng, fixed_broken, set(), num_runs=FIXED_RUNS), policy, ledger=fixed_ledger).verdict.value
-        out.append((alone, confirmed, extra, fixed))
+        fixed = "-"
+        if fixed_design:
+            fixed = compare(fixed_base, world.run(fixed_rng, fixed_broken, set(), num_runs=FIXED_RUNS), policy, ledger=fixed_ledger).verdict.value
+        out.append((alone, confirmed, extra, fixed, drawn))
     return out
 
 
@@ -352,6 +369,49 @@ def confirm_table(args: argparse.Namespace) -> int:
         for s in (1, 2, 3):
             goals.append((f"{w}: {CONFIRM_SCENARIOS[s]} caught >= 95% with confirmation", pct(s, 1, "FAIL") >= 95))
             goals.append((f"{w}: {CONFIRM_SCENARIOS[s]} caught at least as often as num_runs: 3", pct(s, 1, "FAIL") >= pct(s, 3, "FAIL")))
+    print()
+    for text, ok in goals:
+        print(f"{'met' if ok else 'MISSED'}: {text}")
+    return 0 if all(ok for _, ok in goals) else 1
+
+
+def rules_table(args: argparse.Namespace) -> int:
+    """--confirm --rules: the confirming gate with judge early stopping under evalgate's rule
+    (samples that all failed drawn to the end) and under the plain majority rule (stop on
+    failing samples too), on the same draws; the num_runs: 3 design skipped."""
+    worlds = args.world or list(WORLDS)
+    t0 = time.perf_counter()
+    jobs = [(args.seed, w, i, True, plain, False) for plain in (False, True) for w in worlds for i in range(args.prs)]
+    if args.workers > 1:
+        with multiprocessing.Pool(args.workers) as pool:
+            results = pool.map(simulate_confirm, jobs, chunksize=2)
+    else:
+        results = [simulate_confirm(j) for j in jobs]
+    print(f"{args.prs} simulated PRs per world, seed {args.seed}; judge early stopping, confirmation runs on; "
+          f"{time.perf_counter() - t0:.0f} s with {args.workers} worker(s)")
+    print()
+    print("% of PRs that FAIL (INC: INCONCLUSIVE), first run alone -> with confirmation runs; judge samples drawn "
+          "in an unchanged PR's run as a share of every sample")
+    print()
+    print("| world | rule | judge samples drawn | unchanged: FAIL | INC | extra agent runs | trajectory broken | ROUGE broken | judge broken |")
+    print("|---|---|---:|---|---|---:|---|---|---|")
+    goals: list[tuple[str, bool]] = []
+    for w in worlds:
+        n = WORLDS[w]["cases"]
+        for plain in (False, True):
+            rows = [r for job, r in zip(jobs, results) if job[1] == w and job[4] == plain]
+            pct = lambda s, col, v: 100 * sum(r[s][col] == v for r in rows) / len(rows)  # noqa: E731
+            extra = sum(r[0][2] for r in rows) / len(rows) / n
+            drawn = sum(r[0][4] for r in rows) / len(rows)
+            caught = [f"{pct(s, 0, 'FAIL'):.1f} -> **{pct(s, 1, 'FAIL'):.1f}**" for s in (1, 2, 3)]
+            rule = "plain majority" if plain else "all-failing drawn to the end"
+            print(f"| {w} | {rule} | {drawn:.1%} | {pct(0, 0, 'FAIL'):.1f} -> {pct(0, 1, 'FAIL'):.1f} | "
+                  f"{pct(0, 0, 'INCONCLUSIVE'):.1f} -> {pct(0, 1, 'INCONCLUSIVE'):.1f} | {extra:.1%} | {' | '.join(caught)} |")
+            if plain:
+                goals += [
+                    (f"{w}: plain rule, judge breakage caught >= 95% with confirmation", pct(3, 1, "FAIL") >= 95),
+                    (f"{w}: plain rule, unchanged false FAIL <= 1% with confirmation", pct(0, 1, "FAIL") <= 1),
+                ]
     print()
     for text, ok in goals:
         print(f"{'met' if ok else 'MISSED'}: {text}")
@@ -413,7 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--early-stop", action="store_true", help="judge samples stop once the majority is decided")
     parser.add_argument("--moved", action="store_true", help=f"instead: PRs after the branch's judge level moved ({MOVED_WORLD})")
     parser.add_argument("--confirm", action="store_true", help="instead: confirmation runs (gate.confirm) beside a fixed num_runs: 3 design")
+    parser.add_argument("--rules", action="store_true", help="with --confirm: judge early stopping, evalgate's rule beside the plain majority rule, same draws")
     args = parser.parse_args(argv)
+    if args.confirm and args.rules:
+        return rules_table(args)
     if args.moved:
         return moved(args)
     if args.confirm:

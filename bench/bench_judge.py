@@ -31,7 +31,9 @@ Phases (the fake's quota window is cleared before each):
       (EvaluateConfig.parallelism 4, judge_model_options.parallelism_limit 1, its default
       retry options), on hand-built InferenceResults;
   (d) an unchanged rerun of evalgate: a new runtime on the same cache;
-  (e) evalgate drawing every sample (`judge.early_stop: false`), a fresh cache.
+  (e) evalgate drawing every sample (`judge.early_stop: false`), a fresh cache;
+  (f) evalgate with early stopping under the plain majority rule (stopping on failing samples
+      too, `JudgeRuntime(stop_on_failing=True)`), a fresh cache.
 
 Requests, tokens and wall time are printed side by side, as ratios to (a).
 
@@ -332,7 +334,7 @@ def evalgate_plans(cases: list[Case], samples: int):
 
 
 def run_evalgate(cases: list[Case], samples: int, concurrency: int, cache_dir: Path, early_stop: bool,
-                 rpm: Optional[int] = None) -> dict[str, Any]:
+                 rpm: Optional[int] = None, stop_on_failing: bool = False) -> dict[str, Any]:
     from evalgate import engine
     from evalgate.config import JudgeConfig
     from evalgate.judge.runtime import JudgeRuntime
@@ -341,7 +343,7 @@ def run_evalgate(cases: list[Case], samples: int, concurrency: int, cache_dir: P
     judge = JudgeConfig()  # the config's defaults, as `evalgate run` builds its runtime (cli._judge_runtime)
     runtime = JudgeRuntime(concurrency=concurrency, rpm=rpm or judge.rpm, timeout_s=judge.timeout_s,
                            deadline_s=judge.deadline_s, max_attempts=judge.max_attempts, cache_dir=cache_dir,
-                           early_stop=early_stop)
+                           early_stop=early_stop, stop_on_failing=stop_on_failing)
     workers = concurrency * 4
     # Attempts per ask, observed from outside: the runtime passes the attempt number (its last
     # argument) to each HTTP attempt. A private method: if it changes, the figure is left out.
@@ -490,6 +492,7 @@ def main() -> int:
                         help="invocations for ADK (default: all); fewer gives a linear projection, labelled as such")
     parser.add_argument("--skip-adk", action="store_true")
     parser.add_argument("--skip-full", action="store_true", help="skip evalgate with judge.early_stop: false")
+    parser.add_argument("--skip-plain", action="store_true", help="skip evalgate with early stopping under the plain majority rule")
     parser.add_argument("--rpm", type=int, default=None, help="evalgate's judge.rpm (default: none, the config's)")
     args = parser.parse_args()
 
@@ -595,6 +598,19 @@ def main() -> int:
             print(f"(e) evalgate, every sample: {_fmt(full['seconds'])}, {full['total']['requests']} HTTP requests "
                   f"({full_429} answered 429)", flush=True)
 
+        # (f) evalgate, early stopping under the plain majority rule (stop on failing samples too)
+        plain = None
+        if not args.skip_plain:
+            t0 = phase()
+            plain = run_evalgate(cases, args.samples, args.concurrency, Path(tmp) / "cache-plain", early_stop=True,
+                                 rpm=args.rpm, stop_on_failing=True)
+            plain_wire = quota.summary(t0)
+            check("evalgate, plain majority rule", plain)
+            if plain["scores"] != first["scores"]:
+                problems.append("evalgate: the plain majority rule and evalgate's rule reached different scores")
+            print(f"(f) evalgate, plain majority rule: {_fmt(plain['seconds'])}, {plain['total']['requests']} HTTP requests, "
+                  f"{plain_wire['accepted']} accepted", flush=True)
+
     # (c) ADK
     adk = None
     adk_cases = cases[: args.adk_invocations] if args.adk_invocations else cases
@@ -627,6 +643,9 @@ def main() -> int:
     if full is not None:
         rows.append(("(e) evalgate, every sample", _fmt(full["seconds"]), f"{full['total']['requests']}",
                      f"{full['total']['requests'] - full_429}", tokens(full["total"]), f"{full['seconds'] / bound:.2f}x the quota bound"))
+    if plain is not None:
+        rows.append(("(f) evalgate, plain majority rule", _fmt(plain["seconds"]), f"{plain['total']['requests']}",
+                     f"{plain_wire['accepted']}", tokens(plain["total"]), f"{plain['seconds'] / bound:.2f}x the quota bound"))
     rows.append(("(b) quota bound, every sample", _fmt(bound), f"{requests}", "", "", f"{requests} / ({args.quota}/60 s)"))
     adk_total = None
     if adk is not None:
@@ -661,6 +680,9 @@ def main() -> int:
     if adk is not None and adk_total is not None:
         req, wall = ratios("ADK" + (" (subset, not comparable)" if len(adk_cases) < len(cases) else ""), adk, adk_tokens,
                            adk_accepted)
+        if plain is not None:
+            print(f"ADK / evalgate (plain majority rule): requests answered {adk_accepted / plain_wire['accepted']:.2f}x, "
+                  f"wall time {adk['seconds'] / plain['seconds']:.2f}x")
         print(f"verdicts: evalgate (early stop) and ADK agree on {agree} of {len(adk['scores'])} (case, metric) scores"
               + ("; evalgate with every sample agrees with early stop on all" if full is not None and full["scores"] == first["scores"] else ""))
         speedup = adk_total / first["seconds"]

@@ -234,3 +234,54 @@ def test_sampling_is_recorded_only_when_samples_may_stop_early():
     assert FinalResponseMatchV2(threshold=0.5).bind(ScriptedJudge(lambda r: None, early_stop=True)).sampling() == "early_stop"
     assert FinalResponseMatchV2(threshold=0.5).bind(ScriptedJudge(lambda r: None, early_stop=False)).sampling() is None
     assert FinalResponseMatchV2(threshold=0.5).sampling() is None  # unbound: nothing was drawn
+
+
+def test_the_plain_rule_stops_on_failing_samples_too():
+    """`stop_on_failing` (the runtime's; evalgate uses it with confirmation runs on): three
+    "invalid" of five decide the verdict, so the last two are not drawn; the verdict stays the
+    full vote's for every sequence, and samples are still a prefix."""
+    def outcome(labels, plain):
+        judge = ScriptedJudge(by_sample([frm_reply(x) for x in labels]), early_stop=True)
+        judge.stop_on_failing = plain
+        crit = FinalResponseMatchV2(threshold=0.8, judge_model_options={"num_samples": len(labels)}).bind(judge)
+        out = crit.score_invocation(inv(user=KOREAN, final=JAPANESE), inv(user=KOREAN, final=JAPANESE))
+        return out, sorted(r.sample for r in judge.requests)
+
+    early, asked = outcome((I, I, I, V, V), plain=True)
+    assert early.score == 0.0 and asked == [0, 1, 2] and early.details["samples"] == [0.0, 0.0, 0.0]
+    exact, asked = outcome((I, I, I, V, V), plain=False)
+    assert exact.score == 0.0 and asked == [0, 1, 2, 3, 4]  # evalgate's rule: all-failing drawn to the end
+    fewer = 0
+    for labels in itertools.product((V, I, F), repeat=5):
+        plain, asked_plain = outcome(labels, plain=True)
+        full, _ = outcome(labels, plain=False)
+        assert plain.score == full.score and asked_plain == list(range(len(asked_plain))), labels
+        fewer += len(asked_plain) < len(full.details["samples"])
+    assert fewer > 0
+
+
+def test_rubric_trajectory_settles_on_failing_samples_with_the_plain_rule():
+    from evalgate.criteria.rubric_multi_turn_trajectory import Entry, Sample, next_round as rounds, settled
+
+    failing = [Sample(entries=(Entry("a", 0.0, "아니요"),))] * 3  # 3 of 5 "no": the verdict is decided
+    assert not settled(5, failing, ["a"], 0.8) and rounds(5, failing, ["a"], 0.8) == 2  # evalgate's rule: draw the rest
+    assert settled(5, failing, ["a"], None)  # the plain rule stops here
+
+
+@pytest.mark.parametrize("confirm, plain", [("", True), ("gate:\n  confirm: {runs: 0}\n", False)])
+def test_the_plain_rule_is_the_rule_only_with_confirmation_runs(tmp_path, confirm, plain):
+    """`evalgate run`'s judge runtime stops on failing samples too when gate.confirm re-runs
+    suspects (on by default), and keeps samples that all failed drawn to the end without it."""
+    import argparse
+
+    from evalgate.cli import _judge_runtime
+    from evalgate.config import load_config
+
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evalgate.yaml").write_text(
+        "agent: {command: [python, agent.py]}\nsuites:\n  - name: 판정\n    evalsets: [evals]\n    criteria:\n      final_response_match_v2: 0.8\n" + confirm,
+        encoding="utf-8")
+    runtime, _ = _judge_runtime(load_config(tmp_path / "evalgate.yaml"), argparse.Namespace(judge_concurrency=None, no_cache=True))
+    assert runtime.early_stop is True and runtime.stop_on_failing is plain
+    crit = FinalResponseMatchV2(threshold=0.8).bind(runtime)
+    assert crit.stop_threshold() == (None if plain else 0.8)

@@ -30,11 +30,13 @@ def _results(root):
     return json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("early_stop", [True, False])
-def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypatch, tmp_path, early_stop):  # noqa: F811
+@pytest.mark.parametrize("sampling", ["early_stop", "no_confirm", "full"])
+def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypatch, tmp_path, sampling):  # noqa: F811
     fake_gemini.use_gemini_api(monkeypatch)
     fake_gemini.responder = _valid_unless_korean
-    config = CONFIG if early_stop else CONFIG.replace("judge: {concurrency: 2}", "judge: {concurrency: 2, early_stop: false}")
+    early_stop = sampling != "full"
+    config = {"early_stop": CONFIG, "no_confirm": CONFIG + "gate: {confirm: {runs: 0}}\n",
+              "full": CONFIG.replace("judge: {concurrency: 2}", "judge: {concurrency: 2, early_stop: false}")}[sampling]
     root = make_project(tmp_path, config=config)
     code, out, err = cli("run", "--out", "out", "--no-color", cwd=root)
     assert code == 1, out + err  # the Korean case fails the judge
@@ -43,13 +45,16 @@ def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypat
     assert by_id["lights-en"]["score"] == 1.0 and by_id["난방-ko"]["score"] == 0.0
     spec = suite["criteria"]["final_response_match_v2"]
     # 3 samples: with early stopping (the default) 2 valid samples decide, the third is not
-    # asked; samples that all fail are drawn to the end (the gate reads "every sample failed").
+    # asked; 2 invalid ones decide too while gate.confirm re-runs suspects (the default), and
+    # without confirmation runs samples that all fail are drawn to the end (the gate then
+    # reads "every sample failed" from one run).
     drawn = 2 if early_stop else 3
+    failing = 2 if sampling == "early_stop" else 3
     assert by_id["lights-en"]["per_invocation"][0]["details"]["samples"] == [1.0] * drawn
-    assert by_id["난방-ko"]["per_invocation"][0]["details"]["samples"] == [0.0] * 3
+    assert by_id["난방-ko"]["per_invocation"][0]["details"]["samples"] == [0.0] * failing
     assert spec.get("sampling") == ("early_stop" if early_stop else None)  # absent with full sampling
-    assert spec["stats"]["requests"] == drawn + 3
-    assert len(fake_gemini.requests) == drawn + 3 and fake_gemini.max_in_flight <= 2
+    assert spec["stats"]["requests"] == drawn + failing
+    assert len(fake_gemini.requests) == drawn + failing and fake_gemini.max_in_flight <= 2
 
     # An unchanged rerun: zero requests, every verdict from the cache, the same results.
     fake_gemini.reset()
@@ -57,13 +62,13 @@ def test_judge_suite_scores_caches_and_reports_usage(cli, fake_gemini, monkeypat
     assert code == 1 and fake_gemini.requests == []
     again = json.loads((root / "out2" / "results.json").read_text(encoding="utf-8"))
     # The same results; each case now says how many of its verdicts came from the cache.
-    assert [c.pop("judge_cache_hits") for c in again["suites"][0]["cases"]] == [drawn, 3]
+    assert [c.pop("judge_cache_hits") for c in again["suites"][0]["cases"]] == [drawn, failing]
     assert again["suites"][0]["cases"] == suite["cases"]
-    assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == drawn + 3
+    assert again["suites"][0]["criteria"]["final_response_match_v2"]["stats"]["cache_hits"] == drawn + failing
 
     # --no-cache asks again.
     code, _, _ = cli("run", "--out", "out3", "--quiet", "--no-cache", cwd=root)
-    assert len(fake_gemini.requests) == drawn + 3
+    assert len(fake_gemini.requests) == drawn + failing
 
 
 def test_no_credentials_is_not_evaluated_with_one_warning(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811

@@ -334,12 +334,12 @@ def _counts(samples: Sequence[Sample], rid: str) -> tuple[int, int]:
     return yes, no
 
 
-def _all_failing(samples: Sequence[Sample], threshold: float) -> bool:
+def _all_failing(samples: Sequence[Sample], threshold: Optional[float]) -> bool:
     scores = [s.score for s in samples if s.score is not None]
-    return bool(scores) and all(x < threshold for x in scores)
+    return threshold is not None and bool(scores) and all(x < threshold for x in scores)
 
 
-def settled(n: int, samples: Sequence[Sample], ids: Sequence[str], threshold: float) -> bool:
+def settled(n: int, samples: Sequence[Sample], ids: Sequence[str], threshold: Optional[float]) -> bool:
     """Whether the samples drawn fix the outcome of ADK's vote over all `n`: a call failed
     (NOT_EVALUATED), or every rubric's verdict is out of reach of the samples left (each
     votes at most once per rubric; a tie is no), and not every scored sample is below the
@@ -356,7 +356,7 @@ def settled(n: int, samples: Sequence[Sample], ids: Sequence[str], threshold: fl
     return True
 
 
-def next_round(n: int, samples: Sequence[Sample], ids: Sequence[str], threshold: float) -> int:
+def next_round(n: int, samples: Sequence[Sample], ids: Sequence[str], threshold: Optional[float]) -> int:
     """How many samples to draw next: the fewest after which every verdict could be fixed
     (each rubric's votes going to its nearer verdict); all the rest while every scored
     sample is below the threshold."""
@@ -493,7 +493,8 @@ class RubricMultiTurnTrajectoryQuality(RubricCriterion):
         if not self.early_stopping():
             return runtime.map([ask(j) for j in range(n)])
         samples: list[Sample] = []
-        while not settled(n, samples, ids, self.threshold):
-            k = next_round(n, samples, ids, self.threshold)
+        stop = self.stop_threshold()
+        while not settled(n, samples, ids, stop):
+            k = next_round(n, samples, ids, stop)
             samples += runtime.map([ask(j) for j in range(len(samples), len(samples) + k)])
         return samples

@@ -85,6 +85,8 @@ class JudgeRuntime:
 
     `early_stop`: majority-vote criteria stop drawing samples once their majority is decided
     (the config's `judge.early_stop`, on by default there); off, every sample is drawn, as ADK.
+    `stop_on_failing`: with `early_stop`, they stop on failing samples too (the plain majority
+    rule); off, samples that all failed are drawn to the end (`evalgate.criteria.judging`).
 
     `cache_policy`: who this run is as a cache writer and whose entries it believes
     (`evalgate.judge.cache.CachePolicy`); files tracked by git are never read.
@@ -112,6 +114,7 @@ class JudgeRuntime:
         vertex_endpoint: Optional[str] = None,
         vertex_credentials: Any = None,
         early_stop: bool = False,
+        stop_on_failing: bool = False,
     ):
         if concurrency < 1:
             raise ValueError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -128,6 +131,7 @@ class JudgeRuntime:
         self.max_attempts = max_attempts
         self.use_cache = use_cache
         self.early_stop = early_stop
+        self.stop_on_failing = stop_on_failing
         self._cache = JudgeCache(Path(cache_dir), cache_policy)
         self._clock = clock
         self._client_factory = client_factory
