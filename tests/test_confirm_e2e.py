@@ -15,7 +15,8 @@ import pytest
 
 from fake_github import fake_github  # noqa: F401  (fixture)
 from test_entrypoint import Action, _pull_request, _push
-from test_local_gate import _git
+from test_local_gate import EVALSET as LOCAL_EVALSET
+from test_local_gate import _git, _turn
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -46,21 +47,11 @@ for raw in sys.stdin.buffer:
 '''
 
 
-def _turn(user: str, answer: str, call: dict) -> dict:
-    return {
-        "user_content": {"role": "user", "parts": [{"text": user}]},
-        "final_response": {"role": "model", "parts": [{"text": answer}]},
-        "intermediate_data": {"tool_uses": [call]},
-    }
-
-
+# The local gate's two cases, and a third whose agent answer can be made flaky.
 EVALSET = {
-    "eval_set_id": "home",
-    "eval_cases": [
-        {"eval_id": "lights-en", "conversation": [_turn("Turn off the bedroom light.", "The bedroom light is off.", {"name": "set_light", "args": {"room": "bedroom", "on": False}})]},
-        {"eval_id": "난방-ko", "conversation": [_turn("거실 난방을 켜 줘.", "거실 난방을 켰습니다.", {"name": "set_heating", "args": {"room": "거실", "on": True}})]},
-        {"eval_id": "blinds", "conversation": [_turn("Open the study blinds.", "The study blinds are open.", {"name": "set_blinds", "args": {"room": "study", "open": True}})]},
-    ],
+    **LOCAL_EVALSET,
+    "eval_cases": LOCAL_EVALSET["eval_cases"]
+    + [{"eval_id": "blinds", "conversation": [_turn("Open the study blinds.", "The study blinds are open.", {"name": "set_blinds", "args": {"room": "study", "open": True}})]}],
 }
 
 # Three cases are too few for the pooled breakage test to tell one broken case from noise:
