@@ -15,6 +15,7 @@ import pytest
 
 from fake_github import fake_github  # noqa: F401  (fixture)
 from test_entrypoint import Action, _pull_request, _push
+from test_local_gate import CONFIG as LOCAL_CONFIG
 from test_local_gate import EVALSET as LOCAL_EVALSET
 from test_local_gate import _git, _turn
 
@@ -56,17 +57,7 @@ EVALSET = {
 
 # Three cases are too few for the pooled breakage test to tell one broken case from noise:
 # a deterministic flip fails the gate, once confirmation runs confirm it.
-CONFIG = f"""\
-agent: {{command: [{json.dumps(sys.executable)}, agent.py]}}
-suites:
-  - name: home
-    evalsets: [evals]
-    criteria:
-      tool_trajectory_avg_score: {{threshold: 1.0, match_type: IN_ORDER}}
-      response_match_score: 0.8
-gate:
-  deterministic_flips: fail
-"""
+CONFIG = LOCAL_CONFIG
 
 HISTORY = 6  # default-branch runs: every case stable (stable_min_runs 5)
 

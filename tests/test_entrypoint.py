@@ -105,6 +105,19 @@ def _push(sha: str) -> dict:
     return {"ref": "refs/heads/main", "after": sha, "repository": {"full_name": "octo/hello", "default_branch": "main"}}
 
 
+def main_with_baseline(action) -> str:
+    """main's commit carries the config in its tree (the contents API serves it at that sha)
+    and has a baseline, saved by a push; the fake's request log is then cleared."""
+    fake = action.fake
+    config = (action.ws / "evalgate.yaml").read_bytes()
+    root = fake.add_commit([], "root", files={"evalgate.yaml": config})
+    base = fake.add_commit([root], "main", files={"evalgate.yaml": config})
+    fake.refs["refs/heads/main"] = base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    fake.log.clear()
+    return base
+
+
 def _pull_request(head: str, base: str) -> dict:
     return {
         "action": "synchronize",

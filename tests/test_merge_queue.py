@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_entrypoint import PR, _push, _set_outputs, _writes, action, ws  # noqa: F401  (fixtures)
+from test_entrypoint import PR, _set_outputs, _writes, action, main_with_baseline, ws  # noqa: F401  (fixtures)
 from fake_github import fake_github  # noqa: F401  (fixture)
 
 
@@ -28,14 +28,7 @@ def _merge_group(head: str, base: str) -> dict:
 @pytest.fixture
 def main_branch(action):
     """main's commit carries the config in its tree and has a baseline."""
-    fake = action.fake
-    config = (action.ws / "evalgate.yaml").read_bytes()
-    root = fake.add_commit([], "root", files={"evalgate.yaml": config})
-    base = fake.add_commit([root], "main", files={"evalgate.yaml": config})
-    fake.refs["refs/heads/main"] = base
-    assert action("push", _push(base), sha=base) == 0, action.stdout
-    fake.log.clear()
-    return base
+    return main_with_baseline(action)
 
 
 def _queue(action, base: str) -> tuple[str, int]:

@@ -178,15 +178,9 @@ def test_an_artifact_without_outputs_is_an_input_error_naming_the_step(action, b
 def based(action):
     """main's commit carries the config in its tree (the contents API serves it at that sha),
     and has a baseline; the PR's agent then regresses lights-en."""
-    from test_entrypoint import _push, _set_outputs
+    from test_entrypoint import _set_outputs, main_with_baseline
 
-    fake = action.fake
-    config = (action.ws / "evalgate.yaml").read_bytes()
-    root = fake.add_commit([], "root", files={"evalgate.yaml": config})
-    base = fake.add_commit([root], "main", files={"evalgate.yaml": config})
-    fake.refs["refs/heads/main"] = base
-    assert action("push", _push(base), sha=base) == 0, action.stdout
-    fake.log.clear()
+    base = main_with_baseline(action)
     _set_outputs(action.ws, regressed=True)
     return base
 

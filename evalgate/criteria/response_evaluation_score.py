@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
-import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Optional
@@ -14,7 +13,7 @@ from pydantic import Field
 
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Outcome, criterion
-from evalgate.criteria.vertex_metrics import InstanceError, VertexCriterion, canonical_json
+from evalgate.criteria.vertex_metrics import InstanceError, VertexCriterion, canonical_json, numeric_score
 from evalgate.vertex.service import EvalReply, EvalRequest
 
 LOWEST, HIGHEST = 1.0, 5.0  # the coherence rating scale
@@ -103,12 +102,12 @@ def read_rating(reply: EvalReply) -> Outcome:
         details["explanation"] = reply.explanation
     if reply.error:
         return Outcome(None, details, error=reply.error)
-    score = reply.score
-    if score is None or isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+    score = numeric_score(reply)
+    if score is None:
         return Outcome(None, details, error="the evaluation service returned no coherence rating")
     if not LOWEST <= score <= HIGHEST:
         return Outcome(None, details, error=f"the evaluation service returned coherence rating {score:g}, outside [1, 5]")
-    return Outcome(float(score), details)
+    return Outcome(score, details)
 
 
 def _content(text: str) -> dict[str, Any]:

@@ -119,6 +119,14 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+def numeric_score(reply: EvalReply) -> Optional[float]:
+    """The reply's score when it is a real number (not a bool, not NaN), else None."""
+    score = reply.score
+    if score is None or isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+        return None
+    return float(score)
+
+
 def read_reply(metric: str, reply: EvalReply) -> Outcome:
     """A service reply as an outcome: the score with the explanation and rubric verdicts, or
     NOT_EVALUATED with the service's message (never a pass)."""

@@ -30,12 +30,11 @@ NOT_EVALUATED placeholders with no score, and the case's score and status are th
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar, Optional
 
 from evalgate.adk import Content, Invocation, InvocationEvents
 from evalgate.criteria.base import CaseOutcome, Outcome, Scope, criterion
-from evalgate.criteria.vertex_metrics import VertexCriterion, _app_agents, _without_nulls
+from evalgate.criteria.vertex_metrics import VertexCriterion, _app_agents, _without_nulls, numeric_score
 from evalgate.vertex.service import EvalReply
 
 FINAL_AUTHOR = "agent"  # ADK's author of the final response in the agent data
@@ -174,10 +173,10 @@ def read_adk_reply(metric: str, reply: EvalReply) -> Outcome:
         details["explanation"] = reply.explanation
     if reply.error:
         return Outcome(None, details, error=reply.error)
-    score = reply.score
-    if score is None or isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+    score = numeric_score(reply)
+    if score is None:
         return Outcome(None, details, error=f"the evaluation service returned no score for {metric}")
-    return Outcome(float(score), details)
+    return Outcome(score, details)
 
 
 def _adk_rubric(k: int, verdict: dict[str, Any]) -> dict[str, Any]:
