@@ -9,11 +9,13 @@ from evalgate.results import CaseResult, Counts, Status
 
 def templates(*, autoescape: bool, **options: Any) -> Any:
     """A jinja2 environment over evalgate/templates with the options every report shares
-    (undefined names are errors; block tags leave no blank lines). jinja2 is imported here,
+    (undefined names are errors; block tags leave no blank lines; `_` and `n_` translate). jinja2 is imported here,
     on the rendering path only."""
     import jinja2
 
-    return jinja2.Environment(
+    from evalgate import i18n
+
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("evalgate", "templates"),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
@@ -22,6 +24,10 @@ def templates(*, autoescape: bool, **options: Any) -> Any:
         keep_trailing_newline=True,
         **options,
     )
+    # Messages in templates: {{ _("Baseline") }}, {{ n_("{n} case", "{n} cases", n) }}, in the
+    # language of the moment (evalgate.i18n).
+    env.globals.update(_=i18n._, n_=i18n.n_)
+    return env
 
 
 def count(n: int, noun: str, plural: Optional[str] = None) -> str:
