@@ -59,9 +59,9 @@ def test_fields_and_plurals_in_each_language():
     for code in i18n.LANGUAGES:
         with i18n.language(code):
             counts[code] = (n_("{n} case", "{n} cases", 1), n_("{n} case", "{n} cases", 1204))
-    assert counts["en"] == ("1 case", "1204 cases")
-    assert counts["ko"] == ("케이스 1개", "케이스 1204개")
-    assert counts["ja"] == ("1 ケース", "1204 ケース")
+    assert counts["en"] == ("1 case", "1,204 cases")
+    assert counts["ko"] == ("케이스 1개", "케이스 1,204개")
+    assert counts["ja"] == ("1 ケース", "1,204 ケース")
     assert i18n.current() == "en"  # language() restores the one before it
 
 
