@@ -172,13 +172,14 @@ def _default_branch(s: Settings) -> Optional[str]:
 
 
 def _load(s: Settings):
+    from evalgate import i18n
     from evalgate.config import CONFIG_NAMES, load_config
 
-    if s.config is not None:
-        return load_config(s.config)
-    for name in CONFIG_NAMES:
-        if (s.working_directory / name).exists():
-            return load_config(s.working_directory / name)
+    paths = [s.config] if s.config is not None else [s.working_directory / n for n in CONFIG_NAMES if (s.working_directory / n).exists()]
+    if paths:
+        loaded = load_config(paths[0])
+        i18n.configured(loaded.config.report.language)
+        return loaded
     raise InputError(
         Problem(
             None,
@@ -1070,6 +1071,9 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     parser = argparse.ArgumentParser(prog="entrypoint", description="The evalgate GitHub Action (configured by EVALGATE_* variables).")
     parser.add_argument("--version", action="version", version=f"evalgate {__version__}")
     parser.parse_args(argv if argv is not None else [])
+    from evalgate import i18n
+
+    i18n.reset()  # English until the config says otherwise
     env = os.environ if env is None else env
     workflow = Workflow(env.get("GITHUB_OUTPUT"), env.get("GITHUB_STEP_SUMMARY"))
     known = secrets(env)

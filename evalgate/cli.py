@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from evalgate import __version__
+from evalgate import __version__, i18n
+from evalgate.i18n import LANGUAGES
 
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE: what a shell reports for a tool that a closed pipe ended
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="score every suite and write results (exit 1 when a suite fails)")
     run.add_argument("--config", "-c", help="config file (default: evalgate.yaml, evalgate.yml or evalgate.json here)")
     run.add_argument("--out", "-o", default="evalgate-results", help="output folder (default: %(default)s)")
+    run.add_argument("--language", choices=LANGUAGES, help="language of the reports and the summary: en, ko or ja (default: the config's report.language, else en)")
     run.add_argument("--no-color", action="store_true", help="plain terminal output")
     run.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line")
     run.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
@@ -100,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     merge = sub.add_parser("merge", help="merge the outputs of `run --shard K/N` into one run's outputs (exit 1 when a suite fails)")
     merge.add_argument("shards", nargs="+", metavar="DIR", help="shard output folders, or a folder holding them (one subfolder each)")
     merge.add_argument("--out", "-o", default="evalgate-results", help="output folder (default: %(default)s)")
+    merge.add_argument("--language", choices=LANGUAGES, help="language of the reports and the summary: en, ko or ja (default: the config's report.language, else en)")
     merge.add_argument("--no-color", action="store_true", help="plain terminal output")
     merge.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line")
     merge.set_defaults(func=cmd_merge)
@@ -111,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--base-sha", help="look the baseline up in the config's store: this commit or its nearest first-parent ancestor (local git)")
     compare.add_argument("--config", "-c", help="config whose 'gate' section sets the policy (default: evalgate.yaml here, if any)")
     compare.add_argument("--output", "-o", help="also write the Markdown report to this file")
+    compare.add_argument("--language", choices=LANGUAGES, help="language of the reports and the summary: en, ko or ja (default: the config's report.language, else en)")
     compare.add_argument("--run-url", help="link to the CI run, shown in the report")
     compare.add_argument("--html", metavar="PATH", help="where to write the HTML report (default: report.html beside --current)")
     compare.set_defaults(func=cmd_compare)
@@ -124,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     gate_base = gate.add_mutually_exclusive_group()
     gate_base.add_argument("--base-sha", metavar="REF", help="the base commit (any git revision); its baseline, or its nearest first-parent ancestor's, from the store (default: the merge-base of HEAD and the default branch)")
     gate_base.add_argument("--baseline", metavar="FILE", help="compare with this results.json or saved baseline file instead")
+    gate.add_argument("--language", choices=LANGUAGES, help="language of the reports and the summary: en, ko or ja (default: the config's report.language, else en)")
     gate.add_argument("--no-color", action="store_true", help="plain terminal output")
     gate.add_argument("--quiet", "-q", action="store_true", help="print only the verdict line (and notes)")
     gate.add_argument("--no-cache", action="store_true", help="ignore the judge verdict cache (neither read nor write it)")
@@ -157,6 +162,7 @@ def _load(config_arg: str | None):
     from evalgate.plan import build_plans
 
     loaded = load_config(find_config(config_arg))
+    i18n.configured(loaded.config.report.language)
     return loaded, build_plans(loaded)
 
 
@@ -401,6 +407,7 @@ def _gate_config(config_arg: str | None, required: bool = False):
 
     if config_arg or required or any(Path(n).exists() for n in CONFIG_NAMES):
         loaded = load_config(find_config(config_arg))
+        i18n.configured(loaded.config.report.language)
         from evalgate.confine import config_path_problems
         from evalgate.errors import InputError
 
@@ -635,6 +642,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_INPUT
     func: Callable[[argparse.Namespace], int] = args.func
+    i18n.reset()
+    if getattr(args, "language", None):
+        i18n.choose(args.language)
     try:
         code = func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

@@ -244,6 +244,15 @@ class VertexConfig(BaseModel):
     )
 
 
+class ReportConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    language: Literal["en", "ko", "ja"] = Field(
+        default="en",
+        description="Language of the PR comment, job summary, report.html and terminal summary, verdict reasons included: en, ko or ja. `--language` overrides it. Machine-read output (results.json, JUnit, status contexts) stays English.",
+    )
+
+
 class Config(BaseModel):
     """The whole config file."""
 
@@ -255,6 +264,7 @@ class Config(BaseModel):
     gate: GateConfig = Field(default_factory=GateConfig, description="Comparison with the baseline and the verdict.")
     judge: JudgeConfig = Field(default_factory=JudgeConfig, description="The judge client: concurrency, rate, retries, cache.")
     vertex: VertexConfig = Field(default_factory=VertexConfig, description="Vertex AI project and location for managed metrics.")
+    report: ReportConfig = Field(default_factory=ReportConfig, description="How reports read; not part of the config digest.")
 
 
 @dataclass

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from evalgate import i18n
 from evalgate.errors import InputError, Problem
 
 COMMENT_FILE = "comment.md"
@@ -217,6 +218,7 @@ def gate(args: argparse.Namespace) -> int:
     from evalgate.policy import UnderBase
 
     loaded = load_config(find_config(args.config))
+    i18n.configured(loaded.config.report.language)
     top = _git(["rev-parse", "--show-toplevel"], loaded.base)
     repo = Path(top) if top else None
     own_gate = loaded.config.gate

@@ -19,6 +19,16 @@ def shared_fixtures() -> Path:
     return SHARED_FIXTURES
 
 
+@pytest.fixture(autouse=True)
+def english_after_each_test():
+    """A test that renders in Korean or Japanese (or runs a command whose config asks for it)
+    must not leave the rest of the session in that language."""
+    yield
+    from evalgate import i18n
+
+    i18n.reset()
+
+
 @pytest.fixture
 def cli(capsys, monkeypatch):
     """Run `evalgate ARGS` in-process from a folder; returns (exit code, stdout, stderr)."""

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from evalgate.i18n import _, n_
 from evalgate.results import CaseResult, Counts, Status
 
 
 def templates(*, autoescape: bool, **options: Any) -> Any:
     """A jinja2 environment over evalgate/templates with the options every report shares
-    (undefined names are errors; block tags leave no blank lines). jinja2 is imported here,
+    (undefined names are errors; block tags leave no blank lines; `_` and `n_` translate). jinja2 is imported here,
     on the rendering path only."""
     import jinja2
 
-    return jinja2.Environment(
+    from evalgate import i18n
+
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("evalgate", "templates"),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
@@ -22,6 +25,10 @@ def templates(*, autoescape: bool, **options: Any) -> Any:
         keep_trailing_newline=True,
         **options,
     )
+    # Messages in templates: {{ _("Baseline") }}, {{ n_("{n} case", "{n} cases", n) }}, in the
+    # language of the moment (evalgate.i18n).
+    env.globals.update(_=i18n._, n_=i18n.n_)
+    return env
 
 
 def count(n: int, noun: str, plural: Optional[str] = None) -> str:
@@ -55,14 +62,14 @@ def deciding_p(c: Any) -> Optional[float]:
 def duration(seconds: float) -> str:
     """`<0.1 s`, `12.3 s`, `4 min 2 s`, `1 h 3 min`."""
     if 0 < seconds < 0.05:
-        return "<0.1 s"
+        return _("<0.1 s")
     if seconds < 60:
-        return f"{seconds:.1f} s"
+        return _("{seconds} s", seconds=f"{seconds:.1f}")
     minutes, secs = divmod(int(round(seconds)), 60)
     if minutes < 60:
-        return f"{minutes} min {secs} s"
+        return _("{minutes} min {seconds} s", minutes=minutes, seconds=secs)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
+    return _("{hours} h {minutes} min", hours=hours, minutes=minutes)
 
 
 def format_scores(score: float, threshold: float) -> tuple[str, str]:
@@ -85,7 +92,7 @@ def not_evaluated_reasons(case: CaseResult) -> dict[str, list[str]]:
     reasons: dict[str, list[str]] = {}
     for name, crit in case.criteria.items():
         if crit.status is Status.NOT_EVALUATED:
-            reasons.setdefault(crit.error or "not evaluated", []).append(name)
+            reasons.setdefault(crit.error or _("not evaluated"), []).append(name)
     return reasons
 
 
@@ -101,7 +108,7 @@ def incomplete_note(counts: Counts) -> str:
     while every judge was skipped is PASSED, and must not read as fully judged."""
     if counts.incomplete <= counts.not_evaluated:  # nothing the "not evaluated" count does not say
         return ""
-    return f"; {counts.incomplete:,} incomplete, with a criterion not evaluated"
+    return _("; {n} incomplete, with a criterion not evaluated", n=f"{counts.incomplete:,}")
 
 
 def cost_cells(row: Any) -> dict[str, str]:
@@ -112,13 +119,13 @@ def cost_cells(row: Any) -> dict[str, str]:
     change = row.summary() if row.change is None else percent(row.change)
     if row.ci_low is not None and row.ci_high is not None:
         change += f" [{percent(row.ci_low)}, {percent(row.ci_high)}]"
-    p = "" if row.p_adjusted is None else f" (p = {row.p_adjusted:.1e} after Holm)" if row.p_adjusted < 0.001 else f" (p = {row.p_adjusted:.3f} after Holm)"
-    outcome = {"fail": "FAIL: significantly beyond" + p, "pass": "within" + p, "reported": "reported"}[row.status]
+    p = "" if row.p_adjusted is None else _(" (p = {p} after Holm)", p=f"{row.p_adjusted:.1e}" if row.p_adjusted < 0.001 else f"{row.p_adjusted:.3f}")
+    outcome = {"fail": _("FAIL: significantly beyond") + p, "pass": _("within") + p, "reported": _("reported")}[row.status]
     return {
         "what": row.label,
         "change": change,
-        "cases": f"{row.n_pairs:,}" + (f" ({row.zeros:,} with 0 left out)" if row.zeros else ""),
-        "tolerated": "not gated" if row.tolerance is None else f"+{row.tolerance * 100:g}%",
+        "cases": f"{row.n_pairs:,}" + (_(" ({zeros} with 0 left out)", zeros=f"{row.zeros:,}") if row.zeros else ""),
+        "tolerated": _("not gated") if row.tolerance is None else f"+{row.tolerance * 100:g}%",
         "outcome": outcome,
     }
 
@@ -133,18 +140,18 @@ def efficiency_cells(values: dict[str, Any]) -> dict[str, str]:
 
     def number(name: str, digits: int) -> str:
         v = values.get(name)
-        return "n/a" if v is None or v.value is None else f"{v.value:,.{digits}f}"
+        return _("n/a") if v is None or v.value is None else f"{v.value:,.{digits}f}"
 
     out = {"tool_calls": number(eff.TOOL_CALLS, 2), "model_calls": number(eff.MODEL_CALLS, 2)}
     tokens = values.get(eff.TOKENS)
     total = tokens.value if tokens is not None else None
-    out["tokens"] = "n/a" if total is None else f"{total:,.0f}" if total >= 100 else f"{total:,.1f}"
+    out["tokens"] = _("n/a") if total is None else f"{total:,.0f}" if total >= 100 else f"{total:,.1f}"
     seconds = values.get(eff.DURATION)
     if seconds is None or seconds.value is None:
-        out["seconds"] = "n/a"
+        out["seconds"] = _("n/a")
     else:
         d = seconds.details
-        parts = [(label, d.get(key)) for label, key in (("model", "model_seconds"), ("tools", "tool_seconds"), ("framework", "framework_seconds"))]
+        parts = [(label, d.get(key)) for label, key in ((_("model"), "model_seconds"), (_("tools"), "tool_seconds"), (_("framework"), "framework_seconds"))]
         split = ", ".join(f"{label} {v:.2f}" for label, v in parts if v is not None)
-        out["seconds"] = f"{seconds.value:.2f} s" + (f" ({split})" if split else "")
+        out["seconds"] = _("{seconds} s", seconds=f"{seconds.value:.2f}") + (f" ({split})" if split else "")
     return out

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Callable, Optional, Sequence, TextIO
 
 from evalgate import efficiency
+from evalgate.i18n import _, n_
 from evalgate.reports import efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text
 from evalgate.results import Counts, RunResults, Status, SuiteResult
 
@@ -176,12 +177,15 @@ def _efficiency(style: _Style, suite: SuiteResult) -> list[str]:
     ]
 
 
-def _counts_text(counts: Counts, where: str = "") -> str:
-    noun = "case" if counts.cases == 1 else "cases"
-    return (
-        f"{counts.cases} {noun}{where}: {counts.passed} passed, {counts.failed} failed, "
-        f"{counts.not_evaluated} not evaluated{incomplete_note(counts)}"
+def _counts_text(counts: Counts, suites: Optional[int] = None) -> str:
+    fields = dict(
+        cases=n_("{n} case", "{n} cases", counts.cases), passed=counts.passed, failed=counts.failed, not_evaluated=counts.not_evaluated
     )
+    if suites is None:
+        text = _("{cases}: {passed} passed, {failed} failed, {not_evaluated} not evaluated", **fields)
+    else:
+        text = _("{cases} in {suites}: {passed} passed, {failed} failed, {not_evaluated} not evaluated", suites=n_("{n} suite", "{n} suites", suites), **fields)
+    return text + incomplete_note(counts)
 
 
 def _verdict(style: _Style, suite: SuiteResult) -> str:
@@ -206,10 +210,7 @@ def summary_table(results: RunResults, color: bool) -> str:
             lines.append("")
             lines.extend(f"  {style('warning', '33')}: {_plain(w)}" for w in suite.warnings)
         lines.extend(["", _verdict(style, suite), ""])
-    n = len(results.suites)
-    lines.append(
-        f"overall: {style.status(results.status)} ({_counts_text(results.counts, f' in {n} suite' + ('s' if n != 1 else ''))})"
-    )
+    lines.append(_("overall: {status} ({counts})", status=style.status(results.status), counts=_counts_text(results.counts, len(results.suites))))
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,105 @@
+"""The language a reader sees: the PR comment, the job summary, report.html and the terminal
+summary, verdict reasons included, in English, Korean or Japanese (`report.language`, or
+`--language` on the command line).
+
+Standard gettext machinery: messages are marked in the code with `_()` and `n_()` (and the
+same names in the Jinja templates and `t()` in report.js), Babel extracts them into
+`evalgate/locale/evalgate.pot`, translators fill `evalgate/locale/<lang>/LC_MESSAGES/
+evalgate.po`, and Babel compiles those to the `.mo` files read here by the standard library's
+`gettext`. `python -m evalgate.locale.catalogs update` does all three; tests fail when a
+message has no translation or a catalog is stale (tests/test_i18n.py).
+
+Messages use named `str.format` fields, filled by the call: `_("{n} cases broke", n=3)`. A
+translation must use the same fields (the check says which are missing). Machine-read text
+(results.json keys, statuses, JUnit, commit status contexts) stays English.
+
+The language is one per process (a command renders one report), set by `use()`; `language()`
+sets it for a block (tests, a second report in another language).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gettext
+from pathlib import Path
+from typing import Iterator
+
+LANGUAGES = ("en", "ko", "ja")
+DOMAIN = "evalgate"
+LOCALE_DIR = Path(__file__).parent / "locale"
+
+_NULL = gettext.NullTranslations()
+_current: gettext.NullTranslations = _NULL
+_code = "en"
+_loaded: dict[str, gettext.NullTranslations] = {"en": _NULL}
+_chosen = False  # --language was given: a config's report.language does not override it
+
+
+def translations(code: str) -> gettext.NullTranslations:
+    """The compiled catalog of a language (English: the messages as written)."""
+    if code not in LANGUAGES:
+        raise ValueError(f"unknown report language {code!r}; choose one of {', '.join(LANGUAGES)}")
+    if code not in _loaded:
+        # fallback=False: a missing catalog is a broken installation, not English by surprise.
+        _loaded[code] = gettext.translation(DOMAIN, localedir=str(LOCALE_DIR), languages=[code])
+    return _loaded[code]
+
+
+def use(code: str) -> None:
+    """Set the language of everything rendered from now on in this process."""
+    global _current, _code
+    _current, _code = translations(code), code
+
+
+def choose(code: str) -> None:
+    """`--language`: the language of this process, whatever the config says."""
+    global _chosen
+    use(code)
+    _chosen = True
+
+
+def configured(code: str) -> None:
+    """A config's `report.language`, unless `--language` chose one."""
+    if not _chosen:
+        use(code)
+
+
+def reset() -> None:
+    """English, nothing chosen: how every command starts (`evalgate.cli.main` calls it, so a
+    process that runs several commands does not carry one's language into the next)."""
+    global _chosen
+    use("en")
+    _chosen = False
+
+
+def current() -> str:
+    return _code
+
+
+@contextlib.contextmanager
+def language(code: str) -> Iterator[None]:
+    """The language of a block; the previous one is restored after it."""
+    previous = _code
+    use(code)
+    try:
+        yield
+    finally:
+        use(previous)
+
+
+def _(message: str, /, **fields: object) -> str:
+    """A message in the current language, its `{fields}` filled."""
+    text = _current.gettext(message)
+    return text.format(**fields) if fields else text
+
+
+def n_(singular: str, plural: str, n: int, /, **fields: object) -> str:
+    """A message whose wording depends on a count `n` (available to it as `{n}`, with thousands
+    separated: `1,204 cases`, as Korean and Japanese write them too)."""
+    return _current.ngettext(singular, plural, n).format(n=f"{n:,}", **fields)
+
+
+def mark(message: str, /) -> str:
+    """Marks a message for extraction where it is defined (a table of labels); it is translated
+    where it is shown, with `_(label)`."""
+    return message

@@ -1,0 +1,222 @@
+"""Keep the message catalogs in step with the code (Babel: `pip install ".[test]"` has it).
+
+    python -m evalgate.locale.catalogs update   # extract, merge into ko/ja .po, compile .mo
+    python -m evalgate.locale.catalogs check    # what tests/test_i18n.py checks; exit 1 if any
+    python -m evalgate.locale.catalogs fill ko FILE.json   # translations from {"msgid": "msgstr"}
+
+`update` extracts every marked message (`_`, `n_`, `mark` in Python; `_`, `n_` in the
+Jinja templates; `t`, `nt` in report.js) into evalgate.pot, adds the new ones to each
+language's .po with an empty translation, drops the ones the code no longer has, and compiles
+the .mo files evalgate reads. Fill the empty `msgstr`s in the .po files (by hand, or `fill` from a JSON object of
+message -> translation; a plural message's key is its singular), then run `update` again.
+Output is stable (no dates, no line numbers), so a diff shows only real changes; `check`
+compares messages, not bytes, so another Babel version's headers do not count as stale.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+import string
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Optional
+
+from babel.messages.catalog import Catalog, Message
+from babel.messages.extract import extract_from_dir
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po, write_po
+
+HERE = Path(__file__).parent
+PACKAGE = HERE.parent
+DOMAIN = "evalgate"
+LANGUAGES = ("ko", "ja")  # English is the source language
+TEMPLATE = HERE / f"{DOMAIN}.pot"
+_FIXED = datetime(2026, 1, 1, tzinfo=timezone.utc)  # no churn from dates
+_NAMES = {"ko": "Korean", "ja": "Japanese"}
+
+KEYWORDS = {"_": None, "n_": (1, 2), "mark": None, "t": None, "nt": (1, 2)}
+METHODS = [
+    ("locale/**", "ignore"),
+    ("**.py", "python"),
+    ("templates/**.j2", "jinja2.ext:babel_extract"),
+    ("templates/**.js", "javascript"),
+]
+
+
+def po_path(code: str, root: Path = HERE) -> Path:
+    return root / code / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def mo_path(code: str, root: Path = HERE) -> Path:
+    return po_path(code, root).with_suffix(".mo")
+
+
+def extract(package: Path = PACKAGE) -> Catalog:
+    """Every marked message in the package, in a template catalog."""
+    catalog = Catalog(project="evalgate", domain=DOMAIN, creation_date=_FIXED, fuzzy=False)
+    for filename, lineno, message, comments, context in extract_from_dir(
+        package, METHODS, keywords=KEYWORDS, comment_tags=("TRANSLATORS:",), strip_comment_tags=True
+    ):
+        catalog.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)
+    return catalog
+
+
+def _po_bytes(catalog: Catalog) -> bytes:
+    out = io.BytesIO()
+    write_po(out, catalog, width=100, include_lineno=False, sort_by_file=False)
+    return out.getvalue()
+
+
+def _mo_bytes(catalog: Catalog) -> bytes:
+    out = io.BytesIO()
+    write_mo(out, catalog)
+    return out.getvalue()
+
+
+def read(code: str, root: Path = HERE) -> Catalog:
+    path = po_path(code, root)
+    if not path.exists():
+        return Catalog(locale=code, project="evalgate", domain=DOMAIN, creation_date=_FIXED, revision_date=_FIXED, fuzzy=False)
+    with path.open("rb") as f:
+        return read_po(f, locale=code, domain=DOMAIN)
+
+
+def merged(template: Catalog, code: str, root: Path = HERE) -> Catalog:
+    """The language's catalog with the template's messages: translations kept, new messages
+    empty, messages the code no longer has dropped (never guessed from similar ones)."""
+    catalog = read(code, root)
+    catalog.update(template, no_fuzzy_matching=True, update_header_comment=False, update_creation_date=False)
+    catalog.obsolete.clear()
+    catalog.creation_date = catalog.revision_date = _FIXED
+    catalog.fuzzy = False
+    catalog.last_translator = catalog.language_team = "evalgate"
+    catalog.project, catalog.version = "evalgate", ""
+    catalog.header_comment = (
+        f"# {_NAMES[code]} messages of evalgate's reports (the PR comment, job summary, report.html\n"
+        "# and terminal summary), written for developers who read ADK's guides in this language.\n"
+        "# Keep each {field} of the English message; `python -m evalgate.locale.catalogs check`."
+    )
+    return catalog
+
+
+def update(package: Path = PACKAGE) -> None:
+    root = package / "locale"
+    template = extract(package)
+    (root / TEMPLATE.name).write_bytes(_po_bytes(template))
+    for code in LANGUAGES:
+        catalog = merged(template, code, root)
+        po_path(code, root).parent.mkdir(parents=True, exist_ok=True)
+        po_path(code, root).write_bytes(_po_bytes(catalog))
+        mo_path(code, root).write_bytes(_mo_bytes(read(code, root)))
+        messages = [m for m in catalog if m.id]
+        missing = sum(1 for m in messages if not _translated(m))
+        print(f"{po_path(code, root).relative_to(package.parent)}: {len(messages)} messages, {missing} without a translation")
+
+
+def fill(code: str, translations: dict[str, str], root: Path = HERE) -> None:
+    """Set translations in a language's .po (messages it lacks are refused: run update first)."""
+    catalog = read(code, root)
+    unknown = [k for k in translations if catalog.get(k) is None and not any(isinstance(m.id, tuple) and m.id[0] == k for m in catalog)]
+    if unknown:
+        raise SystemExit(f"{code}: not in the catalog (run update first, or check the spelling): {unknown[:5]}")
+    for message in catalog:
+        key = message.id if isinstance(message.id, str) else message.id[0] if message.id else None
+        if key in translations:
+            text = translations[key]
+            message.string = tuple([text] * catalog.num_plurals) if isinstance(message.id, tuple) else text
+            message.flags.discard("fuzzy")
+    po_path(code, root).write_bytes(_po_bytes(catalog))
+    mo_path(code, root).write_bytes(_mo_bytes(catalog))
+
+
+def _translated(message: Message) -> bool:
+    strings = message.string if isinstance(message.string, (list, tuple)) else [message.string]
+    return not message.fuzzy and all(s for s in strings)
+
+
+def _fields(text: str) -> Optional[set[str]]:
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError:
+        return None
+
+
+def _key(message: Message) -> object:
+    return message.id if isinstance(message.id, str) else tuple(message.id)
+
+
+def _compiled(mo: bytes) -> dict:
+    """What a compiled catalog gives gettext, header aside."""
+    table = dict(gettext.GNUTranslations(io.BytesIO(mo))._catalog)  # type: ignore[attr-defined]
+    table.pop("", None)
+    return table
+
+
+def _where(message: Message) -> str:
+    return message.locations[0][0] if message.locations else "?"
+
+
+def problems(package: Path = PACKAGE) -> list[str]:
+    """Everything that is out of step in a package's catalogs (`package`/locale): stale
+    template or catalogs, untranslated messages, translations whose `{fields}` differ from the
+    message's, stale .mo files."""
+    found: list[str] = []
+    root = package / "locale"
+    template_path = root / TEMPLATE.name
+    template = extract(package)
+    ids = {_key(m) for m in template if m.id}
+    with template_path.open("rb") if template_path.exists() else io.BytesIO() as f:
+        if not template_path.exists() or ids != {_key(m) for m in read_po(f) if m.id}:
+            found.append(f"{TEMPLATE.name} is stale: run `python -m evalgate.locale.catalogs update`")
+    for code in LANGUAGES:
+        catalog = read(code, root)
+        have = {_key(m) for m in catalog if m.id}
+        for msgid in sorted(ids - have):
+            found.append(f"{code}: no entry for {msgid!r}: run `python -m evalgate.locale.catalogs update`, then translate it")
+        for msgid in sorted(have - ids):
+            found.append(f"{code}: {msgid!r} is no longer in the code: run `python -m evalgate.locale.catalogs update`")
+        for m in catalog:
+            if not m.id:
+                continue
+            if not _translated(m):
+                found.append(f"{code}: no translation for {m.id!r} ({_where(m)})")
+                continue
+            sources = m.id if isinstance(m.id, (list, tuple)) else [m.id]
+            wanted = set().union(*(_fields(s) or set() for s in sources))
+            if isinstance(m.id, (list, tuple)):
+                wanted.add("n")
+            for text in m.string if isinstance(m.string, (list, tuple)) else [m.string]:
+                got = _fields(text)
+                if got is None:
+                    found.append(f"{code}: translation of {m.id!r} has unbalanced braces: {text!r}")
+                elif not got <= wanted or (not isinstance(m.id, (list, tuple)) and got != wanted):
+                    found.append(f"{code}: translation of {m.id!r} uses fields {sorted(got)}, the message {sorted(wanted)}")
+        mo = mo_path(code, root)
+        if not mo.exists() or _compiled(mo.read_bytes()) != _compiled(_mo_bytes(catalog)):
+            found.append(f"{mo.name} of {code} is stale: run `python -m evalgate.locale.catalogs update`")
+    return found
+
+
+def main(argv: Iterable[str]) -> int:
+    args = list(argv)
+    if args == ["update"]:
+        update()
+        return 0
+    if len(args) == 3 and args[0] == "fill" and args[1] in LANGUAGES:
+        import json
+
+        fill(args[1], json.loads(Path(args[2]).read_text(encoding="utf-8")))
+        return 0
+    if args == ["check"]:
+        found = problems()
+        for line in found:
+            print(line)
+        return 1 if found else 0
+    print("usage: python -m evalgate.locale.catalogs update | check | fill ko|ja FILE.json", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
