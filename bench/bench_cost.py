@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from evalgate.compare import GatePolicy, Verdict, compare, update_ledger  # noqa: E402
+from evalgate.gate import GatePolicy, Verdict, compare, update_ledger  # noqa: E402
 from evalgate.efficiency import DURATION, TOKENS  # noqa: E402
 from evalgate.results import (  # noqa: E402
     CaseResult,

@@ -68,12 +68,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalgate.compare import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
+from evalgate.gate import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
 from evalgate.criteria.judging import decided, next_round  # noqa: E402
-from evalgate.confirm import suspects  # noqa: E402
+from evalgate.gate.confirm import suspects  # noqa: E402
 from evalgate.engine import case_status  # noqa: E402
 from evalgate.results import CriterionResult, Rerun, RunResults  # noqa: E402
-from evalgate.stats import break_test  # noqa: E402
+from evalgate.gate.stats import break_test  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
 THRESHOLDS = {TRAJ: 1.0, ROUGE: 0.5, JUDGE: 0.8}

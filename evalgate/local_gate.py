@@ -82,7 +82,7 @@ def choose_base(args: argparse.Namespace, repo: Optional[Path]) -> Base:
 def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> list[Any]:
     """The stores to look in: the config's, and the github store's data branch as this clone
     fetched it (the action keeps its baselines there unless told otherwise)."""
-    from evalgate.baselines import DirStore, GitBranchStore
+    from evalgate.gate.baselines import DirStore, GitBranchStore
 
     stores: list[Any] = []
     if gate.baseline.store == "dir":
@@ -100,7 +100,7 @@ def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> l
 
 
 def _data_branch_hint(stores: list[Any], gate: Any) -> str:
-    from evalgate.baselines import GitBranchStore
+    from evalgate.gate.baselines import GitBranchStore
 
     if gate.baseline.store == "github" or any(isinstance(s, GitBranchStore) for s in stores):
         return ""
@@ -109,7 +109,7 @@ def _data_branch_hint(stores: list[Any], gate: Any) -> str:
 
 
 def _describe(store: Any) -> str:
-    from evalgate.baselines import DirStore
+    from evalgate.gate.baselines import DirStore
 
     if isinstance(store, DirStore):
         from evalgate.errors import display_path
@@ -121,7 +121,7 @@ def _describe(store: Any) -> str:
 def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path]) -> None:
     """Fill `base` with the baseline of its commit or the nearest first-parent ancestor that
     has one, and its store's ledger and trend; a note when there is none."""
-    from evalgate.baselines import find_baseline, git_first_parent
+    from evalgate.gate.baselines import find_baseline, git_first_parent
 
     if base.commit is None or repo is None:
         return
@@ -153,7 +153,7 @@ def _read_store_of(base: Base, file: Path) -> None:
     """A saved baseline in a store's layout (<store>/baselines/<gate id>/<sha>.json.gz) brings
     that store's flake ledger and trend, as --base-sha would: the history of the branch it
     was saved on, which tells a flaky case from a broken one."""
-    from evalgate.baselines import DirStore, baseline_path
+    from evalgate.gate.baselines import DirStore, baseline_path
 
     store = file.parent.parent.parent
     try:
@@ -170,7 +170,7 @@ def _read_store_of(base: Base, file: Path) -> None:
 def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
     """The `gate:` section of the config as the base commit has it; None (with a note) when
     it cannot be read: the working tree's is used."""
-    from evalgate.policy import gate_of_text, git_show
+    from evalgate.gate.base_policy import gate_of_text, git_show
 
     if base.commit is None or repo is None:
         return None
@@ -211,10 +211,10 @@ def _run(args: argparse.Namespace, loaded: Any, plans: list) -> Any:
 
 def gate(args: argparse.Namespace) -> int:
     from evalgate.cli import _exit_for
-    from evalgate.compare import compare
+    from evalgate.gate import compare
     from evalgate.config import find_config, load_config
     from evalgate.plan import build_plans
-    from evalgate.policy import UnderBase
+    from evalgate.gate.base_policy import UnderBase
 
     loaded = load_config(find_config(args.config))
     top = _git(["rev-parse", "--show-toplevel"], loaded.base)
@@ -256,8 +256,8 @@ def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: lis
     written again with them, and the run compared again."""
     from evalgate import results
     from evalgate.cli import _judge_runtime
-    from evalgate.compare import compare
-    from evalgate.confirm import confirm_run, rerun_any
+    from evalgate.gate import compare
+    from evalgate.gate.confirm import confirm_run, rerun_any
 
     notes = confirm_run(comparison, current, plans, loaded, gate_, lambda: _judge_runtime(loaded, args))
     if not rerun_any(current):
@@ -314,7 +314,7 @@ def _say_base(base: Base, quiet: bool) -> None:
 
 
 def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current: Any = None) -> None:
-    from evalgate.confirm import lines
+    from evalgate.gate.confirm import lines
     from evalgate.reports.html import REPORT_FILE
     from evalgate.reports.markdown import flaky_words
 

@@ -9,9 +9,8 @@ from statistics import NormalDist
 
 import pytest
 
-from evalgate.compare import (
+from evalgate.gate import (
     BaselineInfo,
-    _own_histories,
     CaseKey,
     GatePolicy,
     Verdict,
@@ -23,6 +22,7 @@ from evalgate.compare import (
     value_key,
 )
 from evalgate.engine import case_status, suite_status
+from evalgate.gate.compare import _own_histories
 from evalgate.reports.markdown import render_comment
 from evalgate.results import (
     CaseResult,
@@ -34,7 +34,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from evalgate.stats import (
+from evalgate.gate.stats import (
     BREAK_SHARE,
     SHIFT_Z,
     WEIGHT_STEP,
@@ -1169,7 +1169,7 @@ def _with_runs(results: RunResults, runs_by_id: dict[str, list]) -> RunResults:
 def test_an_informational_criterion_is_shown_never_compared_nor_recorded_as_failing():
     """A custom metric may return INFORMATIONAL (ADK's fourth status): it never decides a case,
     so the gate neither tests it for a drop nor records it in the ledger as a failure."""
-    from evalgate.compare import outcome
+    from evalgate.gate import outcome
     from evalgate.results import CriterionResult, Status
 
     info = CriterionResult(score=0.2, status=Status.INFORMATIONAL, threshold=0.5)

@@ -10,12 +10,12 @@ import math
 
 import pytest
 
-from evalgate.compare import GatePolicy, Verdict, compare, ledger_key
-from evalgate.confirm import ConfirmPolicy, suspects, verdicts, words
+from evalgate.gate import GatePolicy, Verdict, compare, ledger_key
+from evalgate.gate.confirm import ConfirmPolicy, suspects, verdicts, words
 from evalgate.engine import case_status
 from evalgate.reports.markdown import render_comment
 from evalgate.results import Rerun
-from evalgate.stats import repeat_factors, repeat_share
+from evalgate.gate.stats import repeat_factors, repeat_share
 from test_compare import K, crit, one
 
 IDS = [f"c{i:03d}" for i in range(40)]

@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from evalgate import cost
-from evalgate.compare import CaseKey, GatePolicy, Verdict, compare, update_ledger, value_key
+from evalgate.gate import efficiency as cost
+from evalgate.gate import CaseKey, GatePolicy, Verdict, compare, update_ledger, value_key
 from evalgate.efficiency import DURATION, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import Counts, CriterionSpec, EfficiencyResult, EfficiencyValue, RunInfo, Status, SuiteResult
 from result_builders import case, crit, inv, run_of

@@ -51,12 +51,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
 
-from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
+from evalgate.gate import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
 from evalgate import efficiency
 from evalgate.reports import COST_COLUMNS, cost_cells, count, deciding_p, delta_cell, duration, efficiency_cells, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
-from evalgate.trends import Series, Trend, header, placement, series
+from evalgate.gate.trends import Series, Trend, header, placement, series
 
 __all__ = ["REPORT_FILE", "render_html", "write_html", "content_security_policy"]
 

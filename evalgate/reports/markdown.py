@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 from urllib.parse import quote
 
-from evalgate.compare import (
+from evalgate.gate import (
     CaseKey,
     Comparison,
     CriterionComparison,
@@ -49,7 +49,7 @@ from evalgate.reports.sanitize import (
     url,
 )
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
-from evalgate.trends import Series, Trend, axis_range, header, placement, series
+from evalgate.gate.trends import Series, Trend, axis_range, header, placement, series
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
 SUMMARY_LIMIT = 1_000_000  # the job summary takes 1 MiB per step; measured in UTF-8 bytes
@@ -971,7 +971,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
 
 def _confirm_lines(comparison: Comparison, current: RunResults) -> list[Markdown]:
     """gate.confirm (evalgate.confirm): `**suite**: set/case (criterion): failed 2 of 2 re-runs: broken`."""
-    from evalgate.confirm import lines
+    from evalgate.gate.confirm import lines
 
     shown = len(comparison.suites) > 1
     return [

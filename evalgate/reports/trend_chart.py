@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from evalgate.trends import Series, axis_range
+from evalgate.gate.trends import Series, axis_range
 
 WIDTH, HEIGHT = 360, 150
 LEFT, RIGHT, TOP, BOTTOM = 40, 58, 10, 22

@@ -125,11 +125,11 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalgate import cost
-from evalgate.cost import CostComparison, EfficiencyPolicy
-from evalgate import confirm as confirmation
-from evalgate.confirm import ConfirmPolicy
-from evalgate.pairwise import PairwisePolicy, SuitePairs
+from evalgate.gate import efficiency as cost
+from evalgate.gate.efficiency import CostComparison, EfficiencyPolicy
+from evalgate.gate import confirm as confirmation
+from evalgate.gate.confirm import ConfirmPolicy
+from evalgate.gate.pairwise import PairwisePolicy, SuitePairs
 from evalgate.results import (
     CaseResult,
     CriterionResult,
@@ -137,7 +137,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from evalgate.stats import (
+from evalgate.gate.stats import (
     EPSILON,
     MIN_HISTORY,
     ROUND,

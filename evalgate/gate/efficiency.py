@@ -79,7 +79,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import SuiteResult
-from evalgate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
+from evalgate.gate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
 
 COUNTS = (TOOL_CALLS, MODEL_CALLS)  # compared as log((x + 1) / (y + 1))
 ASSUMED_RUN_SD = {TOOL_CALLS: 0.01, MODEL_CALLS: 0.01, TOKENS: 0.01, DURATION: 0.20}  # log scale, without history

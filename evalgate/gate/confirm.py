@@ -209,7 +209,7 @@ def _scored(case: Any, run: Any, i: int, kind: str, first: Any) -> Any:
 def rerun_outcomes(reruns: Optional[list], criterion: str, judge: bool) -> Optional[list[float]]:
     """The criterion's outcome in each re-run (evalgate.compare.outcome), or None when a
     re-run did not evaluate it."""
-    from evalgate.compare import outcome
+    from evalgate.gate import outcome
 
     out = []
     for r in reruns or []:
@@ -230,7 +230,7 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
     """Per stable case, whether it counts as broken after confirmation: broke now and failed
     in every one of `runs` re-runs. None when confirmation is off or some case that broke
     has not `runs` evaluated re-runs: the breakage test then reads the first run alone."""
-    from evalgate.stats import failed
+    from evalgate.gate.stats import failed
 
     if runs < 1 or not any(broken):
         return None
@@ -249,7 +249,7 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
 def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -> str:
     """What a suspect's re-runs showed: "failed 2 of 2 re-runs: broken", "passed on re-run:
     flaky, not counted", or why they tell nothing."""
-    from evalgate.stats import failed
+    from evalgate.gate.stats import failed
 
     if not reruns:
         return "not re-run"

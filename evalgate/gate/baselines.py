@@ -27,11 +27,11 @@ from typing import Any, Callable, Iterator, Optional, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from evalgate.compare import BaselineInfo, Ledger
+from evalgate.gate import BaselineInfo, Ledger
 from evalgate.errors import InputError, Problem
 from evalgate.github import GitHubClient, GitHubConflict, GitHubError
 from evalgate.results import RunResults
-from evalgate.trends import TREND_SCHEMA_VERSION, Trend
+from evalgate.gate.trends import TREND_SCHEMA_VERSION, Trend
 
 BASELINE_SCHEMA_VERSION = 1
 LEDGER_SCHEMA_VERSION = 1

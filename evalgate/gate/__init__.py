@@ -1,0 +1,49 @@
+"""The gate: compare a run with its baseline and decide (`compare`), and keep the default branch's ledger.
+
+Here are the names the rest of evalgate uses; the stores, trends, confirmation runs, the
+side-by-side judge and the base commit's policy are imported from their own modules
+(`evalgate.gate.baselines`, `.trends`, `.confirm`, `.pairwise`, `.base_policy`), so that
+reading a config does not import the GitHub client.
+"""
+
+from evalgate.gate.compare import (
+    BaselineInfo,
+    CaseChange,
+    CaseKey,
+    Comparison,
+    CriterionComparison,
+    GatePolicy,
+    Ledger,
+    PairwiseComparison,
+    SuiteComparison,
+    Verdict,
+    case_samples,
+    compare,
+    has_samples,
+    ledger_key,
+    outcome,
+    stable_history,
+    update_ledger,
+    value_key,
+)
+
+__all__ = [
+    "BaselineInfo",
+    "CaseChange",
+    "CaseKey",
+    "Comparison",
+    "CriterionComparison",
+    "GatePolicy",
+    "Ledger",
+    "PairwiseComparison",
+    "SuiteComparison",
+    "Verdict",
+    "case_samples",
+    "compare",
+    "has_samples",
+    "ledger_key",
+    "outcome",
+    "stable_history",
+    "update_ledger",
+    "value_key",
+]
