@@ -22,7 +22,7 @@ from evalgate.gate import (
     value_key,
 )
 from evalgate.engine import case_status, suite_status
-from evalgate.gate.compare import _own_histories
+from evalgate.gate.ledger import own_histories
 from evalgate.reports.markdown import render_comment
 from evalgate.results import (
     CaseResult,
@@ -1056,13 +1056,13 @@ def test_the_baselines_own_run_does_not_measure_spreads():
     keys = [K(f"c{i:03d}") for i in range(12)]
     runs = [[0.5 + 0.01 * ((i + t) % 3) for i in range(12)] for t in range(5)]
     ledger = {value_key(k, "rouge"): [run[i] for run in runs] for i, k in enumerate(keys)}
-    chosen, rows = _own_histories(keys, "rouge", ledger, runs[-1])  # the ledger's last run is the baseline's
+    chosen, rows = own_histories(keys, "rouge", ledger, runs[-1])  # the ledger's last run is the baseline's
     assert chosen == list(range(12)) and rows == [[run[i] for run in runs[:-1]] for i in range(12)]
-    chosen, rows = _own_histories(keys, "rouge", ledger, runs[2])  # the ledger has two newer runs
+    chosen, rows = own_histories(keys, "rouge", ledger, runs[2])  # the ledger has two newer runs
     assert rows == [[runs[t][i] for t in (0, 1, 3, 4)] for i in range(12)]
     other = [0.9] * 12  # a baseline the ledger does not hold: every run measures
-    assert _own_histories(keys, "rouge", ledger, other)[1] == [[run[i] for run in runs] for i in range(12)]
-    assert _own_histories(keys[:3], "rouge", ledger, other) == ([], [])  # fewer than PARTIAL_MIN_CASES
+    assert own_histories(keys, "rouge", ledger, other)[1] == [[run[i] for run in runs] for i in range(12)]
+    assert own_histories(keys[:3], "rouge", ledger, other) == ([], [])  # fewer than PARTIAL_MIN_CASES
 
 
 def test_the_partial_drop_test_is_for_continuous_criteria_that_are_not_judged():

@@ -6,26 +6,20 @@ side-by-side judge and the base commit's policy are imported from their own modu
 reading a config does not import the GitHub client.
 """
 
-from evalgate.gate.compare import (
+from evalgate.gate.compare import compare
+from evalgate.gate.ledger import Ledger, ledger_key, stable_history, update_ledger, value_key
+from evalgate.gate.model import (
     BaselineInfo,
     CaseChange,
     CaseKey,
     Comparison,
     CriterionComparison,
     GatePolicy,
-    Ledger,
-    PairwiseComparison,
     SuiteComparison,
     Verdict,
-    case_samples,
-    compare,
-    has_samples,
-    ledger_key,
-    outcome,
-    stable_history,
-    update_ledger,
-    value_key,
 )
+from evalgate.gate.side_by_side import PairwiseComparison
+from evalgate.gate.values import case_samples, has_samples, outcome
 
 __all__ = [
     "BaselineInfo",

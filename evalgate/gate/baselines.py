@@ -5,7 +5,7 @@ under one layout:
 
     baselines/<gate_id>/<commit sha>.json.gz
     ledger/<gate_id>.json.gz
-    trends/<gate_id>.json.gz      (each criterion's mean per default-branch run: evalgate.trends)
+    trends/<gate_id>.json.gz      (each criterion's mean per default-branch run: evalgate.gate.trends)
 
 `DirStore` writes it to a directory, `GitHubStore` to a data branch through the REST API.
 Files are gzip with a zero timestamp, so the same baseline is always the same bytes.
