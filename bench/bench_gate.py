@@ -43,7 +43,7 @@ on --workers.
 
 With `--confirm`: per PR, the first four scenarios, each three ways: the gate on the first
 run alone; the gate with confirmation runs as the action runs it (`compare`, then
-`evalgate.confirm.suspects`, each suspect drawn again `gate.confirm.runs` times right after
+`evalgate.gate.confirm.suspects`, each suspect drawn again `gate.confirm.runs` times right after
 the PR's run, with its judge mood and serving drift, as `CaseResult.reruns`, then `compare`
 again); and a fixed `num_runs: 3` design (its own 10 runs of history and a PR run with every
 case run 3 times, scored as `evalgate run` scores several runs). Extra agent runs are
@@ -269,7 +269,7 @@ FIXED_RUNS = 3
 def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: RunResults, ledger: dict, policy: GatePolicy,
                broken: dict[str, set[int]], drop: set[int]) -> tuple[str, int]:
     """The gate with confirmation runs, as the action runs it: compare, pick the suspects
-    (`evalgate.confirm.suspects`), run each again `policy.confirm.runs` times right after the
+    (`evalgate.gate.confirm.suspects`), run each again `policy.confirm.runs` times right after the
     PR's run (the same judge mood and serving drift: the harsher case, failures repeat more),
     put the re-runs into the results (`CaseResult.reruns`) and compare again. (verdict,
     extra agent runs)."""

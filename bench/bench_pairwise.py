@@ -4,8 +4,8 @@
 
 One fake `generateContent` server (tests/fake_gemini.py) on 127.0.0.1, reached through
 google-genai with GOOGLE_API_KEY and GOOGLE_GEMINI_BASE_URL, as evalgate reaches Gemini;
-evalgate's own code path end to end: `evalgate.pairwise.judge_pairs` on a `JudgeRuntime`,
-then `evalgate.compare.compare` with `gate.pairwise` on (its defaults: num_samples 2,
+evalgate's own code path end to end: `evalgate.gate.pairwise.judge_pairs` on a `JudgeRuntime`,
+then `evalgate.gate.compare` with `gate.pairwise` on (its defaults: num_samples 2,
 margin 0, alpha 0.01, Holm over the suite's tests).
 
 Data: a support agent's suite of `--cases` single-turn cases with no reference answer (no

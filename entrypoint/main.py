@@ -74,7 +74,7 @@ class Outcome:
     superseded: bool = False  # results of a commit the PR has moved on from: nothing posted, exit 0
     leg: bool = False  # a matrix leg's shard: the merge job decides, the leg exits 0
     baseline: Any = None  # the baseline's results, for report.html's side-by-side view
-    trend: Any = None  # the default branch's runs before this one (evalgate.trends), for the charts
+    trend: Any = None  # the default branch's runs before this one (evalgate.gate.trends), for the charts
 
 
 @dataclass
@@ -682,7 +682,7 @@ def _base_gate(ctx: Context, loaded, base_sha: str):
 
 def activity_pr(ctx: Context, loaded) -> Outcome:
     """Score the pull request's code under its base's policy: the gate section comes from the
-    base commit's config and each suite's criteria from the baseline (evalgate.policy); the
+    base commit's config and each suite's criteria from the baseline (evalgate.gate.base_policy); the
     baseline is read before the agent runs. A pull request that changes the policy is
     judged by the base's, and the comment shows the change."""
     number, head_sha, base_sha = _pr_from_event(ctx.settings)
@@ -724,7 +724,7 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
 
 
 def _confirm(ctx: Context, comparison: Any, run: Any, plans: list, loaded, gate) -> bool:
-    """Confirmation runs (gate.confirm, evalgate.confirm): re-run the suspects into `run` and
+    """Confirmation runs (gate.confirm, evalgate.gate.confirm): re-run the suspects into `run` and
     write results.json again; whether anything was re-run."""
     from evalgate.cli import _judge_runtime
     from evalgate.gate.confirm import confirm_run, rerun_any

@@ -497,7 +497,7 @@ def _exit_for(verdict, gate) -> int:
 
 
 def _pairwise(config_arg: str | None, gate, baseline, current):
-    """gate.pairwise: the changed answers judged side by side (evalgate.pairwise), on a judge
+    """gate.pairwise: the changed answers judged side by side (evalgate.gate.pairwise), on a judge
     runtime from the config's judge section; None when off or without a baseline."""
     if not gate.pairwise.enabled or baseline is None:
         return None

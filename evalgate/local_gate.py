@@ -3,8 +3,8 @@
 Run the agent as `evalgate run` does, compare with the baseline of the base commit, print
 the verdict, write `comment.md` (the comment the action would post) and `report.html`, and
 exit by the verdict. As the action does, it first re-runs the suspects (`gate.confirm`,
-evalgate.confirm) and compares again. As in the action's PR mode, the run is judged under
-its base's policy (evalgate.policy): the `gate:` section of the config as the base commit has it (`git show`)
+evalgate.gate.confirm) and compares again. As in the action's PR mode, the run is judged under
+its base's policy (evalgate.gate.base_policy): the `gate:` section of the config as the base commit has it (`git show`)
 and each suite's criteria as the baseline recorded them; a working tree that changes its
 own policy is told so in comment.md, and the change takes effect once merged.
 
@@ -38,7 +38,7 @@ class Base:
     commit: Optional[str] = None  # the base commit (full sha); None: none known
     how: str = ""  # how the base commit was chosen
     results: Any = None  # the baseline's results; None: absolute thresholds
-    info: Any = None  # evalgate.compare.BaselineInfo
+    info: Any = None  # evalgate.gate.model.BaselineInfo
     ledger: Any = None
     trend: Any = None
     where: str = ""  # the store or file the baseline came from
@@ -252,7 +252,7 @@ def gate(args: argparse.Namespace) -> int:
 
 
 def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: list, loaded: Any, gate_: Any, base: Base) -> Any:
-    """Confirmation runs (gate.confirm, evalgate.confirm): the suspects re-run, results.json
+    """Confirmation runs (gate.confirm, evalgate.gate.confirm): the suspects re-run, results.json
     written again with them, and the run compared again."""
     from evalgate import results
     from evalgate.cli import _judge_runtime

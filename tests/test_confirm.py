@@ -1,4 +1,4 @@
-"""Confirmation runs (gate.confirm, evalgate.confirm), by hand: which cases are suspects and
+"""Confirmation runs (gate.confirm, evalgate.gate.confirm), by hand: which cases are suspects and
 the cap, the chance a failure repeats measured from a ledger, a stable case counted broken
 only when every re-run fails, a flaky one that passes on re-run not counted, and what the
 comment says. The end-to-end runs (a real agent through the command runner, `evalgate gate`

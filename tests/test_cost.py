@@ -1,4 +1,4 @@
-"""gate.efficiency (evalgate.cost): tokens, calls and seconds per turn against the baseline.
+"""gate.efficiency (evalgate.gate.efficiency): tokens, calls and seconds per turn against the baseline.
 
 The statistics are checked against values worked out by hand; the gate through `compare()`
 and through `evalgate compare` on two results files (Korean case ids)."""

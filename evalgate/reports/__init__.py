@@ -105,7 +105,7 @@ def incomplete_note(counts: Counts) -> str:
 
 
 def cost_cells(row: Any) -> dict[str, str]:
-    """An efficiency metric against the baseline (evalgate.cost.CostComparison) as short text,
+    """An efficiency metric against the baseline (evalgate.gate.efficiency.CostComparison) as short text,
     for every report: what, the change with its 95% interval, the tolerance, the outcome."""
     from evalgate.gate.efficiency import percent
 
