@@ -3,7 +3,8 @@
 Here are the names the rest of evalgate uses; the stores, trends, confirmation runs, the
 side-by-side judge and the base commit's policy are imported from their own modules
 (`evalgate.gate.baselines`, `.trends`, `.confirm`, `.pairwise`, `.base_policy`), so that
-reading a config does not import the GitHub client.
+reading a config does not import the GitHub client. `evalgate.gate.compare` is the function
+(its module, evalgate/gate/compare.py, is imported by name: `from evalgate.gate.compare import ...`).
 """
 
 from evalgate.gate.compare import compare

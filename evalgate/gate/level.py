@@ -57,6 +57,7 @@ def by_level(comp: CriterionComparison) -> bool:
 
 
 def lower(comp: CriterionComparison) -> Optional[float]:
+    """The one-sided 95% lower bound PASS needs above -resolution: against the level when measured."""
     return comp.level_lower_bound if by_level(comp) else comp.lower_bound
 
 
@@ -69,6 +70,7 @@ def unsure(comp: CriterionComparison, policy: GatePolicy) -> bool:
 
 
 def words(comp: CriterionComparison) -> str:
+    """`; 0.040 below the default branch's level (...)`, or "" when the level was not measured."""
     if comp.level_delta is None:
         return ""
     moved = f"{-comp.level_delta:.3f} below" if comp.level_delta < 0 else f"{comp.level_delta:.3f} above"

@@ -45,6 +45,7 @@ from evalgate.results import SuiteResult
 
 
 def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[str]]:
+    """A suite compared with its baseline: each criterion's status from its tests, and the suite's verdict and reasons."""
     suite = draft.current
     if not suite.cases:
         return Verdict.ERROR, ["the suite has no cases"]

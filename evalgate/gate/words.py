@@ -9,10 +9,12 @@ if TYPE_CHECKING:
 
 
 def fmt(x: Optional[float]) -> str:
+    """A mean or bound: `0.812`, or `n/a`."""
     return "n/a" if x is None else f"{x:.3f}"
 
 
 def fmt_p(p: float) -> str:
+    """A p-value: `0.004`, or `3.2e-05` below 0.001."""
     return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
 
 
@@ -21,9 +23,11 @@ def _name(key: CaseKey) -> str:
 
 
 def case_names(keys: list[CaseKey], limit: int = 5) -> str:
+    """`set/a, set/b and 3 more`."""
     shown = ", ".join(_name(k) for k in keys[:limit])
     return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
 def plural(n: int, word: str, plural: str = "") -> str:
+    """`1 case`, `3 cases`; `plural` for an irregular one (`criteria`)."""
     return f"{n} {word if n == 1 else plural or word + 's'}"
