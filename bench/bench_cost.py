@@ -4,10 +4,10 @@
 
 Drives the gate's own public functions: each default-branch run and each pull request's run
 is a `RunResults` whose cases carry `efficiency` values, the flake ledger is written by
-`evalgate.compare.update_ledger` and the verdict is `evalgate.compare.compare` with
-`gate.efficiency` set (evalgate.cost says how the test works). Anyone can reproduce it.
+`evalgate.gate.ledger.update_ledger` and the verdict is `evalgate.gate.compare` with
+`gate.efficiency` set (evalgate.gate.efficiency says how the test works). Anyone can reproduce it.
 
-The world (one suite of `--cases` cases; evalgate.cost's model on the log scale,
+The world (one suite of `--cases` cases; evalgate.gate.efficiency's model on the log scale,
 log x[i, t] = mu[i] + r[t] + e[i, t]):
   - sizes: tokens per turn ~ lognormal around 4,000 (sd 0.7 on the log scale); agent
     seconds per turn ~ lognormal around 3 s (sd 0.5);
@@ -28,7 +28,7 @@ History: `--history` default-branch runs in the ledger, the baseline last. Pull 
   (wandering) at the tolerance: every case's tokens x1.05, H0's edge: a FAIL there is a
   false one, so its rate checks the test's calibration (at most alpha).
 Each is gated with the tolerance `--tolerance` (0.05) on the metric, with the ledger and
-without it (then evalgate.cost's assumed run-to-run sd applies).
+without it (then evalgate.gate.efficiency's assumed run-to-run sd applies).
 
 Goals (issue 29): with a tolerated increase of 5%, a PR that raises tokens per turn by 20% on
 half the cases FAILs in at least 95% of PRs; an unchanged agent whose token counts vary run
@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from evalgate.compare import GatePolicy, Verdict, compare, update_ledger  # noqa: E402
+from evalgate.gate import GatePolicy, Verdict, compare, update_ledger  # noqa: E402
 from evalgate.efficiency import DURATION, TOKENS  # noqa: E402
 from evalgate.results import (  # noqa: E402
     CaseResult,

@@ -43,7 +43,7 @@ on --workers.
 
 With `--confirm`: per PR, the first four scenarios, each three ways: the gate on the first
 run alone; the gate with confirmation runs as the action runs it (`compare`, then
-`evalgate.confirm.suspects`, each suspect drawn again `gate.confirm.runs` times right after
+`evalgate.gate.confirm.suspects`, each suspect drawn again `gate.confirm.runs` times right after
 the PR's run, with its judge mood and serving drift, as `CaseResult.reruns`, then `compare`
 again); and a fixed `num_runs: 3` design (its own 10 runs of history and a PR run with every
 case run 3 times, scored as `evalgate run` scores several runs). Extra agent runs are
@@ -68,12 +68,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalgate.compare import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
+from evalgate.gate import CaseKey, GatePolicy, compare, ledger_key, stable_history, update_ledger  # noqa: E402
 from evalgate.criteria.judging import decided, next_round  # noqa: E402
-from evalgate.confirm import suspects  # noqa: E402
+from evalgate.gate.confirm import suspects  # noqa: E402
 from evalgate.engine import case_status  # noqa: E402
 from evalgate.results import CriterionResult, Rerun, RunResults  # noqa: E402
-from evalgate.stats import break_test  # noqa: E402
+from evalgate.gate.stats import break_test  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
 THRESHOLDS = {TRAJ: 1.0, ROUGE: 0.5, JUDGE: 0.8}
@@ -269,7 +269,7 @@ FIXED_RUNS = 3
 def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: RunResults, ledger: dict, policy: GatePolicy,
                broken: dict[str, set[int]], drop: set[int]) -> tuple[str, int]:
     """The gate with confirmation runs, as the action runs it: compare, pick the suspects
-    (`evalgate.confirm.suspects`), run each again `policy.confirm.runs` times right after the
+    (`evalgate.gate.confirm.suspects`), run each again `policy.confirm.runs` times right after the
     PR's run (the same judge mood and serving drift: the harsher case, failures repeat more),
     put the re-runs into the results (`CaseResult.reruns`) and compare again. (verdict,
     extra agent runs)."""

@@ -74,7 +74,7 @@ class Outcome:
     superseded: bool = False  # results of a commit the PR has moved on from: nothing posted, exit 0
     leg: bool = False  # a matrix leg's shard: the merge job decides, the leg exits 0
     baseline: Any = None  # the baseline's results, for report.html's side-by-side view
-    trend: Any = None  # the default branch's runs before this one (evalgate.trends), for the charts
+    trend: Any = None  # the default branch's runs before this one (evalgate.gate.trends), for the charts
 
 
 @dataclass
@@ -365,7 +365,7 @@ def merge_shards(ctx: Context, loaded, digest: str) -> Any:
 
 def _incomplete(ctx: Context, comparison: Any) -> Any:
     """A merge with missing shards: the verdict is ERROR, whatever the shards that arrived say."""
-    from evalgate.compare import Verdict
+    from evalgate.gate import Verdict
 
     if ctx.missing is None:
         return comparison
@@ -436,7 +436,7 @@ def _unwritable(s: Settings, e: OSError) -> InputError:
 def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None, base_sha: Optional[str] = None):
     """The baseline store the settings name, or None (warned) when it cannot be reached.
     With `base_sha` (PR mode) a `dir` store is read as that commit has it (`_DirAtBase`)."""
-    from evalgate.baselines import DirStore, GitHubStore
+    from evalgate.gate.baselines import DirStore, GitHubStore
 
     if ctx.settings.baseline_store == "dir":
         path = Path(gate.baseline.path)
@@ -458,10 +458,10 @@ def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
     deleted so that the pull request's own criteria judge it). So each file is read as the
     base commit has it (contents API, else git); a file the base lacks is read from the
     checkout only when git does not track it there (restored by actions/cache, say)."""
-    from evalgate.baselines import DirStore
+    from evalgate.gate.baselines import DirStore
     from evalgate.github import GitHubError
     from evalgate.judge.cache import tracked_files
-    from evalgate.policy import git_show_bytes
+    from evalgate.gate.base_policy import git_show_bytes
 
     s = ctx.settings
     tracked = tracked_files(folder)
@@ -499,7 +499,7 @@ def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
 
 
 def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
-    from evalgate.baselines import git_first_parent
+    from evalgate.gate.baselines import git_first_parent
     from evalgate.github import GitHubError
 
     if ctx.settings.baseline_store == "github":
@@ -519,7 +519,7 @@ def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
 
 def find(ctx: Context, store, gate, sha: Optional[str], *, warn_missing: bool = True):
     """(baseline results, info) of `sha` or its nearest first-parent ancestor, or (None, None)."""
-    from evalgate.baselines import find_baseline
+    from evalgate.gate.baselines import find_baseline
     from evalgate.github import GitHubError
 
     if store is None or not sha:
@@ -564,7 +564,7 @@ def trend(ctx: Context, store, gate):
 
 def _record(ctx: Context, store, gate, run) -> None:
     """Add this default-branch run to the trend."""
-    from evalgate.trends import add_point
+    from evalgate.gate.trends import add_point
 
     s = ctx.settings
     if not s.sha:
@@ -635,7 +635,7 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str
     (warned)."""
     from evalgate.config import CONFIG_NAMES
     from evalgate.github import GitHubError
-    from evalgate.policy import git_show
+    from evalgate.gate.base_policy import git_show
 
     s = ctx.settings
     try:
@@ -668,7 +668,7 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str
 def _base_gate(ctx: Context, loaded, base_sha: str):
     """The `gate:` section of the base commit's config (None: the base has no readable config,
     as when this pull request adds evalgate)."""
-    from evalgate.policy import gate_of_text
+    from evalgate.gate.base_policy import gate_of_text
 
     found = _base_config_text(ctx, loaded, base_sha)
     if found is None:
@@ -683,7 +683,7 @@ def _base_gate(ctx: Context, loaded, base_sha: str):
 
 def activity_pr(ctx: Context, loaded) -> Outcome:
     """Score the pull request's code under its base's policy: the gate section comes from the
-    base commit's config and each suite's criteria from the baseline (evalgate.policy); the
+    base commit's config and each suite's criteria from the baseline (evalgate.gate.base_policy); the
     baseline is read before the agent runs. A pull request that changes the policy is
     judged by the base's, and the comment shows the change."""
     number, head_sha, base_sha = _pr_from_event(ctx.settings)
@@ -694,8 +694,8 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
 def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any, Any]:
     """Score under `base_sha`'s policy and compare with its baseline: (comparison, results,
     baseline results, trend). The config's gate section becomes the base's (`loaded` is changed)."""
-    from evalgate.compare import compare
-    from evalgate.policy import UnderBase
+    from evalgate.gate import compare
+    from evalgate.gate.base_policy import UnderBase
 
     own_gate = loaded.config.gate
     base_gate = _base_gate(ctx, loaded, base_sha)
@@ -713,7 +713,7 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
             ctx.warn(note)
 
     run, plans = score(ctx, loaded, policy=policy)
-    from evalgate.pairwise import run_pairwise
+    from evalgate.gate.pairwise import run_pairwise
 
     pairs = run_pairwise(loaded, gate, baseline, run, ctx.settings.judge_concurrency, cache_policy(ctx.settings))  # gate.pairwise (off by default)
     comparison = compare(baseline, run, gate, past, info, pairwise=pairs)
@@ -725,10 +725,10 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
 
 
 def _confirm(ctx: Context, comparison: Any, run: Any, plans: list, loaded, gate) -> bool:
-    """Confirmation runs (gate.confirm, evalgate.confirm): re-run the suspects into `run` and
+    """Confirmation runs (gate.confirm, evalgate.gate.confirm): re-run the suspects into `run` and
     write results.json again; whether anything was re-run."""
     from evalgate.cli import _judge_runtime
-    from evalgate.confirm import confirm_run, rerun_any
+    from evalgate.gate.confirm import confirm_run, rerun_any
 
     s = ctx.settings
 
@@ -790,8 +790,8 @@ def _cached_new_cases(comparison: Any, run: Any) -> Any:
 
 
 def activity_baseline(ctx: Context, loaded) -> Outcome:
-    from evalgate.baselines import make_baseline, may_write_baseline
-    from evalgate.compare import compare, update_ledger
+    from evalgate.gate.baselines import make_baseline, may_write_baseline
+    from evalgate.gate import compare, update_ledger
 
     s = ctx.settings
     default = _default_branch(s) or _repo_default_branch(ctx)
@@ -821,7 +821,7 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
 
 
 def _where(store) -> str:
-    from evalgate.baselines import GitHubStore
+    from evalgate.gate.baselines import GitHubStore
 
     return f"branch `{store.branch}`" if isinstance(store, GitHubStore) else "the baseline folder"
 
@@ -841,8 +841,8 @@ def _repo_default_branch(ctx: Context) -> Optional[str]:
 
 def activity_nightly(ctx: Context, loaded) -> Outcome:
     from entrypoint.tracking import track
-    from evalgate.baselines import may_write_baseline
-    from evalgate.compare import Verdict, compare, update_ledger
+    from evalgate.gate.baselines import may_write_baseline
+    from evalgate.gate import Verdict, compare, update_ledger
     from evalgate.github import GitHubError
     from evalgate.reports.markdown import render_summary
 
@@ -926,7 +926,7 @@ def _artifact(ctx: Context) -> tuple[Any, int, str]:
 
 
 def activity_publish(ctx: Context, loaded) -> Outcome:
-    from evalgate.compare import compare
+    from evalgate.gate import compare
     from evalgate.github import GitHubError
 
     outputs, number, head_sha = _artifact(ctx)
@@ -959,7 +959,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
 
 
 def activity_score(ctx: Context, loaded) -> Outcome:
-    from evalgate.compare import compare
+    from evalgate.gate import compare
 
     run, _ = score(ctx, loaded)
     return Outcome(_incomplete(ctx, compare(None, run, _gate(ctx.settings, loaded))), run)
@@ -967,7 +967,7 @@ def activity_score(ctx: Context, loaded) -> Outcome:
 
 def activity_shard(ctx: Context, loaded) -> Outcome:
     """A matrix leg: score shard K of N into `out` and stop; the merge job compares and publishes."""
-    from evalgate.compare import compare
+    from evalgate.gate import compare
 
     s = ctx.settings
     run, _ = score(ctx, loaded)
@@ -993,7 +993,7 @@ ACTIVITIES = {
 
 
 def exit_code(verdict, inconclusive_fails: bool, fail_on: str) -> int:
-    from evalgate.compare import Verdict
+    from evalgate.gate import Verdict
 
     if fail_on == "never":
         return EXIT_PASSED

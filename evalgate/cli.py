@@ -356,7 +356,7 @@ def _write_outputs(run, plans, out: Path, gate) -> None:
 
 def _write_html(run, out: Path, gate) -> None:
     """report.html of a run on its own: the verdict on absolute thresholds, as `compare` without a baseline gives it."""
-    from evalgate.compare import compare
+    from evalgate.gate import compare
     from evalgate.reports.html import REPORT_FILE, write_html
 
     write_html(out / REPORT_FILE, compare(None, run, gate), run, gate_id=gate.id)
@@ -419,7 +419,7 @@ def _gate_config(config_arg: str | None, required: bool = False):
 
 
 def _store(gate, base: Path):
-    from evalgate.baselines import DirStore
+    from evalgate.gate.baselines import DirStore
     from evalgate.errors import InputError, Problem
 
     if gate.baseline.store != "dir":
@@ -432,8 +432,8 @@ def _store(gate, base: Path):
 
 def _read_baseline_or_results(path: Path):
     """(results, baseline info or None) from a results.json or a saved baseline (gzipped or not)."""
-    from evalgate.baselines import Baseline, decode_baseline
-    from evalgate.compare import BaselineInfo
+    from evalgate.gate.baselines import Baseline, decode_baseline
+    from evalgate.gate import BaselineInfo
     from evalgate.errors import InputError, display_path, parse_json, problems_from_validation, read_text
     from evalgate.results import RunResults
     from pydantic import ValidationError
@@ -494,7 +494,7 @@ def _selected_baseline(baseline, selection):
 
 
 def _exit_for(verdict, gate) -> int:
-    from evalgate.compare import Verdict
+    from evalgate.gate import Verdict
 
     if verdict in (Verdict.FAIL, Verdict.ERROR):
         return EXIT_FAILED
@@ -504,20 +504,20 @@ def _exit_for(verdict, gate) -> int:
 
 
 def _pairwise(config_arg: str | None, gate, baseline, current):
-    """gate.pairwise: the changed answers judged side by side (evalgate.pairwise), on a judge
+    """gate.pairwise: the changed answers judged side by side (evalgate.gate.pairwise), on a judge
     runtime from the config's judge section; None when off or without a baseline."""
     if not gate.pairwise.enabled or baseline is None:
         return None
     from evalgate.config import find_config, load_config
-    from evalgate.pairwise import run_pairwise
+    from evalgate.gate.pairwise import run_pairwise
 
     return run_pairwise(load_config(find_config(config_arg)), gate, baseline, current)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from evalgate import results
-    from evalgate.baselines import find_baseline, git_first_parent
-    from evalgate.compare import compare
+    from evalgate.gate.baselines import find_baseline, git_first_parent
+    from evalgate.gate import compare
     from evalgate.errors import InputError, Problem
     from evalgate.reports.html import REPORT_FILE, write_html
     from evalgate.reports.markdown import render_summary
@@ -565,9 +565,9 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
     from evalgate import results
-    from evalgate.baselines import make_baseline
-    from evalgate.compare import update_ledger
-    from evalgate.trends import add_point
+    from evalgate.gate.baselines import make_baseline
+    from evalgate.gate import update_ledger
+    from evalgate.gate.trends import add_point
 
     gate, base = _gate_config(args.config)
     run = results.read(Path(args.results))
@@ -583,7 +583,7 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline_show(args: argparse.Namespace) -> int:
-    from evalgate.baselines import find_baseline, git_first_parent
+    from evalgate.gate.baselines import find_baseline, git_first_parent
     from evalgate.reports import incomplete_note
 
     gate, base = _gate_config(args.config)

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
-from evalgate.compare import GatePolicy
+from evalgate.gate import GatePolicy
 from evalgate import efficiency
 from evalgate.criteria import REGISTRY, Criterion
 from evalgate.simulated_user import UserSimulatorConfig

@@ -3,8 +3,8 @@
 Run the agent as `evalgate run` does, compare with the baseline of the base commit, print
 the verdict, write `comment.md` (the comment the action would post) and `report.html`, and
 exit by the verdict. As the action does, it first re-runs the suspects (`gate.confirm`,
-evalgate.confirm) and compares again. As in the action's PR mode, the run is judged under
-its base's policy (evalgate.policy): the `gate:` section of the config as the base commit has it (`git show`)
+evalgate.gate.confirm) and compares again. As in the action's PR mode, the run is judged under
+its base's policy (evalgate.gate.base_policy): the `gate:` section of the config as the base commit has it (`git show`)
 and each suite's criteria as the baseline recorded them; a working tree that changes its
 own policy is told so in comment.md, and the change takes effect once merged.
 
@@ -39,7 +39,7 @@ class Base:
     commit: Optional[str] = None  # the base commit (full sha); None: none known
     how: str = ""  # how the base commit was chosen
     results: Any = None  # the baseline's results; None: absolute thresholds
-    info: Any = None  # evalgate.compare.BaselineInfo
+    info: Any = None  # evalgate.gate.model.BaselineInfo
     ledger: Any = None
     trend: Any = None
     where: str = ""  # the store or file the baseline came from
@@ -83,7 +83,7 @@ def choose_base(args: argparse.Namespace, repo: Optional[Path]) -> Base:
 def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> list[Any]:
     """The stores to look in: the config's, and the github store's data branch as this clone
     fetched it (the action keeps its baselines there unless told otherwise)."""
-    from evalgate.baselines import DirStore, GitBranchStore
+    from evalgate.gate.baselines import DirStore, GitBranchStore
 
     stores: list[Any] = []
     if gate.baseline.store == "dir":
@@ -101,7 +101,7 @@ def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> l
 
 
 def _data_branch_hint(stores: list[Any], gate: Any) -> str:
-    from evalgate.baselines import GitBranchStore
+    from evalgate.gate.baselines import GitBranchStore
 
     if gate.baseline.store == "github" or any(isinstance(s, GitBranchStore) for s in stores):
         return ""
@@ -110,7 +110,7 @@ def _data_branch_hint(stores: list[Any], gate: Any) -> str:
 
 
 def _describe(store: Any) -> str:
-    from evalgate.baselines import DirStore
+    from evalgate.gate.baselines import DirStore
 
     if isinstance(store, DirStore):
         from evalgate.errors import display_path
@@ -122,7 +122,7 @@ def _describe(store: Any) -> str:
 def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path]) -> None:
     """Fill `base` with the baseline of its commit or the nearest first-parent ancestor that
     has one, and its store's ledger and trend; a note when there is none."""
-    from evalgate.baselines import find_baseline, git_first_parent
+    from evalgate.gate.baselines import find_baseline, git_first_parent
 
     if base.commit is None or repo is None:
         return
@@ -154,7 +154,7 @@ def _read_store_of(base: Base, file: Path) -> None:
     """A saved baseline in a store's layout (<store>/baselines/<gate id>/<sha>.json.gz) brings
     that store's flake ledger and trend, as --base-sha would: the history of the branch it
     was saved on, which tells a flaky case from a broken one."""
-    from evalgate.baselines import DirStore, baseline_path
+    from evalgate.gate.baselines import DirStore, baseline_path
 
     store = file.parent.parent.parent
     try:
@@ -171,7 +171,7 @@ def _read_store_of(base: Base, file: Path) -> None:
 def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
     """The `gate:` section of the config as the base commit has it; None (with a note) when
     it cannot be read: the working tree's is used."""
-    from evalgate.policy import gate_of_text, git_show
+    from evalgate.gate.base_policy import gate_of_text, git_show
 
     if base.commit is None or repo is None:
         return None
@@ -212,10 +212,10 @@ def _run(args: argparse.Namespace, loaded: Any, plans: list) -> Any:
 
 def gate(args: argparse.Namespace) -> int:
     from evalgate.cli import _exit_for
-    from evalgate.compare import compare
+    from evalgate.gate import compare
     from evalgate.config import find_config, load_config
     from evalgate.plan import build_plans
-    from evalgate.policy import UnderBase
+    from evalgate.gate.base_policy import UnderBase
 
     loaded = load_config(find_config(args.config))
     i18n.configured(loaded.config.report.language)
@@ -254,12 +254,12 @@ def gate(args: argparse.Namespace) -> int:
 
 
 def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: list, loaded: Any, gate_: Any, base: Base) -> Any:
-    """Confirmation runs (gate.confirm, evalgate.confirm): the suspects re-run, results.json
+    """Confirmation runs (gate.confirm, evalgate.gate.confirm): the suspects re-run, results.json
     written again with them, and the run compared again."""
     from evalgate import results
     from evalgate.cli import _judge_runtime
-    from evalgate.compare import compare
-    from evalgate.confirm import confirm_run, rerun_any
+    from evalgate.gate import compare
+    from evalgate.gate.confirm import confirm_run, rerun_any
 
     notes = confirm_run(comparison, current, plans, loaded, gate_, lambda: _judge_runtime(loaded, args))
     if not rerun_any(current):
@@ -316,7 +316,7 @@ def _say_base(base: Base, quiet: bool) -> None:
 
 
 def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current: Any = None) -> None:
-    from evalgate.confirm import lines
+    from evalgate.gate.confirm import lines
     from evalgate.reports.html import REPORT_FILE
     from evalgate.reports.markdown import flaky_words
 

@@ -80,7 +80,7 @@ def config_digest(loaded: LoadedConfig, plans: list[SuitePlan]) -> str:
             entry["agent"] = {"num_runs": plan.agent.num_runs, "tools": plan.agent.tools}
         effective.append(entry)
     # The gate's policy decides verdicts too: a change to it is a config change.
-    from evalgate.policy import gate_policy
+    from evalgate.gate.base_policy import gate_policy
 
     return digest({"suites": effective, "gate": gate_policy(loaded.config.gate)})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from evalgate.compare import Comparison, Verdict
+from evalgate.gate import Comparison, Verdict
 from evalgate.github import GitHubClient, GitHubError, GitHubForbidden, truncate
 from evalgate.reports.markdown import marker
 

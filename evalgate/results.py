@@ -111,7 +111,7 @@ class AgentLog(_Model):
 
 
 class Rerun(_Model):
-    """One confirmation run of a suspect case (`gate.confirm`, evalgate.confirm): scored apart
+    """One confirmation run of a suspect case (`gate.confirm`, evalgate.gate.confirm): scored apart
     from the case's first run, which alone the ledger, the mean-drop and the partial-drop
     tests read."""
 

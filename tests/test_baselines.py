@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalgate.baselines import (
+from evalgate.gate.baselines import (
     Baseline,
     DirStore,
     GitHubStore,
@@ -27,7 +27,7 @@ from evalgate.baselines import (
     make_baseline,
     may_write_baseline,
 )
-from evalgate.compare import BaselineInfo
+from evalgate.gate import BaselineInfo
 from evalgate.errors import InputError
 from evalgate.github import GitHubClient, GitHubError, GitHubForbidden
 from evalgate.results import (

@@ -9,9 +9,8 @@ from statistics import NormalDist
 
 import pytest
 
-from evalgate.compare import (
+from evalgate.gate import (
     BaselineInfo,
-    _own_histories,
     CaseKey,
     GatePolicy,
     Verdict,
@@ -23,6 +22,7 @@ from evalgate.compare import (
     value_key,
 )
 from evalgate.engine import case_status, suite_status
+from evalgate.gate.ledger import own_histories
 from evalgate.reports.markdown import render_comment
 from evalgate.results import (
     CaseResult,
@@ -34,7 +34,7 @@ from evalgate.results import (
     Status,
     SuiteResult,
 )
-from evalgate.stats import (
+from evalgate.gate.stats import (
     BREAK_SHARE,
     SHIFT_Z,
     WEIGHT_STEP,
@@ -1056,13 +1056,13 @@ def test_the_baselines_own_run_does_not_measure_spreads():
     keys = [K(f"c{i:03d}") for i in range(12)]
     runs = [[0.5 + 0.01 * ((i + t) % 3) for i in range(12)] for t in range(5)]
     ledger = {value_key(k, "rouge"): [run[i] for run in runs] for i, k in enumerate(keys)}
-    chosen, rows = _own_histories(keys, "rouge", ledger, runs[-1])  # the ledger's last run is the baseline's
+    chosen, rows = own_histories(keys, "rouge", ledger, runs[-1])  # the ledger's last run is the baseline's
     assert chosen == list(range(12)) and rows == [[run[i] for run in runs[:-1]] for i in range(12)]
-    chosen, rows = _own_histories(keys, "rouge", ledger, runs[2])  # the ledger has two newer runs
+    chosen, rows = own_histories(keys, "rouge", ledger, runs[2])  # the ledger has two newer runs
     assert rows == [[runs[t][i] for t in (0, 1, 3, 4)] for i in range(12)]
     other = [0.9] * 12  # a baseline the ledger does not hold: every run measures
-    assert _own_histories(keys, "rouge", ledger, other)[1] == [[run[i] for run in runs] for i in range(12)]
-    assert _own_histories(keys[:3], "rouge", ledger, other) == ([], [])  # fewer than PARTIAL_MIN_CASES
+    assert own_histories(keys, "rouge", ledger, other)[1] == [[run[i] for run in runs] for i in range(12)]
+    assert own_histories(keys[:3], "rouge", ledger, other) == ([], [])  # fewer than PARTIAL_MIN_CASES
 
 
 def test_the_partial_drop_test_is_for_continuous_criteria_that_are_not_judged():
@@ -1169,7 +1169,7 @@ def _with_runs(results: RunResults, runs_by_id: dict[str, list]) -> RunResults:
 def test_an_informational_criterion_is_shown_never_compared_nor_recorded_as_failing():
     """A custom metric may return INFORMATIONAL (ADK's fourth status): it never decides a case,
     so the gate neither tests it for a drop nor records it in the ledger as a failure."""
-    from evalgate.compare import outcome
+    from evalgate.gate import outcome
     from evalgate.results import CriterionResult, Status
 
     info = CriterionResult(score=0.2, status=Status.INFORMATIONAL, threshold=0.5)

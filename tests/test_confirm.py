@@ -1,4 +1,4 @@
-"""Confirmation runs (gate.confirm, evalgate.confirm), by hand: which cases are suspects and
+"""Confirmation runs (gate.confirm, evalgate.gate.confirm), by hand: which cases are suspects and
 the cap, the chance a failure repeats measured from a ledger, a stable case counted broken
 only when every re-run fails, a flaky one that passes on re-run not counted, and what the
 comment says. The end-to-end runs (a real agent through the command runner, `evalgate gate`
@@ -10,12 +10,12 @@ import math
 
 import pytest
 
-from evalgate.compare import GatePolicy, Verdict, compare, ledger_key
-from evalgate.confirm import ConfirmPolicy, suspects, verdicts, words
+from evalgate.gate import GatePolicy, Verdict, compare, ledger_key
+from evalgate.gate.confirm import ConfirmPolicy, suspects, verdicts, words
 from evalgate.engine import case_status
 from evalgate.reports.markdown import render_comment
 from evalgate.results import Rerun
-from evalgate.stats import repeat_factors, repeat_share
+from evalgate.gate.stats import repeat_factors, repeat_share
 from test_compare import K, crit, one
 
 IDS = [f"c{i:03d}" for i in range(40)]

@@ -1,4 +1,4 @@
-"""gate.efficiency (evalgate.cost): tokens, calls and seconds per turn against the baseline.
+"""gate.efficiency (evalgate.gate.efficiency): tokens, calls and seconds per turn against the baseline.
 
 The statistics are checked against values worked out by hand; the gate through `compare()`
 and through `evalgate compare` on two results files (Korean case ids)."""
@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from evalgate import cost
-from evalgate.compare import CaseKey, GatePolicy, Verdict, compare, update_ledger, value_key
+from evalgate.gate import efficiency as cost
+from evalgate.gate import CaseKey, GatePolicy, Verdict, compare, update_ledger, value_key
 from evalgate.efficiency import DURATION, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import Counts, CriterionSpec, EfficiencyResult, EfficiencyValue, RunInfo, Status, SuiteResult
 from result_builders import case, crit, inv, run_of

@@ -46,7 +46,7 @@ def stopping_point(n: int, ballots: list) -> int:
 
 
 def ledger_reads(samples: list) -> tuple[bool, bool] | None:
-    """What the gate's ledger reads of a case's samples (evalgate.compare.outcome): whether
+    """What the gate's ledger reads of a case's samples (evalgate.gate.values.outcome): whether
     every sample failed (a stable case broke), whether more than half passed (stays stable)."""
     usable = [s for s in samples if s is not None]
     if not usable:

@@ -219,7 +219,7 @@ def replace_runs(case: CaseInput, runs: list) -> CaseInput:
 
 def test_the_gate_ignores_them(tmp_path):
     """Two runs that differ only in efficiency compare as equal: no regression, no change."""
-    from evalgate.compare import GatePolicy, Verdict, compare
+    from evalgate.gate import GatePolicy, Verdict, compare
     from evalgate.results import RunResults
 
     from result_builders import case as _case, crit, inv, run_of
@@ -453,7 +453,7 @@ def test_the_terminal_shows_one_line_per_suite():
 
 
 def test_the_html_report_shows_suite_and_case_values():
-    from evalgate.compare import GatePolicy, compare
+    from evalgate.gate import GatePolicy, compare
     from evalgate.reports.html import render_html
     from evalgate.results import Counts, RunInfo, SuiteResult
 

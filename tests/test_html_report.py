@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import pytest
 
-from evalgate.compare import BaselineInfo, GatePolicy, compare
+from evalgate.gate import BaselineInfo, GatePolicy, compare
 from evalgate.reports.html import REPORT_FILE, content_security_policy, render_html, write_html
 from evalgate.results import (
     CaseResult,
@@ -572,7 +572,7 @@ def test_the_report_opens_from_file_with_no_error_and_no_request(browser, tmp_pa
 def test_trend_charts_draw_under_the_policy(browser, tmp_path, artifacts):
     from datetime import datetime, timezone
 
-    from evalgate.trends import add_point
+    from evalgate.gate.trends import add_point
 
     current, baseline = sample_runs()
     trend = None
@@ -616,7 +616,7 @@ def test_the_criterion_tables_fit_their_cards_at_1400px(browser, tmp_path, artif
     criterion name, once ran past its card (a header that would not wrap held it wide)."""
     from datetime import datetime, timezone
 
-    from evalgate.trends import add_point
+    from evalgate.gate.trends import add_point
 
     current, baseline = sample_runs()
     # A Japanese suite name, so CJK text is in the heading and the trend column's labels.
@@ -643,7 +643,7 @@ def test_report_and_comment_show_the_same_deciding_p():
     """Where the stable cases' breakage test is nearer to deciding than the mean-drop test,
     the comment and report.html both show its p (the report once showed the mean-drop
     test's alone: p=0.974 beside a FAIL that p=0.005 had decided)."""
-    from evalgate.compare import update_ledger
+    from evalgate.gate import update_ledger
     from evalgate.reports.markdown import render_comment
 
     current, baseline = sample_runs()

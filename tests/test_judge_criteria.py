@@ -1007,10 +1007,10 @@ def test_a_reply_quoting_a_planted_verdict_is_ambiguous_not_a_pass():
 
 
 def test_a_confirmation_re_draw_asks_the_judge_afresh_never_the_cache(fake_gemini, runtime, tmp_path):
-    """gate.confirm on recorded outputs (evalgate.confirm): a judge suspect re-draws its
+    """gate.confirm on recorded outputs (evalgate.gate.confirm): a judge suspect re-draws its
     samples. The first run's verdicts are in the cache; each re-draw asks other sample
     indices (cached apart) and never reads the cache, so it is a fresh draw."""
-    from evalgate.confirm import Suspect, rerun
+    from evalgate.gate.confirm import Suspect, rerun
     from evalgate.engine import CaseInput, SuitePlan, finish_run, finish_suite, score_case
     from evalgate.results import RunInfo
 

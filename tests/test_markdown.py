@@ -18,7 +18,7 @@ from typing import Optional
 import pytest
 from pydantic import ConfigDict
 
-from evalgate.compare import (
+from evalgate.gate import (
     BaselineInfo,
     CaseChange,
     CaseKey,
@@ -730,7 +730,7 @@ def test_a_limit_too_small_for_the_verdict_is_an_error():
 
 
 def test_vertex_explanation_is_shown_and_sanitized():
-    from evalgate.compare import GatePolicy, compare
+    from evalgate.gate import GatePolicy, compare
     from evalgate.results import (
         CaseResult,
         Counts,

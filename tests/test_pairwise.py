@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from evalgate.compare import GatePolicy, Verdict, compare
+from evalgate.gate import GatePolicy, Verdict, compare
 from evalgate.judge.runtime import JudgeRuntime
-from evalgate.pairwise import DEFAULT_INSTRUCTIONS, PairwisePolicy, build_prompt, judge_pairs
+from evalgate.gate.pairwise import DEFAULT_INSTRUCTIONS, PairwisePolicy, build_prompt, judge_pairs
 from evalgate.reports.html import render_html
 from evalgate.reports.markdown import render_comment
 from evalgate.results import Counts, CriterionSpec, InvocationSummary, RunInfo, RunResults, Status, SuiteResult
-from evalgate.stats import binomial_sf, binomial_upper, sign_test
+from evalgate.gate.stats import binomial_sf, binomial_upper, sign_test
 from fake_gemini import error, fake_gemini, prompt_text  # noqa: F401  (fixture)
 from pairwise_judges import always, answers, detail_judge, equal_paraphrases
 from result_builders import case, crit, inv, run_of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalgate.compare import Comparison, SuiteComparison, Verdict
+from evalgate.gate import Comparison, SuiteComparison, Verdict
 from evalgate.github import GitHubClient
 from evalgate.publish import publish, status_description
 from evalgate.reports.markdown import marker

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from evalgate.baselines import DirStore, decode_trend, encode_trend, trend_path
-from evalgate.compare import GatePolicy, compare
+from evalgate.gate.baselines import DirStore, decode_trend, encode_trend, trend_path
+from evalgate.gate import GatePolicy, compare
 from evalgate.errors import InputError
 from evalgate.reports.markdown import MAX_CHARTS, mermaid_chart, render_comment, render_summary, sparkline
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, Counts, CriterionResult, CriterionSpec, RunResults, Status, SuiteResult
-from evalgate.trends import KEEP, MIN_POINTS, Series, Trend, TrendPoint, add_point, axis_range, position, run_means, series
+from evalgate.gate.trends import KEEP, MIN_POINTS, Series, Trend, TrendPoint, add_point, axis_range, position, run_means, series
 
 NOW = datetime(2026, 11, 23, 3, 0, tzinfo=timezone.utc)
 TT = "tool_trajectory_avg_score"

@@ -6,7 +6,7 @@ A judge criterion builds its prompt, asks the bound runtime `num_samples` times 
 its own request, so its own cache entry), parses each reply into a verdict or a failed sample,
 and votes. A reply that cannot be parsed is a failed sample, never a verdict; an invocation
 whose samples all failed is NOT_EVALUATED with the reasons. What goes into `Outcome.details`
-follows the samples contract in `evalgate.compare`: `details["samples"]` holds one score in
+follows the samples contract in `evalgate.gate.values`: `details["samples"]` holds one score in
 [0, 1] per sample drawn, in sample order, None for a failed one.
 
 Sequential sampling (`judge.early_stop`, the runtime's `early_stop`): a criterion whose outcome
@@ -19,7 +19,7 @@ sample indices, so the cache serves a rerun and the results do not depend on tim
 
 Which samples stop: without confirmation runs (`gate.confirm.runs: 0`) it never stops on
 samples that all failed (scored below the criterion's threshold): then it draws them all.
-The gate reads "every sample failed" as a stable case breaking (`evalgate.compare`), and
+The gate reads "every sample failed" as a stable case breaking (`evalgate.gate.breakage`), and
 only all of them can say so; with this rule a case breaks, and a case passes by a majority
 of its samples, exactly when full sampling would say so, so the ledger's histories mean
 the same under both rules. With confirmation runs (the default) the runtime's

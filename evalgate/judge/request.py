@@ -43,7 +43,7 @@ class CaseTally:
 
 CASE_TALLY: ContextVar[Optional[CaseTally]] = ContextVar("evalgate_case_tally", default=None)
 
-# A confirmation run's re-draw of judge samples (evalgate.confirm): 0 for the first run; r
+# A confirmation run's re-draw of judge samples (evalgate.gate.confirm): 0 for the first run; r
 # for the r-th re-draw. A judge criterion then asks samples r * num_samples + j, and the
 # runtime never answers them from the cache, so a re-draw is a fresh draw, never a replay.
 REDRAW: ContextVar[int] = ContextVar("evalgate_redraw", default=0)

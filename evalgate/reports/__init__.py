@@ -112,9 +112,9 @@ def incomplete_note(counts: Counts) -> str:
 
 
 def cost_cells(row: Any) -> dict[str, str]:
-    """An efficiency metric against the baseline (evalgate.cost.CostComparison) as short text,
+    """An efficiency metric against the baseline (evalgate.gate.efficiency.CostComparison) as short text,
     for every report: what, the change with its 95% interval, the tolerance, the outcome."""
-    from evalgate.cost import percent
+    from evalgate.gate.efficiency import percent
 
     change = row.summary() if row.change is None else percent(row.change)
     if row.ci_low is not None and row.ci_high is not None:

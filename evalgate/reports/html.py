@@ -51,12 +51,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
 
-from evalgate.compare import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
+from evalgate.gate import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
 from evalgate import efficiency
 from evalgate.reports import COST_COLUMNS, cost_cells, count, deciding_p, delta_cell, duration, efficiency_cells, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
-from evalgate.trends import Series, Trend, header, placement, series
+from evalgate.gate.trends import Series, Trend, header, placement, series
 
 __all__ = ["REPORT_FILE", "render_html", "write_html", "content_security_policy"]
 
@@ -216,7 +216,7 @@ class _View:
     run_facts: list[tuple[str, str]]
     agent_rows: list[list[str]]
     efficiency_rows: list[list[str]]  # per suite: ADK's efficiency metrics per turn
-    cost_rows: list[tuple[list[str], str]]  # per suite and metric: against the baseline (evalgate.cost), and its status
+    cost_rows: list[tuple[list[str], str]]  # per suite and metric: against the baseline (evalgate.gate.efficiency), and its status
     costs_gated: bool  # gate.efficiency tolerates an increase of at least one of them
     judge: _Usage
     timing_rows: list[tuple[str, str, str, str]]  # (suite, criterion, seconds, share)
@@ -394,7 +394,7 @@ def _efficiency_rows(current: RunResults) -> list[list[str]]:
 
 
 def _cost_rows(comparison: Comparison) -> list[tuple[list[str], str]]:
-    """Per suite and efficiency metric, the change against the baseline (evalgate.cost)."""
+    """Per suite and efficiency metric, the change against the baseline (evalgate.gate.efficiency)."""
     rows = []
     for suite in comparison.suites:
         for row in suite.costs:

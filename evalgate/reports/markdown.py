@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 from urllib.parse import quote
 
-from evalgate.compare import (
+from evalgate.gate import (
     CaseKey,
     Comparison,
     CriterionComparison,
@@ -49,7 +49,7 @@ from evalgate.reports.sanitize import (
     url,
 )
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
-from evalgate.trends import Series, Trend, axis_range, header, placement, series
+from evalgate.gate.trends import Series, Trend, axis_range, header, placement, series
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
 SUMMARY_LIMIT = 1_000_000  # the job summary takes 1 MiB per step; measured in UTF-8 bytes
@@ -309,7 +309,7 @@ class _View:
     stats: list[_Stat]
     agent: list[list[Markdown]]
     efficiency: list[list[Markdown]]  # per suite: ADK's efficiency metrics per turn
-    costs: list[list[Markdown]]  # per suite and metric: the change against the baseline (evalgate.cost)
+    costs: list[list[Markdown]]  # per suite and metric: the change against the baseline (evalgate.gate.efficiency)
     costs_gated: bool  # gate.efficiency tolerates an increase of at least one of them
     footer: list[Any]
     cut: Optional[Markdown]
@@ -798,7 +798,7 @@ def _efficiency_rows(current: RunResults) -> list[list[Markdown]]:
 
 
 def _cost_rows(comparison: Comparison) -> list[list[Markdown]]:
-    """Per suite and efficiency metric, the change against the baseline (evalgate.cost)."""
+    """Per suite and efficiency metric, the change against the baseline (evalgate.gate.efficiency)."""
     rows = []
     for suite in comparison.suites:
         for row in suite.costs:
@@ -970,8 +970,8 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
 
 
 def _confirm_lines(comparison: Comparison, current: RunResults) -> list[Markdown]:
-    """gate.confirm (evalgate.confirm): `**suite**: set/case (criterion): failed 2 of 2 re-runs: broken`."""
-    from evalgate.confirm import lines
+    """gate.confirm (evalgate.gate.confirm): `**suite**: set/case (criterion): failed 2 of 2 re-runs: broken`."""
+    from evalgate.gate.confirm import lines
 
     shown = len(comparison.suites) > 1
     return [

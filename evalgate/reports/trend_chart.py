@@ -1,7 +1,7 @@
 """A criterion's trend as inline SVG for report.html: no script, no external anything.
 
 The chart is composed only of numbers we format and short commit ids (hex: the trend file's
-model checks them, and that its means are finite, on every read: `evalgate.trends.TrendPoint`),
+model checks them, and that its means are finite, on every read: `evalgate.gate.trends.TrendPoint`),
 so it is safe to print as markup; names (suite, criterion) stay out of it and go through the
 template's escaping. Colours come from classes in report.css (the page's CSP forbids inline
 style attributes).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from evalgate.trends import Series, axis_range
+from evalgate.gate.trends import Series, axis_range
 
 WIDTH, HEIGHT = 360, 150
 LEFT, RIGHT, TOP, BOTTOM = 40, 58, 10, 22

@@ -54,12 +54,12 @@ def outputs_of(run: int) -> list[dict]:
 def main() -> int:
     sys.path.insert(0, str(EXAMPLE.parent.parent))  # this checkout's evalgate, installed or not
     from evalgate import engine
-    from evalgate.baselines import DirStore, make_baseline
-    from evalgate.compare import update_ledger
+    from evalgate.gate.baselines import DirStore, make_baseline
+    from evalgate.gate import update_ledger
     from evalgate.config import load_config
     from evalgate.plan import build_plans, config_digest
     from evalgate.results import RunInfo
-    from evalgate.trends import add_point
+    from evalgate.gate.trends import add_point
 
     loaded = load_config(EXAMPLE / "evalgate.yaml")
     gate = loaded.config.gate

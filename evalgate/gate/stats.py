@@ -1,6 +1,6 @@
 """The gate's statistics: pure functions of numbers, no results or policy types.
 
-Every choice below, and its reason; `evalgate.compare` says how the gate uses them.
+Every choice below, and its reason; the gate's tests (evalgate.gate: drop, level, partial, breakage) say how the gate uses them.
 
 The model of an unchanged agent
     A criterion's per-case value (its score, or a judge case's mean sample score) in run t
@@ -241,7 +241,7 @@ Partial drops of continuous criteria: `case_scales`, `lopsided_test`, `steady_dr
 
 Confirmation runs (`gate.confirm`): `repeat_share`, `repeat_factors`
     From one run a broken case and a stable case that failed by chance look the same, so
-    the gate re-runs its suspects (evalgate.confirm) and a stable case counts as broken only
+    the gate re-runs its suspects (evalgate.gate.confirm) and a stable case counts as broken only
     when it broke now and failed again in every one of R re-runs. Under an unchanged agent
     that happens with chance h * E[q^R], h the case's chance of breaking (above) and q the
     chance that a chance failure repeats in the next run. q is measured, never assumed

@@ -5,7 +5,7 @@ under one layout:
 
     baselines/<gate_id>/<commit sha>.json.gz
     ledger/<gate_id>.json.gz
-    trends/<gate_id>.json.gz      (each criterion's mean per default-branch run: evalgate.trends)
+    trends/<gate_id>.json.gz      (each criterion's mean per default-branch run: evalgate.gate.trends)
 
 `DirStore` writes it to a directory, `GitHubStore` to a data branch through the REST API.
 Files are gzip with a zero timestamp, so the same baseline is always the same bytes.
@@ -27,11 +27,11 @@ from typing import Any, Callable, Iterator, Optional, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from evalgate.compare import BaselineInfo, Ledger
+from evalgate.gate import BaselineInfo, Ledger
 from evalgate.errors import InputError, Problem
 from evalgate.github import GitHubClient, GitHubConflict, GitHubError
 from evalgate.results import RunResults
-from evalgate.trends import TREND_SCHEMA_VERSION, Trend
+from evalgate.gate.trends import TREND_SCHEMA_VERSION, Trend
 
 BASELINE_SCHEMA_VERSION = 1
 LEDGER_SCHEMA_VERSION = 1

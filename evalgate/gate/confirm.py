@@ -1,7 +1,7 @@
 """Confirmation runs (`gate.confirm`): re-run the cases a pull request's run suspects, so a
 broken case is told from a chance failure before the gate decides.
 
-After the run is compared (evalgate.compare), `suspects` picks the cases the ledger calls
+After the run is compared (evalgate.gate.compare), `suspects` picks the cases the ledger calls
 stable that broke now, then the cases that went from PASSED to FAILED, at most `max_cases`,
 in that order. `rerun` runs each suspect's agent again `runs` times (fresh sessions, the same
 runner: the infer step's machinery, the first run's case runs reused so only the new ones
@@ -10,7 +10,7 @@ evalgate.judge.request.REDRAW). Where the outputs are recorded (`actual:`) there
 agent to re-run: a suspect whose suspect criteria are judged re-draws judge samples on the
 same outputs, and one of a deterministic criterion is left as the first run had it. The
 re-runs go into the results (`CaseResult.reruns`), apart from the first run, and the gate is
-compared again: `verdicts` is what the breakage test then reads (evalgate.stats says how a
+compared again: `verdicts` is what the breakage test then reads (evalgate.gate.stats says how a
 confirmed break is weighed). `lines` says per suspect what the re-runs showed.
 """
 
@@ -102,7 +102,7 @@ def _plan_case(plans: list, s: Suspect) -> tuple[Any, Any]:
 
 def how(plan: Any, s: Suspect) -> Optional[Literal["agent", "judge"]]:
     """How a suspect is confirmed: its agent re-run; its judge samples re-drawn on recorded
-    outputs (evalgate.stats says why not on an agent's); None: nothing to re-run."""
+    outputs (evalgate.gate.stats says why not on an agent's); None: nothing to re-run."""
     if plan.agent is not None:
         return "agent"
     return "judge" if s.judged else None
@@ -207,9 +207,9 @@ def _scored(case: Any, run: Any, i: int, kind: str, first: Any) -> Any:
 
 
 def rerun_outcomes(reruns: Optional[list], criterion: str, judge: bool) -> Optional[list[float]]:
-    """The criterion's outcome in each re-run (evalgate.compare.outcome), or None when a
+    """The criterion's outcome in each re-run (evalgate.gate.values.outcome), or None when a
     re-run did not evaluate it."""
-    from evalgate.compare import outcome
+    from evalgate.gate import outcome
 
     out = []
     for r in reruns or []:
@@ -230,7 +230,7 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
     """Per stable case, whether it counts as broken after confirmation: broke now and failed
     in every one of `runs` re-runs. None when confirmation is off or some case that broke
     has not `runs` evaluated re-runs: the breakage test then reads the first run alone."""
-    from evalgate.stats import failed
+    from evalgate.gate.stats import failed
 
     if runs < 1 or not any(broken):
         return None
@@ -249,7 +249,7 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
 def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -> str:
     """What a suspect's re-runs showed: "failed 2 of 2 re-runs: broken", "passed on re-run:
     flaky, not counted", or why they tell nothing."""
-    from evalgate.stats import failed
+    from evalgate.gate.stats import failed
 
     if not reruns:
         return "not re-run"

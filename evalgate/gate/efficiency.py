@@ -30,7 +30,7 @@ The compared quantity: log ratios, and zeros
     interval is exp of the interval of mean d, less 1.
 
 The test: paired, with the run-to-run variation
-    The model is evalgate.stats' for criteria, on the log scale: log x[i, t] = mu[i] + r[t]
+    The model is evalgate.gate.stats' for criteria, on the log scale: log x[i, t] = mu[i] + r[t]
     + e[i, t]. The mean of the paired log ratios, mean d, carries two kinds of noise:
     - the cases' own (e: an answer of another length, a trajectory that takes one more
       model call), variance 2 sigma_e^2 / n;
@@ -79,7 +79,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import SuiteResult
-from evalgate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
+from evalgate.gate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
+from evalgate.gate.words import fmt_p
 
 COUNTS = (TOOL_CALLS, MODEL_CALLS)  # compared as log((x + 1) / (y + 1))
 ASSUMED_RUN_SD = {TOOL_CALLS: 0.01, MODEL_CALLS: 0.01, TOKENS: 0.01, DURATION: 0.20}  # log scale, without history
@@ -248,7 +249,7 @@ HistoryOf = Callable[[str, str, str], Optional[Sequence[Optional[float]]]]  # (e
 
 def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: EfficiencyPolicy, history: Optional[HistoryOf] = None) -> list[CostComparison]:
     """Each efficiency metric both runs have, compared (module docstring). Pure; the Holm
-    adjustment and the verdict are the caller's (evalgate.compare)."""
+    adjustment and the verdict are the caller's (evalgate.gate.compare)."""
     base = {(c.eval_set_id, c.eval_id): c for c in baseline.cases}
     out = []
     for metric in METRICS:
@@ -294,7 +295,7 @@ def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[
         comp.reasons.insert(0, comp.summary() + (" (reported, not gated)" if gating else " (absolute mode: reported, not gated)"))
         return None
     tolerated = f"tolerated +{comp.tolerance * 100:g}% (gate.efficiency.{comp.metric})"
-    p = "" if comp.p_adjusted is None else f", p = {_fmt_p(comp.p_adjusted)} after Holm"
+    p = "" if comp.p_adjusted is None else f", p = {fmt_p(comp.p_adjusted)} after Holm"
     if comp.p_adjusted is not None and comp.p_adjusted < alpha:
         comp.status = "fail"
         text = f"{comp.summary()}: a significant increase beyond the {tolerated}{p}"
@@ -306,7 +307,3 @@ def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[
     else:
         comp.reasons.insert(0, f"{comp.summary()}: within the {tolerated}{p}")
     return None
-
-
-def _fmt_p(p: float) -> str:
-    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"  # as evalgate.compare writes p

@@ -1,6 +1,6 @@
 """The pairwise judge (`gate.pairwise`): is the pull request's answer better or worse than the baseline's, case by case.
 
-A step between scoring and `evalgate.compare`: for every case both runs share (expected data
+A step between scoring and `evalgate.gate.compare`: for every case both runs share (expected data
 unchanged) whose final response changed (per invocation, beyond whitespace), a judge sees the
 conversation so far (the user's turns, each side's tool calls and results) and the two
 answers, labelled only A and B, and says which serves the user better, or that they are
@@ -20,7 +20,7 @@ of their ids so the same cases are judged from run to run (and the cache serves 
 Everything goes through the run's `JudgeRuntime` (pool, rate cap, retries, cache: a
 request's key covers the prompt, which holds both answers in their order, and the sample
 index, so an unchanged rerun makes no request). The statistics (a sign test in the gate's
-Holm family) are `evalgate.compare`'s; this module only asks and counts.
+Holm family) are `evalgate.gate.side_by_side`'s; this module only asks and counts.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class PairwisePolicy(BaseModel):
         default=None,
         min_length=1,
         description="What 'better' means for this agent, in the judge's prompt. Default: correctness, then "
-        "helpfulness, then safety (evalgate.pairwise.DEFAULT_INSTRUCTIONS).",
+        "helpfulness, then safety (evalgate.gate.pairwise.DEFAULT_INSTRUCTIONS).",
     )
     max_cases: Optional[int] = Field(
         default=None,
@@ -163,7 +163,7 @@ class CasePair:
 
 @dataclass
 class SuitePairs:
-    """A suite's pairs: what `evalgate.compare` tests and the reports show."""
+    """A suite's pairs: what `evalgate.gate.side_by_side` tests and the reports show."""
 
     suite: str
     judge_model: str

@@ -1,0 +1,115 @@
+"""The absolute verdict (ADK semantics: every case passes every threshold), and the words on thresholds
+and NOT_EVALUATED cases that the regression verdict shares.
+
+A suite fails when its status is FAILED (which includes NOT_EVALUATED cases under
+`not_evaluated: fail`). Used with no baseline, in `mode: absolute`, and for what has no
+baseline to compare with (a new suite, a new criterion, a suite with no case in common).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Optional
+
+from evalgate.gate.model import CriterionComparison, Verdict
+from evalgate.gate.values import criteria_of, is_evaluated
+from evalgate.gate.words import plural
+from evalgate.results import Status, SuiteResult
+
+
+_INVOCATION_PREFIX = re.compile(r"^(\d+ of \d+ invocations not evaluated: )?(invocation \d+: )?")
+
+
+def _reason(error: Optional[str]) -> str:
+    """A NOT_EVALUATED record's reason without per-invocation numbering, to group cases."""
+    if not error:
+        return "not evaluated"
+    parts = [_INVOCATION_PREFIX.sub("", p.strip()) for p in error.split("; ")]
+    return "; ".join(dict.fromkeys(p for p in parts if p)) or "not evaluated"
+
+
+def skipped(suite: SuiteResult) -> list[str]:
+    reasons: dict[str, Counter[str]] = {}
+    for case in suite.cases:
+        for name, result in case.criteria.items():
+            if result.status is Status.NOT_EVALUATED:
+                reasons.setdefault(name, Counter())[_reason(result.error)] += 1
+    out = []
+    for name in sorted(reasons):
+        counts = reasons[name]
+        n = sum(counts.values())
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if len(ranked) == 1:
+            out.append(f"{name}: {ranked[0][0]} ({plural(n, 'case')} NOT_EVALUATED)")
+        else:
+            shown = "; ".join(f"{r} ({c})" for r, c in ranked[:3])
+            more = f"; {len(ranked) - 3} other reasons" if len(ranked) > 3 else ""
+            out.append(f"{name}: {plural(n, 'case')} NOT_EVALUATED: {shown}{more}")
+    return out
+
+
+def not_evaluated_reasons(suite: SuiteResult) -> tuple[bool, list[str]]:
+    """(fails the suite, reasons) for cases with a NOT_EVALUATED criterion, under the suite's policy."""
+    n = suite.counts.incomplete
+    if not n:
+        return False, []
+    what = f"{n} of {plural(suite.counts.cases, 'case')} with criteria NOT_EVALUATED"
+    if suite.not_evaluated_policy == "fail":
+        return True, [f"{what}, and the suite's not_evaluated policy is `fail`"]
+    if suite.not_evaluated_policy == "warn":
+        return False, [f"{what} (not_evaluated: warn)"]
+    return False, []
+
+
+def failing(suite: SuiteResult, name: str) -> tuple[int, int]:
+    """(cases that FAILED the criterion, cases that have it)."""
+    results = [c.criteria[name] for c in suite.cases if name in c.criteria]
+    return sum(r.status is Status.FAILED for r in results), len(results)
+
+
+def below(failed: int, total: int, threshold: float) -> str:
+    return f"{failed} of {plural(total, 'case')} below the threshold {threshold:g}"
+
+
+def absolute_criterion(suite: SuiteResult, name: str, threshold: float, judge: bool) -> CriterionComparison:
+    scores = [r.score for c in suite.cases if is_evaluated(r := c.criteria.get(name))]
+    failed, total = failing(suite, name)
+    return CriterionComparison(
+        suite=suite.name,
+        criterion=name,
+        threshold=threshold,
+        judge=judge,
+        n_pairs=0,
+        baseline_mean=None,
+        current_mean=sum(scores) / len(scores) if scores else None,  # type: ignore[arg-type]
+        delta=None,
+        ci_low=None,
+        ci_high=None,
+        p_value=None,
+        p_adjusted=None,
+        status=Verdict.FAIL if failed else Verdict.PASS,
+        reasons=[below(failed, total, threshold)] if failed else [],
+    )
+
+
+def absolute_verdict(suite: SuiteResult) -> tuple[Verdict, list[str]]:
+    """ADK semantics: the suite's own status decides."""
+    if not suite.cases:
+        return Verdict.ERROR, ["the suite has no cases"]
+    if suite.agent_error:
+        return Verdict.ERROR, [suite.agent_error]
+    fails_ne, ne_reasons = not_evaluated_reasons(suite)
+    if suite.status is Status.FAILED:
+        reasons = []
+        for name, (threshold, _, _) in sorted(criteria_of(suite).items()):
+            failed, total = failing(suite, name)
+            if failed:
+                reasons.append(f"{name}: {below(failed, total, threshold)}")
+        return Verdict.FAIL, reasons + (ne_reasons if fails_ne else [])
+    # Under `warn`, what was not evaluated makes the verdict INCONCLUSIVE: it passes, and says so.
+    unheard = Verdict.INCONCLUSIVE if ne_reasons else Verdict.PASS
+    if suite.status is Status.NOT_EVALUATED:
+        return unheard, ["no case was evaluated"] + ne_reasons
+    evaluated = suite.counts.cases - suite.counts.not_evaluated
+    return unheard, [f"all {plural(evaluated, 'evaluated case')} pass their thresholds"] + ne_reasons

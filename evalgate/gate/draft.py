@@ -1,0 +1,226 @@
+"""One suite against its baseline before the Holm correction: the cases paired, set aside or changed, and
+each criterion's tests run (drop, level, partial, breakage)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from evalgate.gate import breakage, drop, level, partial
+from evalgate.gate import confirm as confirmation
+from evalgate.gate.absolute import absolute_criterion
+from evalgate.gate.ledger import Ledger, flaky_history, own_histories
+from evalgate.gate.model import CaseChange, CaseKey, CriterionComparison, GatePolicy, Verdict
+from evalgate.gate.stats import EPSILON, ROUND
+from evalgate.gate.values import case_value, cases_by_key, criteria_of, has_samples, is_continuous, is_evaluated, sampling_of
+from evalgate.gate.words import case_names, plural
+from evalgate.results import CaseResult, Status, SuiteResult
+
+
+@dataclass
+class Draft:
+    """A suite's comparison before the Holm correction and the verdict."""
+
+    current: SuiteResult
+    baseline: Optional[SuiteResult]
+    absolute: bool  # judged on absolute thresholds (no baseline for it)
+    absolute_reason: Optional[str]
+    criteria: list[CriterionComparison]
+    new_criteria: set[str]
+    flips: dict[str, list[CaseKey]]  # deterministic criterion -> cases PASSED -> FAILED
+    changes: list[CaseChange]
+    added: list[CaseKey]
+    removed: list[CaseKey]
+    changed: list[CaseKey]
+    notes: list[str]  # warnings that do not decide the verdict
+
+
+KIND_ORDER = {"broken_stable": 0, "regressed": 1, "fixed": 2, "score_drop": 3, "score_rise": 4}
+
+
+def case_change(key: CaseKey, base: CaseResult, cur: CaseResult, names: list[str]) -> Optional[CaseChange]:
+    moved: dict[str, tuple[Optional[float], Optional[float]]] = {}
+    kinds = set()
+    for name in names:
+        b, c = base.criteria.get(name), cur.criteria.get(name)
+        if b is None or c is None:
+            continue
+        if b.status is Status.PASSED and c.status is Status.FAILED:
+            kinds.add("regressed")
+        elif b.status is Status.FAILED and c.status is Status.PASSED:
+            kinds.add("fixed")
+        elif b.score is not None and c.score is not None and abs(c.score - b.score) > EPSILON:
+            kinds.add("score_drop" if c.score < b.score else "score_rise")
+        else:
+            continue
+        moved[name] = (b.score, c.score)
+    if not kinds:
+        return None
+    kind = min(kinds, key=KIND_ORDER.__getitem__)
+    return CaseChange(key=key, kind=kind, criteria=moved)  # type: ignore[arg-type]
+
+
+def draft_suite(
+    current: SuiteResult,
+    baseline: Optional[SuiteResult],
+    policy: GatePolicy,
+    ledger: Optional[Ledger],
+    histories: dict[tuple[str, str], tuple[list[list[float]], list[list[float]]]],
+) -> Draft:
+    cur_cases = cases_by_key(current)
+    base_cases = cases_by_key(baseline) if baseline is not None else {}
+    added = sorted(k for k in cur_cases if k not in base_cases)
+    removed = sorted(k for k in base_cases if k not in cur_cases)
+    changed = sorted(k for k in cur_cases if k in base_cases and cur_cases[k].expected_digest != base_cases[k].expected_digest)
+    paired = sorted(k for k in cur_cases if k in base_cases and cur_cases[k].expected_digest == base_cases[k].expected_digest)
+    cur_specs = criteria_of(current)
+    base_specs = criteria_of(baseline) if baseline is not None else {}
+    notes: list[str] = []
+
+    # No baseline for the suite (compare() says why), or nothing in common with it.
+    absolute = baseline is None or not paired
+    absolute_reason = "no case in common with the baseline: judged on absolute thresholds" if baseline is not None and not paired else None
+
+    criteria: list[CriterionComparison] = []
+    new_criteria: set[str] = set()
+    flips: dict[str, list[CaseKey]] = {}
+    for name in sorted(cur_specs):
+        threshold, judge, version = cur_specs[name]
+        if absolute or name not in base_specs:
+            comp = absolute_criterion(current, name, threshold, judge)
+            if not absolute:
+                new_criteria.add(name)
+                comp.reasons.insert(0, "new criterion (not in the baseline): judged on its threshold")
+            criteria.append(comp)
+            continue
+        b_threshold, _, b_version = base_specs[name]
+        pairs = [
+            (k, base_cases[k].criteria[name], cur_cases[k].criteria[name])
+            for k in paired
+            if is_evaluated(base_cases[k].criteria.get(name)) and is_evaluated(cur_cases[k].criteria.get(name))
+        ]
+        # Early stopping (judge.early_stop) changes what a sample mean is over, not what the
+        # majority decides: two runs that drew samples by different rules compare on scores.
+        sampling = (sampling_of(baseline, name), sampling_of(current, name))
+        mixed = sampling[0] != sampling[1]
+        basis = ("samples" if judge and not mixed and pairs and all(has_samples(b) and has_samples(c) for _, b, c in pairs)
+                 else "scores")
+        reasons = []
+        if mixed:
+            reasons.append(
+                f"judge samples were drawn differently (baseline: {sampling[0] or 'every sample'}, current: "
+                f"{sampling[1] or 'every sample'}): compared on majority-vote scores, which both rules decide alike, "
+                "not on sample means; set judge.early_stop the same for both runs to compare sample means"
+            )
+        if b_threshold != threshold:
+            reasons.append(f"threshold changed from {b_threshold:g} to {threshold:g}")
+        if b_version != version:
+            reasons.append(f"criterion version changed from {b_version or '?'} to {version or '?'}")
+        comp = CriterionComparison(
+            suite=current.name,
+            criterion=name,
+            threshold=threshold,
+            judge=judge,
+            n_pairs=len(pairs),
+            baseline_mean=None,
+            current_mean=None,
+            delta=None,
+            ci_low=None,
+            ci_high=None,
+            p_value=None,
+            p_adjusted=None,
+            status=Verdict.PASS,
+            reasons=reasons,
+            basis=basis,  # type: ignore[arg-type]
+        )
+        continuous = False  # the values are scores (some strictly between 0 and 1), not judged
+        if pairs:
+            base_values = [case_value(b, basis) for _, b, _ in pairs]
+            cur_values = [case_value(c, basis) for _, _, c in pairs]
+            continuous = not judge and is_continuous(base_values + cur_values)
+            diffs = [round(c - b, ROUND) for b, c in zip(base_values, cur_values)]
+            comp.baseline_mean = sum(base_values) / len(pairs)
+            comp.current_mean = sum(cur_values) / len(pairs)
+            comp.delta = sum(diffs) / len(pairs)
+            keys = [k for k, _, _ in pairs]
+            drop.measure(comp, diffs, keys, policy, ledger)
+            by_level = bool(comp.history) and (not judge or basis == "samples")
+            if ledger and (by_level or continuous):  # the cases' own histories, read once for both tests
+                own = own_histories(keys, name, ledger, base_values)  # asks for PARTIAL_MIN_CASES cases
+                if by_level:
+                    level.measure(comp, base_values, cur_values, own)
+                if continuous:
+                    partial.measure(comp, diffs, own, policy)
+        else:
+            comp.reasons.append("not compared: no case was evaluated in both runs")
+        if not judge:
+            flipped = [k for k, b, c in pairs if b.status is Status.PASSED and c.status is Status.FAILED
+                       and not confirmation.passed_again(cur_cases[k].reruns, name)]  # a re-run that passed: flaky
+            if flipped:
+                flips[name] = flipped
+        if ledger and pairs:
+            outcomes, values = histories.get((current.name, name), ([], []))
+            reruns = {k: cur_cases[k].reruns for k, _, _ in pairs if cur_cases[k].reruns}
+            breakage.measure(comp, pairs, policy, ledger, outcomes, values if continuous else None, reruns)
+        criteria.append(comp)
+
+    gone = sorted(set(base_specs) - set(cur_specs))
+    if gone and not absolute:
+        notes.append(f"not in this run, not compared: {', '.join(gone)}")
+
+    changes = []
+    if not absolute:
+        shared = sorted(set(cur_specs) & set(base_specs))
+        for k in paired:
+            change = case_change(k, base_cases[k], cur_cases[k], shared)
+            if change is not None:
+                changes.append(change)
+        not_compared = sorted(k for k in added + changed if cur_cases[k].status is Status.FAILED)
+        if not_compared:
+            notes.append(
+                f"{plural(len(not_compared), 'added or changed case')} fail, not gated (no baseline to compare with): "
+                + case_names(not_compared)
+            )
+    return Draft(
+        current=current,
+        baseline=baseline,
+        absolute=absolute,
+        absolute_reason=absolute_reason,
+        criteria=criteria,
+        new_criteria=new_criteria,
+        flips=flips,
+        changes=changes,
+        added=added,
+        removed=removed,
+        changed=changed,
+        notes=notes,
+    )
+
+
+def case_changes(d: Draft, ledger: Optional[Ledger]) -> list[CaseChange]:
+    """The suite's moved cases for the reports: each broken stable case with its breakage test
+    (after Holm), each regressed one with its flaky history in the ledger; in KIND_ORDER."""
+    changes = list(d.changes)
+    by_key = {c.key: c for c in changes}
+    cur_cases = cases_by_key(d.current)
+    base_cases = cases_by_key(d.baseline) if d.baseline is not None else {}
+    for comp in d.criteria:
+        for key in comp.broken:
+            change = by_key.get(key)
+            if change is None:
+                change = by_key[key] = CaseChange(key=key, kind="broken_stable", criteria={})
+                changes.append(change)
+            change.criteria[comp.criterion] = (
+                base_cases[key].criteria[comp.criterion].score,
+                cur_cases[key].criteria[comp.criterion].score,
+            )
+            if change.kind != "broken_stable" or change.p_value is None or (comp.breakage_p or 1.0) < change.p_value:
+                change.kind = "broken_stable"
+                change.p_value = comp.breakage_p
+                change.p_adjusted = comp.breakage_p_adjusted
+    if ledger:
+        for change in changes:
+            if change.kind == "regressed":
+                change.flaky_history = flaky_history(change, ledger)
+    changes.sort(key=lambda c: (KIND_ORDER[c.kind], c.key))
+    return changes

@@ -1,0 +1,159 @@
+"""The side-by-side test (`gate.pairwise`): a suite's changed answers, judged against the baseline's
+(evalgate.gate.pairwise asks the judge), lose significantly more often than they win.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from evalgate.gate.model import GatePolicy, Verdict
+from evalgate.gate.pairwise import SuitePairs
+from evalgate.gate.stats import binomial_upper, sign_test
+from evalgate.gate.words import fmt_p, plural
+
+
+@dataclass
+class PairwiseComparison:
+    """A suite's changed answers judged side by side with the baseline's (`gate.pairwise`,
+    evalgate.gate.pairwise): losses against wins, ties set aside, one-sided exact sign test.
+
+    The pull request's preference score of a case is 1 for a win, 1/2 for a tie (unchanged
+    answers included) and 0 for a loss; `delta` is its mean over the compared cases less 1/2,
+    (wins - losses) / (2 * compared), on the scale of a criterion's score, so `resolution`
+    means what it means for a criterion; the margin is `gate.pairwise.margin` (default 0:
+    one request sees both answers, so no judge mood moves one side alone, and the two
+    orders cancel a position bias). The test: H0, the expected drop is at most the margin;
+    given the n decided cases, each is lost with probability at most 1/2 + margin * compared
+    / n, so p = P(Binomial(n, that) >= losses). One entry in the
+    gate's Holm family. INCONCLUSIVE by the gate's rule: the drop is beyond the margin, not
+    significant, and its one-sided 95% upper bound (Clopper-Pearson on the share of losses)
+    is beyond max(resolution, margin).
+    """
+
+    suite: str
+    pairs: SuitePairs
+    compared: int  # cases compared: judged or unchanged (NOT_EVALUATED and left-out ones not)
+    changed: int  # of them, with a changed answer (judged)
+    losses: int
+    wins: int
+    ties: int  # unchanged answers included
+    not_evaluated: int
+    delta: Optional[float] = None  # (wins - losses) / (2 * compared)
+    drop_upper: Optional[float] = None  # one-sided 95% upper bound of -delta
+    p_value: Optional[float] = None
+    p_adjusted: Optional[float] = None
+    status: Verdict = Verdict.PASS
+    reasons: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """`judged side by side: 14 of 20 changed answers worse than the baseline's, 3 better, 3 equal`."""
+        equal = self.changed - self.losses - self.wins
+        text = (
+            f"judged side by side: {self.losses} of {plural(self.changed, 'changed answer')} worse than the baseline's, "
+            f"{self.wins} better, {equal} equal"
+        )
+        unchanged = self.compared - self.changed
+        if unchanged:
+            text += f", {unchanged} unchanged"
+        extra = []
+        if self.not_evaluated:
+            extra.append(f"{plural(self.not_evaluated, 'case')} not evaluated")
+        if self.pairs.left_out:
+            extra.append(f"{len(self.pairs.left_out)} left out by max_cases")
+        if extra:
+            text += " (" + ", ".join(extra) + ")"
+        if self.p_adjusted is not None:
+            text += f"; p = {fmt_p(self.p_adjusted)} after Holm"
+        return text
+
+
+def measure(pairs: SuitePairs, policy: GatePolicy) -> PairwiseComparison:
+    """Counts, drop and sign test of a suite's pairs (see PairwiseComparison)."""
+    counted = [c for c in pairs.cases if c.outcome != "not_evaluated"]
+    losses = sum(c.outcome == "loss" for c in counted)
+    wins = sum(c.outcome == "win" for c in counted)
+    comp = PairwiseComparison(
+        suite=pairs.suite,
+        pairs=pairs,
+        compared=len(counted),
+        changed=sum(c.changed for c in counted),
+        losses=losses,
+        wins=wins,
+        ties=len(counted) - losses - wins,
+        not_evaluated=len(pairs.cases) - len(counted),
+    )
+    if not counted:
+        return comp
+    n, total = losses + wins, len(counted)
+    comp.delta = (wins - losses) / (2 * total)
+    if n:
+        margin = policy.pairwise.margin
+        comp.p_value = sign_test(losses, wins, 0.5 + margin * total / n)
+        upper = binomial_upper(losses, n)
+        comp.drop_upper = None if upper is None else (2 * upper - 1) * n / (2 * total)
+    return comp
+
+
+def decide(comp: PairwiseComparison, policy: GatePolicy) -> tuple[Optional[str], Optional[str]]:
+    """(why it FAILs, why it is INCONCLUSIVE), each None when not; sets comp.status and reasons."""
+    margin = policy.pairwise.margin
+    what = comp.summary()
+    if comp.not_evaluated:
+        failed_cases = [c for c in comp.pairs.cases if c.outcome == "not_evaluated"]
+        comp.reasons.append(
+            f"{plural(len(failed_cases), 'case')} not evaluated side by side: "
+            + ", ".join(f"{c.eval_set_id}/{c.eval_id}" for c in failed_cases[:3])
+            + (f" and {len(failed_cases) - 3} more" if len(failed_cases) > 3 else "")
+            + f" ({failed_cases[0].error})"
+        )
+    if comp.pairs.left_out:
+        names = [f"{a}/{b}" for a, b in comp.pairs.left_out]
+        comp.reasons.append(
+            f"{plural(len(names), 'changed case')} not judged side by side (beyond gate.pairwise.max_cases): " + ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        )
+    drop = None if comp.delta is None else -comp.delta
+    if comp.p_adjusted is not None and comp.p_adjusted < policy.alpha:
+        comp.status = Verdict.FAIL
+        text = f"{what}: the pull request's answers lose significantly more often than they win (drop {drop:.3f}, beyond the margin {margin:g})"
+        comp.reasons.insert(0, text)
+        return text, None
+    if drop is not None and drop > margin and (comp.drop_upper is None or comp.drop_upper > max(policy.resolution, margin)):
+        comp.status = Verdict.INCONCLUSIVE
+        bound = "" if comp.drop_upper is None else f" (95% upper bound {comp.drop_upper:.3f})"
+        text = (
+            f"{what}: losing more often than winning (drop {drop:.3f}, margin {margin:g}), not significantly; this run cannot "
+            f"rule out a drop bigger than {max(policy.resolution, margin):g}{bound}; more changed cases would settle it"
+        )
+        comp.reasons.insert(0, text)
+        return None, text
+    comp.status = Verdict.PASS
+    comp.reasons.insert(0, what)
+    return None, None
+
+
+def apply(verdict: Verdict, reasons: list[str], comp: PairwiseComparison, policy: GatePolicy, not_evaluated: str) -> Verdict:
+    """A regression-mode suite's verdict with its pairwise test folded in. Cases the judge could
+    not decide are never losses; they follow the suite's `not_evaluated` policy as any case not
+    evaluated does: `fail` fails the suite, `warn` makes a pass INCONCLUSIVE, `ignore` nothing."""
+    fail, unsure = decide(comp, policy)
+    if verdict is Verdict.ERROR:
+        return verdict
+    unheard = next((r for r in comp.reasons if "not evaluated side by side" in r), None)
+    if fail:
+        reasons.insert(0, fail)
+        return Verdict.FAIL
+    if unheard is not None and not_evaluated != "ignore":
+        reasons.append(unheard)
+        if not_evaluated == "fail":
+            return Verdict.FAIL
+        if verdict is Verdict.PASS and not unsure:  # `warn`: answers the judge did not hear cannot be called a pass
+            verdict = Verdict.INCONCLUSIVE
+    if unsure:
+        reasons.append(unsure)
+        if verdict is Verdict.PASS:
+            if policy.inconclusive == "fail":
+                reasons.append("inconclusive, and the gate's `inconclusive` policy is `fail`")
+                return Verdict.FAIL
+            return Verdict.INCONCLUSIVE
+    return verdict

@@ -1,0 +1,132 @@
+"""What the gate reads of a run's results: each case's compared value, its judge samples, its outcome.
+
+Judge samples (the contract with judge criteria)
+    A judge criterion asks its judge `num_samples` times per invocation and puts the
+    per-sample scores in that invocation's `details["samples"]`: a list of numbers in
+    [0, 1] in sample order (1.0 / 0.0 for a yes / no verdict; for rubric criteria the
+    sample's share of rubrics judged "yes"), with None for a sample that failed (no
+    parsable reply). The invocation's own `score` stays the majority vote. Sample j of a
+    *case* is the mean over its invocations of their j-th sample scores (an invocation
+    without `samples` takes part with its own score in every sample; a failed sample is
+    left out); it passes when it reaches the criterion's threshold. A case without
+    samples anywhere has one sample: its score.
+
+Agent runs (num_runs)
+    A case the agent ran several times has each run's score in `runs`, and its score is the
+    mean over all runs' invocations. A criterion without judge samples then takes the runs
+    as its samples: the ledger records the share of runs that passed, and broken-stable
+    testing applies to it as to a judge criterion, so an agent's nondeterminism is measured
+    from its runs rather than assumed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Optional
+
+from evalgate.gate.model import CaseKey
+from evalgate.gate.stats import EPSILON
+from evalgate.results import CaseResult, CriterionResult, Status, SuiteResult
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return float(value)
+    return None
+
+
+def _invocation_samples(details: Any) -> Optional[list[Optional[float]]]:
+    samples = details.get("samples") if isinstance(details, dict) else None
+    if isinstance(samples, list) and samples:
+        return [_number(s) for s in samples]
+    return None
+
+
+def has_samples(result: CriterionResult) -> bool:
+    """Whether a judge criterion recorded per-sample scores for any invocation."""
+    return any(_invocation_samples(inv.details) is not None for inv in result.per_invocation)
+
+
+def _run_scores(result: CriterionResult) -> Optional[list[float]]:
+    """The scores of a case's agent runs (num_runs >= 2), leaving out runs not evaluated."""
+    if result.runs and len(result.runs) > 1:
+        return [float(r) for r in result.runs if r is not None]
+    return None
+
+
+def case_samples(result: CriterionResult) -> list[float]:
+    """A case's sample scores for one criterion, per the contract in the module docstring.
+    A criterion without judge samples whose case ran several times (num_runs) has one
+    sample per evaluated run: its run score."""
+    runs = _run_scores(result)
+    if runs is not None and not has_samples(result):
+        return runs
+    per: list[tuple[Optional[float], Optional[list[Optional[float]]]]] = [
+        (inv.score, _invocation_samples(inv.details)) for inv in result.per_invocation
+    ]
+    m = max((len(s) for _, s in per if s is not None), default=0)
+    if m == 0:
+        return [result.score] if result.score is not None else []
+    out = []
+    for j in range(m):
+        total, count = 0.0, 0
+        for score, samples in per:
+            value = score if samples is None else (samples[j] if j < len(samples) else None)
+            if value is not None:
+                total += value
+                count += 1
+        if count:
+            out.append(total / count)
+    return out
+
+
+def outcome(result: CriterionResult, judge: bool) -> Optional[float]:
+    """What the ledger records for one case and criterion in one run."""
+    if result.status in (Status.NOT_EVALUATED, Status.INFORMATIONAL):
+        return None
+    if not judge and _run_scores(result) is None:
+        return 1.0 if result.status is Status.PASSED else 0.0
+    samples = case_samples(result)
+    if not samples:
+        return None
+    return sum(s >= result.threshold for s in samples) / len(samples)
+
+
+def case_value(result: CriterionResult, basis: str) -> float:
+    if basis == "samples":
+        samples = case_samples(result)
+        if samples:
+            return sum(samples) / len(samples)
+    assert result.score is not None
+    return result.score
+
+
+def is_evaluated(result: Optional[CriterionResult]) -> bool:
+    """Scored with a verdict: an INFORMATIONAL value (a custom metric may return one) is
+    shown, never compared, as ADK never lets one decide a case."""
+    return result is not None and result.status not in (Status.NOT_EVALUATED, Status.INFORMATIONAL) and result.score is not None
+
+
+def is_continuous(values: Iterable[float]) -> bool:
+    """Whether a criterion's case values are scores, not pass/fail (some strictly between 0 and 1)."""
+    return any(EPSILON < v < 1.0 - EPSILON for v in values)
+
+
+def cases_by_key(suite: SuiteResult) -> dict[CaseKey, CaseResult]:
+    # The engine keeps keys unique; should a file repeat one, the last occurrence wins.
+    return {CaseKey(suite.name, c.eval_set_id, c.eval_id): c for c in suite.cases}
+
+
+def criteria_of(suite: SuiteResult) -> dict[str, tuple[float, bool, str]]:
+    """name -> (threshold, judge, version), from the suite's specs and, failing that, its cases."""
+    out = {name: (spec.threshold, spec.judge, spec.version) for name, spec in suite.criteria.items()}
+    for case in suite.cases:
+        for name, result in case.criteria.items():
+            out.setdefault(name, (result.threshold, False, ""))
+    return out
+
+
+def sampling_of(suite: Optional[SuiteResult], name: str) -> Optional[str]:
+    """How a judge criterion's samples were drawn in this run ("early_stop"; None: every sample)."""
+    spec = suite.criteria.get(name) if suite is not None else None
+    return spec.sampling if spec is not None else None

@@ -1,0 +1,33 @@
+"""How the gate's reasons write numbers, p-values, case names and counts (every test's words use them)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from evalgate.gate.model import CaseKey
+
+
+def fmt(x: Optional[float]) -> str:
+    """A mean or bound: `0.812`, or `n/a`."""
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def fmt_p(p: float) -> str:
+    """A p-value: `0.004`, or `3.2e-05` below 0.001."""
+    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+
+
+def _name(key: CaseKey) -> str:
+    return f"{key.eval_set_id}/{key.eval_id}"
+
+
+def case_names(keys: list[CaseKey], limit: int = 5) -> str:
+    """`set/a, set/b and 3 more`."""
+    shown = ", ".join(_name(k) for k in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def plural(n: int, word: str, plural: str = "") -> str:
+    """`1 case`, `3 cases`; `plural` for an irregular one (`criteria`)."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
