@@ -255,7 +255,7 @@ def _trend_text(s: Series) -> tuple[str, str]:
 
 def _trend_header(trends: list[Series]) -> str:
     """The tables' column title: "this run against the last 12 default-branch runs"."""
-    n = max((len(t.values) for t in trends), default=0)
+    n = max((len(s.values) for s in trends), default=0)
     if not n:
         return ""
     return n_("this run against the last default-branch run", "this run against the last {n} default-branch runs", n)
@@ -263,22 +263,26 @@ def _trend_header(trends: list[Series]) -> str:
 
 def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:
     charts = []
-    for t in trends:
-        svg = svg_chart(t)
+    for s in trends:
+        svg = svg_chart(s)
         if svg is None:
             continue
-        fields = dict(first=t.labels[0], last=t.labels[-1], low=f"{min(t.values):.3f}", high=f"{max(t.values):.3f}")
-        if t.current is None:
-            note = n_("{n} run from {first} to {last}, mean {low}–{high}", "{n} runs from {first} to {last}, mean {low}–{high}", len(t.values), **fields)
+        first, last, low, high = s.labels[0], s.labels[-1], f"{min(s.values):.3f}", f"{max(s.values):.3f}"
+        # No name `t` inside a message's call: Babel's extractor takes it for report.js's t() (catalogs.KEYWORDS).
+        if s.current is None:
+            note = n_("{n} run from {first} to {last}, mean {low}–{high}", "{n} runs from {first} to {last}, mean {low}–{high}", len(s.values), first=first, last=last, low=low, high=high)
         else:
             note = n_(
                 "{n} run from {first} to {last}, mean {low}–{high}; this run {value}",
                 "{n} runs from {first} to {last}, mean {low}–{high}; this run {value}",
-                len(t.values),
-                value=f"{t.current:.3f}",
-                **fields,
+                len(s.values),
+                first=first,
+                last=last,
+                low=low,
+                high=high,
+                value=f"{s.current:.3f}",
             )
-        charts.append(_Chart(f"{t.suite} · {t.criterion}" if many_suites else t.criterion, svg, note))
+        charts.append(_Chart(f"{s.suite} · {s.criterion}" if many_suites else s.criterion, svg, note))
     return charts
 
 
@@ -463,12 +467,12 @@ def _case_efficiency(case: CaseResult) -> Optional[dict[str, Any]]:
 def _timing_rows(current: RunResults) -> list[tuple[str, str, str, str]]:
     rows = []
     for suite in current.suites:
-        t = (current.run.scoring or {}).get(suite.name)
-        if not isinstance(t, dict):
+        timing = (current.run.scoring or {}).get(suite.name)
+        if not isinstance(timing, dict):
             continue
-        total = float(t.get("seconds") or 0.0)
+        total = float(timing.get("seconds") or 0.0)
         rows.append((suite.name, "", duration(total), ""))
-        crits = t.get("criteria") if isinstance(t.get("criteria"), dict) else {}
+        crits = timing.get("criteria") if isinstance(timing.get("criteria"), dict) else {}
         spent = sum(float(v) for v in crits.values() if isinstance(v, (int, float))) or 1.0
         for name, seconds in sorted(crits.items()):
             if isinstance(seconds, (int, float)):
