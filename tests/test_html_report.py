@@ -975,3 +975,136 @@ def test_the_check_finds_english_left_in_a_translated_page(browser, cli, tmp_pat
             assert label in left, label
     finally:
         w.close()
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "html"
+UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
+SNAPSHOT_CASES = ["order-status-en", "order-status-ko", "order-status-ja", "returns-policy", "medical-advice", "refuses-harm", "three-runs", "two-turns", "legacy-coupons"]
+
+
+def snapshot_report() -> str:
+    """The sample runs with every part the page draws: trends, a Korean case with its agent's
+    log and confirmation runs (an agent re-run and a judge re-draw)."""
+    from datetime import datetime, timezone
+
+    from evalgate.results import AgentLog, Rerun
+    from evalgate.trends import add_point
+
+    current, baseline = sample_runs()
+    support = current.suites[0]
+    i = next(k for k, c in enumerate(support.cases) if c.eval_id == "order-status-ko")
+    ko = support.cases[i]
+    support.cases[i] = ko.model_copy(
+        update={
+            "agent_logs": [AgentLog(run=1, text="INFO 주문 조회: A-1001\nWARNING 배송 API 지연 1.2 s")],
+            "reruns": [
+                Rerun(run=1, how="agent", status=Status.PASSED, criteria={TT: _crit(1.0, (1.0, {}))}, invocations=ko.invocations),
+                Rerun(run=2, how="judge", status=Status.FAILED, criteria={FR: _crit(0.8, (0.4, {}))}),
+            ],
+        }
+    )
+    trend = None
+    for k in range(5):
+        trend = add_point(trend, "evalgate", baseline, f"{k + 1:07x}" + "0" * 33, "refs/heads/main", datetime(2026, 11, 10 + k, tzinfo=timezone.utc))
+    return render_html(compare(baseline, current, POLICY, None, BASE_INFO), current, baseline, run_url=RUN_URL, trend=trend)
+
+
+def _page_text(w: "Watched") -> str:
+    """What a reader reads, view by view: the overview, the usage, the filters and, for a
+    chosen set of cases, the case's detail with everything opened."""
+    page = w.page
+    parts = ["## overview", page.inner_text("#overview"), "## usage"]
+    page.click("[data-tab=usage]")
+    parts.append(page.inner_text("#usage"))
+    page.click("[data-tab=cases]")
+    parts += ["## cases", page.eval_on_selector("#q", "e => e.placeholder"), page.inner_text(".filters")]
+    parts.append(" | ".join(page.eval_on_selector_all(".filters option", "els => els.map(e => e.textContent)")))
+    for case_id in SNAPSHOT_CASES:
+        page.fill("#q", case_id)
+        assert w.shown_ids() == [case_id]
+        page.evaluate("() => document.querySelectorAll('#detail details').forEach(d => d.open = true)")
+        parts += [f"## {case_id}", page.inner_text("#rows .row.sel"), page.inner_text("#detail")]
+    page.fill("#q", "")
+    return "\n".join(p.rstrip() for p in parts) + "\n"
+
+
+@pytest.mark.parametrize("language", ["en", "ko", "ja"])
+def test_the_page_text_snapshot(browser, tmp_path, language):
+    """Every word of the page as a reader sees it in a browser (report.js's included), in each
+    language, compared whole with tests/snapshots/html/report.<language>.txt (rewrite with
+    EVALGATE_UPDATE_SNAPSHOTS=1 and read the diff)."""
+    from evalgate import i18n
+
+    with i18n.language(language):
+        page_text = snapshot_report()
+    w = Watched(browser, _write(tmp_path, REPORT_FILE, page_text))
+    try:
+        text = _page_text(w)
+        assert w.clean() == []
+    finally:
+        w.close()
+    path = SNAPSHOTS / f"report.{language}.txt"
+    if UPDATE or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if not UPDATE:
+            pytest.fail(f"{path} was missing and has been written: read it, then run again")
+    assert text == path.read_text(encoding="utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+
+
+def test_the_page_carries_the_translations_of_exactly_report_js_messages():
+    """report.js's t()/nt() messages as html.py finds them are the ones Babel extracts into
+    the catalogs; a Korean page carries exactly their translations, an English one none."""
+    pytest.importorskip("babel", reason="Babel (the test extra) extracts the messages")
+    from babel.messages.extract import extract_from_file
+
+    from evalgate import i18n
+    from evalgate.locale.catalogs import KEYWORDS
+    from evalgate.reports.html import script_messages
+
+    script = Path(__file__).resolve().parents[1] / "evalgate" / "templates" / "report.js"
+    extracted = {m for _, m, _, _ in extract_from_file("javascript", str(script), keywords=KEYWORDS)}
+    plain, plural = script_messages()
+    assert extracted == set(plain) | set(plural)
+    assert "Showing {shown} of {n} case" in {one for one, _ in plural} and "Conversation" in plain
+
+    english = compared_report()
+    assert '<html lang="en">' in english and "i18n" not in _data(english)
+    with i18n.language("ko"):
+        korean = compared_report()
+    assert '<html lang="ko">' in korean
+    messages = _data(korean)["i18n"]
+    assert set(messages["t"]) == set(plain) and set(messages["nt"]) == {one for one, _ in plural}
+    assert messages["t"]["Conversation"] == "대화"
+    # Korean has one form: the page gives it for 1 and for other counts alike.
+    assert messages["nt"]["Showing {shown} of {n} case"] == ["케이스 {n}개 중 {shown}개 표시"] * 2
+
+
+def test_a_language_whose_plurals_report_js_cannot_choose_is_refused(monkeypatch):
+    """report.js picks a plural form as English does (1, or other); a catalog with another
+    rule (Russian's three forms) is refused rather than shown with wrong forms."""
+    pytest.importorskip("babel", reason="Babel (the test extra) compiles the catalog")
+    import gettext
+    import io
+
+    from babel.messages.catalog import Catalog
+    from babel.messages.mofile import write_mo
+
+    from evalgate import i18n
+    from evalgate.reports import html
+    from evalgate.reports.html import script_messages
+
+    plain, plural = script_messages()
+    catalog = Catalog(locale="ru")
+    for one, many in plural:
+        catalog.add((one, many), (one + " [1]", many + " [2-4]", many + " [5+]"))
+    mo = io.BytesIO()
+    write_mo(mo, catalog)
+    mo.seek(0)
+    monkeypatch.setattr(i18n, "LANGUAGES", i18n.LANGUAGES + ("ru",))
+    monkeypatch.setitem(i18n._loaded, "ru", gettext.GNUTranslations(mo))
+    try:
+        with pytest.raises(ValueError, match="plural rule of 'ru' differs"):
+            html._script_messages("ru")
+    finally:
+        html._script_messages.cache_clear()
