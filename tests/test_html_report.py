@@ -611,11 +611,14 @@ def _fit(page) -> list[dict]:
     )
 
 
-def test_the_criterion_tables_fit_their_cards_at_1400px(browser, tmp_path, artifacts):
+@pytest.mark.parametrize("language", ["en", "ko", "ja"])
+def test_the_criterion_tables_fit_their_cards_at_1400px(browser, tmp_path, artifacts, language):
     """At 1400 px the Overview's criterion table, with the trend column and a long judge
-    criterion name, once ran past its card (a header that would not wrap held it wide)."""
+    criterion name, once ran past its card (a header that would not wrap held it wide); in
+    Korean and Japanese too, whose headers and trend cells are worded differently."""
     from datetime import datetime, timezone
 
+    from evalgate import i18n
     from evalgate.gate.trends import add_point
 
     current, baseline = sample_runs()
@@ -624,7 +627,8 @@ def test_the_criterion_tables_fit_their_cards_at_1400px(browser, tmp_path, artif
     trend = None
     for i in range(10):
         trend = add_point(trend, "evalgate", baseline, f"{i + 1:07x}" + "0" * 33, "refs/heads/main", datetime(2026, 11, 10 + i, tzinfo=timezone.utc))
-    page_text = render_html(compare(baseline, current, POLICY, None, BASE_INFO), current, baseline, run_url=RUN_URL, trend=trend)
+    with i18n.language(language):
+        page_text = render_html(compare(baseline, current, POLICY, None, BASE_INFO), current, baseline, run_url=RUN_URL, trend=trend)
     w = Watched(browser, _write(tmp_path, REPORT_FILE, page_text), viewport=(1400, 900))
     try:
         fits = _fit(w.page)
@@ -632,8 +636,8 @@ def test_the_criterion_tables_fit_their_cards_at_1400px(browser, tmp_path, artif
         assert "rubric_based_final_response_quality_v1" in w.page.text_content("#overview .card.suite")
         for f in fits:
             assert f["table_right"] <= f["card_inner_right"] + 0.5 and f["hidden"] <= 0, f
-        path = _shoot(w.page, artifacts / "report-overview-1400.png", "overview")
-        print(f"\nscreenshot of the overview at 1400 px: {path}")
+        path = _shoot(w.page, artifacts / ("report-overview-1400.png" if language == "en" else f"report-overview-1400-{language}.png"), "overview")
+        print(f"\nscreenshot of the overview at 1400 px ({language}): {path}")
         assert w.clean() == []
     finally:
         w.close()
@@ -837,3 +841,270 @@ def test_odd_values_do_not_break_the_page():
     got = next(c for c in data["cases"] if c["id"] == case.eval_id)
     assert got["inv"][0]["ar"] == "half a pair: \ud800."
     assert next(j for j in got["judge"] if j["c"] == data["criteria"].index(FR))["per"][0]["samples"][0] == {"sc": None, "ok": None, "why": "The response does not give the order's status the reference gives."}
+
+
+# --- in Korean and Japanese ---------------------------------------------------------------------
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+# Never translated (evalgate/locale/GLOSSARY.md): verdicts and statuses, the gate's modes,
+# names of tools and formats, and the config keys and files a message names.
+TOKENS = {
+    "PASS", "FAIL", "INCONCLUSIVE", "ERROR", "PASSED", "FAILED", "NOT_EVALUATED", "evalgate", "regression", "absolute",
+    "ADK", "ID", "Holm", "stdout", "stderr", "flaky", "results.json", "gate.efficiency", "max_cases", "sha256",
+}
+# Text other modules make, which their own helpers translate (the gate's efficiency labels).
+ELSEWHERE = {"tool calls per turn", "model calls per turn", "tokens per turn", "seconds per turn"}
+SEEN = r"""() => {
+  // Text a reader sees that the report itself wrote: not under .t (names, agent and judge
+  // text, the gate's reasons: data), in what is rendered now.
+  const out = [];
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const e = n.parentElement, s = n.textContent.trim();
+    if (s && !e.closest('.t, script, style, select') && e.checkVisibility()) out.push(s);
+  }
+  document.querySelectorAll('[placeholder], [aria-label], [title]').forEach(e => {
+    if (!e.closest('.t')) ['placeholder', 'aria-label', 'title'].forEach(a => e.getAttribute(a) && out.push(e.getAttribute(a)));
+  });
+  ['f-status', 'f-change'].forEach(id => document.querySelectorAll('#' + id + ' option').forEach(o => out.push(o.textContent)));
+  ['f-suite', 'f-crit'].forEach(id => out.push(document.querySelector('#' + id + ' option').textContent));
+  return out;
+}"""
+
+
+def _quickstart_report(cli, tmp_path: Path, language: str) -> Path:
+    baseline = next((QUICKSTART / "main" / "store" / "baselines" / "evalgate").glob("*.json.gz"))
+    out = tmp_path / f"out-{language}"
+    code, _, err = cli("gate", "--config", str(QUICKSTART / "evalgate.yaml"), "--baseline", str(baseline), "--out", str(out), "--language", language, "--no-color")
+    assert code == 1, err  # the example's pull request regresses
+    return out / REPORT_FILE
+
+
+def _every_view(w: "Watched") -> list[str]:
+    """What the report wrote on every view: the overview, the usage, the cases' filters and
+    list, and each case's detail with everything in it opened."""
+    page = w.page
+    seen = page.evaluate(SEEN)
+    page.click("[data-tab=usage]")
+    seen += page.evaluate(SEEN)
+    page.click("[data-tab=cases]")
+    page.click("#rows .row")
+    for k in range(len(_data(w.path.read_text(encoding="utf-8"))["cases"])):
+        if k:
+            page.keyboard.press("ArrowDown")
+        page.evaluate("() => document.querySelectorAll('#detail details').forEach(d => d.open = true)")
+        seen += page.evaluate(SEEN)
+    page.click("[data-tab=overview]")
+    return seen
+
+
+def _english_left(seen: list[str], names: list[str]) -> list[str]:
+    """The strings that still hold an English word once names, tokens, numbers and commit
+    ids are taken out."""
+    left = []
+    for s in seen:
+        rest = s
+        for word in sorted(set(names) | TOKENS | ELSEWHERE, key=len, reverse=True):
+            rest = rest.replace(word, " ")
+        rest = re.sub(r"(?<![0-9a-z])[0-9a-f]{7,40}(?![0-9a-z])|\d{4}-\d\d-\d\dT[\d:+]+|(?<![A-Za-z])p(?![A-Za-z])", " ", rest)
+        if re.search(r"[A-Za-z]{2,}", rest):
+            left.append(s)
+    return sorted(set(left))
+
+
+SPOKEN = {
+    # (a tab, the case counter, the change filter's "regressed", the counter with it chosen)
+    "ko": ("개요", "케이스 10개 중 10개 표시", "회귀", "케이스 10개 중 3개 표시"),
+    "ja": ("概要", "10 ケース中 10 件を表示", "悪化", "10 ケース中 3 件を表示"),
+}
+
+
+@pytest.mark.parametrize("language", ["ko", "ja"])
+def test_the_bundled_example_reads_in_korean_and_japanese(browser, cli, tmp_path, artifacts, language):
+    """The quickstart's report rendered in the language: every word the report writes on
+    every view (report.js's too) is in it, the filters and counters speak it, and at 1400 px
+    nothing runs past its card."""
+    path = _quickstart_report(cli, tmp_path, language)
+    text = path.read_text(encoding="utf-8")
+    assert f'<html lang="{language}">' in text
+    data = _data(text)
+    names = data["suites"] + data["criteria"] + [c["id"] for c in data["cases"]] + [c["set"] for c in data["cases"]]
+    tab, counter, regressed, three = SPOKEN[language]
+    w = Watched(browser, path, viewport=(1400, 900))
+    try:
+        page = w.page
+        assert page.text_content("[data-tab=overview]") == tab
+        assert _english_left(_every_view(w), names) == []
+        # The filters and the counter, drawn by report.js, speak the language.
+        page.click("[data-tab=cases]")
+        assert w.count() == counter
+        w.filter("#f-change", regressed)
+        assert w.count() == three and w.shown_ids() == ["capabilities-en", "faq-ko", "order-status-ko"]  # broken stable ones too
+        assert page.text_content("#rows .row .tag") == regressed
+        page.click("#f-clear")
+        assert w.count() == counter
+        shot = _shoot(page, artifacts / f"report-quickstart-{language}-cases.png", "detail")
+        page.click("[data-tab=usage]")
+        _shoot(page, artifacts / f"report-quickstart-{language}-usage.png", "usage")
+        page.click("[data-tab=overview]")
+        # At 1400 px every table stays inside its card, and no card or heading is wider than it shows.
+        for f in _fit(page):
+            assert f["table_right"] <= f["card_inner_right"] + 0.5 and f["hidden"] <= 0, f
+        wide = page.evaluate(
+            "() => [...document.querySelectorAll('#overview .card, #overview .card h1, #overview .card h2, #overview .chips, #trends figure')]"
+            ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.className || e.tagName)"
+        )
+        assert wide == []
+        path_shot = _shoot(page, artifacts / f"report-quickstart-{language}-overview.png", "overview")
+        print(f"\nscreenshots of the quickstart's report in {language}: {path_shot}, {shot}")
+        assert w.clean() == []
+    finally:
+        w.close()
+
+
+def test_the_check_finds_english_left_in_a_translated_page(browser, cli, tmp_path):
+    """The test above can fail: the English page is all English to it."""
+    path = _quickstart_report(cli, tmp_path, "en")
+    data = _data(path.read_text(encoding="utf-8"))
+    assert "i18n" not in data  # English carries no translations
+    names = data["suites"] + data["criteria"] + [c["id"] for c in data["cases"]] + [c["set"] for c in data["cases"]]
+    w = Watched(browser, path)
+    try:
+        left = _english_left(_every_view(w), names)
+        for label in ("Overview", "Showing 10 of 10 cases", "threshold", "Conversation", "− expected   + actual", "all"):
+            assert label in left, label
+    finally:
+        w.close()
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "html"
+UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
+SNAPSHOT_CASES = ["order-status-en", "order-status-ko", "order-status-ja", "returns-policy", "medical-advice", "refuses-harm", "three-runs", "two-turns", "legacy-coupons"]
+
+
+def snapshot_report() -> str:
+    """The sample runs with every part the page draws: trends, a Korean case with its agent's
+    log and confirmation runs (an agent re-run and a judge re-draw)."""
+    from datetime import datetime, timezone
+
+    from evalgate.results import AgentLog, Rerun
+    from evalgate.gate.trends import add_point
+
+    current, baseline = sample_runs()
+    support = current.suites[0]
+    i = next(k for k, c in enumerate(support.cases) if c.eval_id == "order-status-ko")
+    ko = support.cases[i]
+    support.cases[i] = ko.model_copy(
+        update={
+            "agent_logs": [AgentLog(run=1, text="INFO 주문 조회: A-1001\nWARNING 배송 API 지연 1.2 s")],
+            "reruns": [
+                Rerun(run=1, how="agent", status=Status.PASSED, criteria={TT: _crit(1.0, (1.0, {}))}, invocations=ko.invocations),
+                Rerun(run=2, how="judge", status=Status.FAILED, criteria={FR: _crit(0.8, (0.4, {}))}),
+            ],
+        }
+    )
+    trend = None
+    for k in range(5):
+        trend = add_point(trend, "evalgate", baseline, f"{k + 1:07x}" + "0" * 33, "refs/heads/main", datetime(2026, 11, 10 + k, tzinfo=timezone.utc))
+    return render_html(compare(baseline, current, POLICY, None, BASE_INFO), current, baseline, run_url=RUN_URL, trend=trend)
+
+
+def _page_text(w: "Watched") -> str:
+    """What a reader reads, view by view: the overview, the usage, the filters and, for a
+    chosen set of cases, the case's detail with everything opened."""
+    page = w.page
+    parts = ["## overview", page.inner_text("#overview"), "## usage"]
+    page.click("[data-tab=usage]")
+    parts.append(page.inner_text("#usage"))
+    page.click("[data-tab=cases]")
+    parts += ["## cases", page.eval_on_selector("#q", "e => e.placeholder"), page.inner_text(".filters")]
+    parts.append(" | ".join(page.eval_on_selector_all(".filters option", "els => els.map(e => e.textContent)")))
+    for case_id in SNAPSHOT_CASES:
+        page.fill("#q", case_id)
+        assert w.shown_ids() == [case_id]
+        page.evaluate("() => document.querySelectorAll('#detail details').forEach(d => d.open = true)")
+        parts += [f"## {case_id}", page.inner_text("#rows .row.sel"), page.inner_text("#detail")]
+    page.fill("#q", "")
+    return "\n".join(p.rstrip() for p in parts) + "\n"
+
+
+@pytest.mark.parametrize("language", ["en", "ko", "ja"])
+def test_the_page_text_snapshot(browser, tmp_path, language):
+    """Every word of the page as a reader sees it in a browser (report.js's included), in each
+    language, compared whole with tests/snapshots/html/report.<language>.txt (rewrite with
+    EVALGATE_UPDATE_SNAPSHOTS=1 and read the diff)."""
+    from evalgate import i18n
+
+    with i18n.language(language):
+        page_text = snapshot_report()
+    w = Watched(browser, _write(tmp_path, REPORT_FILE, page_text))
+    try:
+        text = _page_text(w)
+        assert w.clean() == []
+    finally:
+        w.close()
+    path = SNAPSHOTS / f"report.{language}.txt"
+    if UPDATE or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if not UPDATE:
+            pytest.fail(f"{path} was missing and has been written: read it, then run again")
+    assert text == path.read_text(encoding="utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+
+
+def test_the_page_carries_the_translations_of_exactly_report_js_messages():
+    """report.js's t()/nt() messages as html.py finds them are the ones Babel extracts into
+    the catalogs; a Korean page carries exactly their translations, an English one none."""
+    pytest.importorskip("babel", reason="Babel (the test extra) extracts the messages")
+    from babel.messages.extract import extract_from_file
+
+    from evalgate import i18n
+    from evalgate.locale.catalogs import KEYWORDS
+    from evalgate.reports.html import script_messages
+
+    script = Path(__file__).resolve().parents[1] / "evalgate" / "templates" / "report.js"
+    extracted = {m for _, m, _, _ in extract_from_file("javascript", str(script), keywords=KEYWORDS)}
+    plain, plural = script_messages()
+    assert extracted == set(plain) | set(plural)
+    assert "Showing {shown} of {n} case" in {one for one, _ in plural} and "Conversation" in plain
+
+    english = compared_report()
+    assert '<html lang="en">' in english and "i18n" not in _data(english)
+    with i18n.language("ko"):
+        korean = compared_report()
+    assert '<html lang="ko">' in korean
+    messages = _data(korean)["i18n"]
+    assert set(messages["t"]) == set(plain) and set(messages["nt"]) == {one for one, _ in plural}
+    assert messages["t"]["Conversation"] == "대화"
+    # Korean has one form: the page gives it for 1 and for other counts alike.
+    assert messages["nt"]["Showing {shown} of {n} case"] == ["케이스 {n}개 중 {shown}개 표시"] * 2
+
+
+def test_a_language_whose_plurals_report_js_cannot_choose_is_refused(monkeypatch):
+    """report.js picks a plural form as English does (1, or other); a catalog with another
+    rule (Russian's three forms) is refused rather than shown with wrong forms."""
+    pytest.importorskip("babel", reason="Babel (the test extra) compiles the catalog")
+    import gettext
+    import io
+
+    from babel.messages.catalog import Catalog
+    from babel.messages.mofile import write_mo
+
+    from evalgate import i18n
+    from evalgate.reports import html
+    from evalgate.reports.html import script_messages
+
+    plain, plural = script_messages()
+    catalog = Catalog(locale="ru")
+    for one, many in plural:
+        catalog.add((one, many), (one + " [1]", many + " [2-4]", many + " [5+]"))
+    mo = io.BytesIO()
+    write_mo(mo, catalog)
+    mo.seek(0)
+    monkeypatch.setattr(i18n, "LANGUAGES", i18n.LANGUAGES + ("ru",))
+    monkeypatch.setitem(i18n._loaded, "ru", gettext.GNUTranslations(mo))
+    try:
+        with pytest.raises(ValueError, match="plural rule of 'ru' differs"):
+            html._script_messages("ru")
+    finally:
+        html._script_messages.cache_clear()

@@ -52,11 +52,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.gate import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
-from evalgate import efficiency
-from evalgate.reports import COST_COLUMNS, cost_cells, count, deciding_p, delta_cell, duration, efficiency_cells, templates
+from evalgate import efficiency, i18n
+from evalgate.i18n import _, mark, n_
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
-from evalgate.gate.trends import Series, Trend, header, placement, series
+from evalgate.gate.trends import Series, Trend, position, series
 
 __all__ = ["REPORT_FILE", "render_html", "write_html", "content_security_policy"]
 
@@ -82,7 +83,7 @@ def _hidden(ch: str) -> bool:
 def _cut(text: str, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n… (the first {limit:,} of {len(text):,} characters; results.json has all of them)"
+    return text[:limit] + "\n… " + _("(the first {shown} of {total} characters; results.json has all of them)", shown=f"{limit:,}", total=f"{len(text):,}")
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
@@ -195,8 +196,12 @@ class _Suite:
 
 @dataclass
 class _Usage:
-    columns: list[str]
+    keys: list[str]  # the stats' keys, one a column
     rows: list[tuple[str, str, list[str]]]  # (suite, criterion, values)
+
+    @property
+    def columns(self) -> list[str]:
+        return [_stat_label(k) for k in self.keys]
 
 
 @dataclass
@@ -236,23 +241,48 @@ class _View:
 
 def _trend_text(s: Series) -> tuple[str, str]:
     """(`▼ 0.712, below 0.780–0.860`, css class): this run against the earlier runs' range."""
-    placed = placement(s)
-    if placed is None:
-        return f"{count(len(s.values), 'earlier run')}: too few to place this one", ""
-    value, where, side = placed
-    return f"{value}, {where}", side
+    pos = position(s)
+    if pos is None:
+        return n_("{n} earlier run: too few to place this one", "{n} earlier runs: too few to place this one", len(s.values)), ""
+    fields = dict(value={"below": "▼ ", "above": "▲ ", "within": ""}[pos.where] + f"{pos.value:.3f}", low=f"{pos.low:.3f}", high=f"{pos.high:.3f}")
+    text = {
+        "below": _("{value}, below {low}–{high}", **fields),
+        "within": _("{value}, within {low}–{high}", **fields),
+        "above": _("{value}, above {low}–{high}", **fields),
+    }[pos.where]
+    return text, pos.where
+
+
+def _trend_header(trends: list[Series]) -> str:
+    """The tables' column title: "this run against the last 12 default-branch runs"."""
+    n = max((len(s.values) for s in trends), default=0)
+    if not n:
+        return ""
+    return n_("this run against the last default-branch run", "this run against the last {n} default-branch runs", n)
 
 
 def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:
     charts = []
-    for t in trends:
-        svg = svg_chart(t)
+    for s in trends:
+        svg = svg_chart(s)
         if svg is None:
             continue
-        note = f"{count(len(t.values), 'run')} from {t.labels[0]} to {t.labels[-1]}, mean {min(t.values):.3f}–{max(t.values):.3f}"
-        if t.current is not None:
-            note += f"; this run {t.current:.3f}"
-        charts.append(_Chart(f"{t.suite} · {t.criterion}" if many_suites else t.criterion, svg, note))
+        first, last, low, high = s.labels[0], s.labels[-1], f"{min(s.values):.3f}", f"{max(s.values):.3f}"
+        # No name `t` inside a message's call: Babel's extractor takes it for report.js's t() (catalogs.KEYWORDS).
+        if s.current is None:
+            note = n_("{n} run from {first} to {last}, mean {low}–{high}", "{n} runs from {first} to {last}, mean {low}–{high}", len(s.values), first=first, last=last, low=low, high=high)
+        else:
+            note = n_(
+                "{n} run from {first} to {last}, mean {low}–{high}; this run {value}",
+                "{n} runs from {first} to {last}, mean {low}–{high}; this run {value}",
+                len(s.values),
+                first=first,
+                last=last,
+                low=low,
+                high=high,
+                value=f"{s.current:.3f}",
+            )
+        charts.append(_Chart(f"{s.suite} · {s.criterion}" if many_suites else s.criterion, svg, note))
     return charts
 
 
@@ -262,7 +292,7 @@ def _verdict_class(v: Verdict) -> str:
 
 def _row(c: CriterionComparison, crit_index: int, failing: int, evaluated: int, with_baseline: bool) -> _Row:
     delta = delta_cell(c.delta, c.ci_low, c.ci_high)
-    kind = ("judge, per sample" if c.basis == "samples" else "judge") if c.judge else ""
+    kind = (_("judge, per sample") if c.basis == "samples" else _("judge")) if c.judge else ""
     return _Row(
         criterion=c.criterion,
         crit_index=crit_index,
@@ -289,14 +319,31 @@ def _baseline_line(comparison: Comparison) -> str:
     info = comparison.baseline
     assert info is not None
     if not info.commit:
-        text = "Baseline: a results file with no recorded commit"
+        text = _("Baseline: a results file with no recorded commit")
     elif info.distance and info.commit != info.requested_commit:
-        text = f"Baseline from ancestor {info.commit[:12]}, {count(info.distance, 'commit')} before the base {info.requested_commit[:12]}"
+        text = n_(
+            "Baseline from ancestor {commit}, {n} commit before the base {base}",
+            "Baseline from ancestor {commit}, {n} commits before the base {base}",
+            info.distance,
+            commit=info.commit[:12],
+            base=info.requested_commit[:12],
+        )
     else:
-        text = f"Baseline: {info.commit[:12]}, the base commit"
+        text = _("Baseline: {commit}, the base commit", commit=info.commit[:12])
     if info.created_at:
-        text += f" (recorded {info.created_at[:19].replace('T', ' ')})"
-    return text + "."
+        return _("{baseline} (recorded {when}).", baseline=text, when=info.created_at[:19].replace("T", " "))
+    return _("{baseline}.", baseline=text)
+
+
+def _counts(c: Any) -> str:
+    """`9 cases: 6 passed, 3 failed, 0 not evaluated` (the terminal summary's words)."""
+    return _(
+        "{cases}: {passed} passed, {failed} failed, {not_evaluated} not evaluated",
+        cases=n_("{n} case", "{n} cases", c.cases),
+        passed=f"{c.passed:,}",
+        failed=f"{c.failed:,}",
+        not_evaluated=f"{c.not_evaluated:,}",
+    )
 
 
 def _headline(comparison: Comparison, current: RunResults) -> list[str]:
@@ -304,25 +351,32 @@ def _headline(comparison: Comparison, current: RunResults) -> list[str]:
     parts = []
     if comparison.baseline is not None:
         regressed = kinds.count("regressed") + kinds.count("broken_stable")
-        parts.append(count(regressed, "regressed case", "regressed cases") if regressed else "no regressed cases")
+        parts.append(n_("{n} regressed case", "{n} regressed cases", regressed) if regressed else _("no regressed cases"))
         if kinds.count("fixed"):
-            parts.append(count(kinds.count("fixed"), "fixed case", "fixed cases"))
+            parts.append(n_("{n} fixed case", "{n} fixed cases", kinds.count("fixed")))
     c = current.counts
-    parts.append(f"{count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated")
+    parts.append(_counts(c))
     if c.incomplete:
-        parts.append(f"{c.incomplete:,} with criteria not evaluated")
+        parts.append(_("{n} with criteria not evaluated", n=f"{c.incomplete:,}"))
     return parts
 
 
 _STAT_COLUMNS = [
-    ("requests", "requests"),
-    ("cache_hits", "cache hits"),
-    ("retries", "retries"),
-    ("failures", "failures"),
-    ("prompt_tokens", "prompt tokens"),
-    ("output_tokens", "output tokens"),
-    ("total_tokens", "tokens"),
+    ("requests", mark("requests")),
+    ("cache_hits", mark("cache hits")),
+    ("retries", mark("retries")),
+    ("failures", mark("failures")),
+    ("prompt_tokens", mark("prompt tokens")),
+    ("output_tokens", mark("output tokens")),
+    ("total_tokens", mark("tokens")),
 ]
+_SIMULATOR_WORDS = {"total_tokens": mark("total tokens")}  # the simulated user's usage, in the run facts
+
+
+def _stat_label(key: str) -> str:
+    """A judge usage column's title; a key we do not know, as written."""
+    label = dict(_STAT_COLUMNS).get(key)
+    return _(label) if label else key.replace("_", " ")
 
 
 def _judge_usage(current: RunResults) -> _Usage:
@@ -335,12 +389,10 @@ def _judge_usage(current: RunResults) -> _Usage:
                 found.append((suite.name, name, numbers))
     if not found:
         return _Usage([], [])
-    known = [k for k, _ in _STAT_COLUMNS if any(k in n for _, _, n in found)]
-    other = sorted({k for _, _, n in found for k in n} - set(known))
+    known = [k for k, _label in _STAT_COLUMNS if any(k in n for _s, _c, n in found)]
+    other = sorted({k for _s, _c, n in found for k in n} - set(known))
     keys = known + other
-    labels = dict(_STAT_COLUMNS)
-    columns = [labels.get(k, k.replace("_", " ")) for k in keys]
-    return _Usage(columns, [(s, c, [_int(n.get(k)) for k in keys]) for s, c, n in found])
+    return _Usage(keys, [(s, c, [_int(n.get(k)) for k in keys]) for s, c, n in found])
 
 
 def _with_pairwise_usage(usage: _Usage, comparison: Comparison) -> _Usage:
@@ -348,14 +400,9 @@ def _with_pairwise_usage(usage: _Usage, comparison: Comparison) -> _Usage:
     found = [(sc.name, pw.pairs.stats) for sc in comparison.suites if (pw := getattr(sc, "pairwise", None)) is not None and pw.pairs.stats]
     if not found:
         return usage
-    labels = dict(_STAT_COLUMNS)
-    if not usage.columns:
-        keys = [k for k, _ in _STAT_COLUMNS if any(k in n for _, n in found)]
-        usage = _Usage([labels.get(k, k) for k in keys], [])
-    by_label = {v: k for k, v in labels.items()}
-    keys = [by_label.get(c, c.replace(" ", "_")) for c in usage.columns]
-    rows = list(usage.rows) + [(name, "side by side", [_int(n.get(k)) for k in keys]) for name, n in found]
-    return _Usage(usage.columns, rows)
+    keys = usage.keys or [k for k, _label in _STAT_COLUMNS if any(k in n for _name, n in found)]
+    rows = list(usage.rows) + [(name, _("side by side"), [_int(n.get(k)) for k in keys]) for name, n in found]
+    return _Usage(keys, rows)
 
 
 def _agent_rows(current: RunResults) -> list[list[str]]:
@@ -420,12 +467,12 @@ def _case_efficiency(case: CaseResult) -> Optional[dict[str, Any]]:
 def _timing_rows(current: RunResults) -> list[tuple[str, str, str, str]]:
     rows = []
     for suite in current.suites:
-        t = (current.run.scoring or {}).get(suite.name)
-        if not isinstance(t, dict):
+        timing = (current.run.scoring or {}).get(suite.name)
+        if not isinstance(timing, dict):
             continue
-        total = float(t.get("seconds") or 0.0)
+        total = float(timing.get("seconds") or 0.0)
         rows.append((suite.name, "", duration(total), ""))
-        crits = t.get("criteria") if isinstance(t.get("criteria"), dict) else {}
+        crits = timing.get("criteria") if isinstance(timing.get("criteria"), dict) else {}
         spent = sum(float(v) for v in crits.values() if isinstance(v, (int, float))) or 1.0
         for name, seconds in sorted(crits.items()):
             if isinstance(seconds, (int, float)):
@@ -437,20 +484,21 @@ def _run_facts(comparison: Comparison, current: RunResults) -> list[tuple[str, s
     run = current.run
     facts = []
     if run.started_at:
-        facts.append(("started", run.started_at))
+        facts.append((_("started"), run.started_at))
     if run.duration_seconds is not None:
-        facts.append(("scoring", duration(run.duration_seconds)))
+        facts.append((_("scoring"), duration(run.duration_seconds)))
     agent_s = (run.agent or {}).get("seconds")
     if isinstance(agent_s, (int, float)):
-        facts.append(("running the agent", duration(float(agent_s))))
+        facts.append((_("running the agent"), duration(float(agent_s))))
     if run.shards:
-        facts.append(("shards", f"{len(run.shards)} merged"))
+        facts.append((_("shards"), _("{n} merged", n=f"{len(run.shards):,}")))
     sim = (run.agent or {}).get("simulator")
     if isinstance(sim, dict) and sim:
-        facts.append(("simulated user", ", ".join(f"{k.replace('_', ' ')} {_int(v)}" for k, v in sorted(sim.items()) if not isinstance(v, dict))))
+        words = {**dict(_STAT_COLUMNS), **_SIMULATOR_WORDS}
+        facts.append((_("simulated user"), ", ".join(f"{_(words[k]) if k in words else k.replace('_', ' ')} {_int(v)}" for k, v in sorted(sim.items()) if not isinstance(v, dict))))
     facts.append(("evalgate", current.evalgate_version))
-    facts.append(("config digest", current.config_digest[:19]))
-    facts.append(("mode", comparison.mode))
+    facts.append((_("config digest"), current.config_digest[:19]))
+    facts.append((_("mode"), comparison.mode))
     return facts
 
 
@@ -503,7 +551,7 @@ def _rubric(r: Any) -> Optional[dict[str, Any]]:
     }
     votes = r.get("votes")
     if isinstance(votes, dict):
-        out["votes"] = f"{_int(votes.get('yes', 0))} yes, {_int(votes.get('no', 0))} no"
+        out["votes"] = _("{yes} yes, {no} no", yes=_int(votes.get("yes", 0)), no=_int(votes.get("no", 0)))
     if isinstance(r.get("description"), str) and r["description"] != out["id"]:
         out["text"] = _text(r["description"], 2000)
     return out
@@ -627,7 +675,7 @@ def _agent_logs(case: CaseResult) -> list[list[Any]]:
     for log in case.agent_logs:
         text = log.text
         if len(text) > MAX_LOG:
-            text = f"… (the last {MAX_LOG:,} of {len(text):,} characters; results.json has all of them)\n" + text[-MAX_LOG:]
+            text = "… " + _("(the last {shown} of {total} characters; results.json has all of them)", shown=f"{MAX_LOG:,}", total=f"{len(text):,}") + "\n" + text[-MAX_LOG:]
         out.append([log.run, text])
     return out
 
@@ -639,7 +687,7 @@ def _reruns(case: CaseResult) -> list[list[Any]]:
     for r in case.reruns or []:
         crits = "; ".join(f"{n}: {c.status.value}" + (f" {c.score:.3f}" if c.score is not None else "") for n, c in sorted(r.criteria.items()))
         said = r.error or (r.invocations[-1].actual_response if r.invocations else "")
-        out.append([r.run, "agent re-run" if r.how == "agent" else "judge re-draw", _STATUS[r.status], _text(crits, 2000), _text(said, 2000)])
+        out.append([r.run, _("agent re-run") if r.how == "agent" else _("judge re-draw"), _STATUS[r.status], _text(crits, 2000), _text(said, 2000)])
     return out
 
 
@@ -780,10 +828,56 @@ def content_security_policy(script: str, style: str) -> str:
     )
 
 
+# report.js's messages: t("...") and nt("...", "...", n), double-quoted literals (what Babel's
+# javascript extractor finds there too: tests/test_html_report.py checks they agree).
+_JS_STRING = r'"((?:[^"\\\n]|\\.)*)"'
+_JS_T = re.compile(r"(?<![\w$.])t\(\s*" + _JS_STRING)
+_JS_NT = re.compile(r"(?<![\w$.])nt\(\s*" + _JS_STRING + r"\s*,\s*" + _JS_STRING)
+
+
+def script_messages() -> tuple[list[str], list[tuple[str, str]]]:
+    """The messages report.js translates: its t() messages and its nt() (singular, plural) pairs."""
+    source = _asset("report.js")
+    plain = sorted({json.loads(f'"{m}"') for m in _JS_T.findall(source)})
+    plural = sorted({(json.loads(f'"{a}"'), json.loads(f'"{b}"')) for a, b in _JS_NT.findall(source)})
+    return plain, plural
+
+
+@functools.cache
+def _script_messages(code: str) -> Optional[dict[str, Any]]:
+    """What the page gives report.js to speak `code`: {"t": {message: translation}, "nt":
+    {singular: [form for 1, form for other counts]}}; None for English (the messages as
+    written). report.js picks a plural form as English does (n == 1, or not), which is right
+    for every language we ship (Korean and Japanese have one form); a language whose rule
+    differs is refused here rather than shown with wrong forms."""
+    if code == "en":
+        return None
+    catalog = i18n.translations(code)
+    plain, plural = script_messages()
+    forms: dict[str, list[str]] = {}
+    for one, many in plural:
+        pair = [catalog.ngettext(one, many, 1), catalog.ngettext(one, many, 2)]
+        if any(catalog.ngettext(one, many, n) != pair[0 if n == 1 else 1] for n in range(0, 1001)):
+            raise ValueError(f"report.js chooses plural forms as English does (1, or other); the plural rule of '{code}' differs: give report.js that rule")
+        forms[one] = pair
+    return {"t": {m: catalog.gettext(m) for m in plain}, "nt": forms}
+
+
+def _fields_filter(message: str, tag: str, **fields: Any):
+    """A translated message whose `{fields}` are shown in `<tag>`: `{{ _("{all} cases") |
+    fields("b", all=_("all")) }}`. The message and the fields are escaped (fields as the `t`
+    filter shows untrusted text); only the tag is ours."""
+    from markupsafe import Markup, escape
+
+    assert tag in ("b", "code"), tag
+    return escape(message).format(**{k: Markup(f"<{tag}>") + _t_filter(v) + Markup(f"</{tag}>") for k, v in fields.items()})
+
+
 @functools.cache
 def _environment() -> Any:
     env = templates(autoescape=True)
     env.filters["t"] = _t_filter
+    env.filters["fields"] = _fields_filter
     return env
 
 
@@ -827,11 +921,7 @@ def render_html(
             results = [r for case in (sr.cases if sr else []) if (r := case.criteria.get(c.criterion)) is not None]
             failing[c.criterion] = sum(r.status is Status.FAILED for r in results)
             evaluated[c.criterion] = sum(r.status is not Status.NOT_EVALUATED for r in results)
-        counts = (
-            f"{count(sr.counts.cases, 'case')}: {sr.counts.passed:,} passed, {sr.counts.failed:,} failed, {sr.counts.not_evaluated:,} not evaluated"
-            if sr
-            else "not in this run"
-        )
+        counts = _counts(sr.counts) if sr else _("not in this run")
         suites.append(
             _Suite(
                 name=sc.name,
@@ -853,13 +943,13 @@ def render_html(
 
     kinds = [c.get("ch") for c in cases]
     chips = [
-        ("regressed", "regressed", kinds.count("regressed") + kinds.count("broken_stable")),
-        ("fixed", "fixed", kinds.count("fixed")),
-        ("flaky", "flaky", sum(1 for c in cases if c.get("flaky"))),
-        ("moved", "score changes", kinds.count("score_drop") + kinds.count("score_rise")),
-        ("added", "added", kinds.count("added")),
-        ("changed", "changed", kinds.count("changed")),
-        ("removed", "removed", kinds.count("removed")),
+        ("regressed", _("regressed"), kinds.count("regressed") + kinds.count("broken_stable")),
+        ("fixed", _("fixed"), kinds.count("fixed")),
+        ("flaky", _("flaky"), sum(1 for c in cases if c.get("flaky"))),
+        ("moved", _("score changes"), kinds.count("score_drop") + kinds.count("score_rise")),
+        ("added", _("added"), kinds.count("added")),
+        ("changed", _("changed"), kinds.count("changed")),
+        ("removed", _("removed"), kinds.count("removed")),
     ]
     script, style = _asset("report.js"), _asset("report.css")
     data = {
@@ -871,6 +961,9 @@ def render_html(
         "baseline": baseline is not None,
         "cases": cases,
     }
+    messages = _script_messages(i18n.current())
+    if messages is not None:
+        data["i18n"] = messages
     safe_url = run_url if run_url and re.match(r"(?i)https?://[^\s\"'<>]+$", run_url) else None
     gate = gate_id if gate_id != "evalgate" else None
     view = _View(
@@ -893,10 +986,10 @@ def render_html(
         costs_gated=any(r.tolerance is not None for s in comparison.suites for r in s.costs),
         judge=_with_pairwise_usage(_judge_usage(current), comparison),
         timing_rows=_timing_rows(current),
-        trend_header=header(trends),
+        trend_header=_trend_header(trends),
         charts=[_Chart(c.title, Markup(c.svg), c.note) for c in _charts(trends, len(comparison.suites) > 1)],
         run_url=safe_url,
-        footer=f"evalgate {current.evalgate_version}, {comparison.mode} mode",
+        footer=_("evalgate {version}, {mode} mode", version=current.evalgate_version, mode=comparison.mode),
         title=f"evalgate {comparison.verdict.value}" + (f" · {gate}" if gate else ""),
         cases=len(cases),
         failed=current.counts.failed,
@@ -906,7 +999,7 @@ def render_html(
         style=Markup(style),
         script=Markup(script),
     )
-    return _environment().get_template("report.html.j2").render(v=view)
+    return _environment().get_template("report.html.j2").render(v=view, lang=i18n.current())
 
 
 def write_html(path: Path, comparison: Comparison, current: RunResults, baseline: Optional[RunResults] = None, **kwargs: Any) -> Path:

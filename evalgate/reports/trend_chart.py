@@ -3,15 +3,17 @@
 The chart is composed only of numbers we format and short commit ids (hex: the trend file's
 model checks them, and that its means are finite, on every read: `evalgate.gate.trends.TrendPoint`),
 so it is safe to print as markup; names (suite, criterion) stay out of it and go through the
-template's escaping. Colours come from classes in report.css (the page's CSP forbids inline
-style attributes).
+template's escaping; its words ("this run") are our own translations, escaped all the same.
+Colours come from classes in report.css (the page's CSP forbids inline style attributes).
 """
 
 from __future__ import annotations
 
+from html import escape
 from typing import Optional
 
 from evalgate.gate.trends import Series, axis_range
+from evalgate.i18n import _
 
 WIDTH, HEIGHT = 360, 150
 LEFT, RIGHT, TOP, BOTTOM = 40, 58, 10, 22
@@ -51,8 +53,9 @@ def svg_chart(s: Series) -> Optional[str]:
         out.append(f'<text class="ax" x="{WIDTH - RIGHT}" y="{HEIGHT - 6}" text-anchor="end">{s.labels[-1]}</text>')
     if s.current is not None:
         cx = WIDTH - RIGHT / 2
+        title, label = escape(_("this run: {value}", value=f"{s.current:.3f}")), escape(_("this run"))
         out.append(f'<line class="now-line" x1="{x(n - 1):.1f}" y1="{y(s.values[-1]):.1f}" x2="{cx:.1f}" y2="{y(s.current):.1f}"/>')
-        out.append(f'<circle class="now" cx="{cx:.1f}" cy="{y(s.current):.1f}" r="4"><title>this run: {s.current:.3f}</title></circle>')
-        out.append(f'<text class="ax now-label" x="{cx:.1f}" y="{HEIGHT - 6}" text-anchor="middle">this run</text>')
+        out.append(f'<circle class="now" cx="{cx:.1f}" cy="{y(s.current):.1f}" r="4"><title>{title}</title></circle>')
+        out.append(f'<text class="ax now-label" x="{cx:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{label}</text>')
     out.append("</svg>")
     return "".join(out)

@@ -1,27 +1,54 @@
 // evalgate report.html: draws the cases from the JSON data block. Every piece of text from
 // the data goes into the page through textContent (via txt()), never as markup: the page's
 // CSP forbids HTML sinks anyway (Trusted Types), so a mistake would throw, not execute.
+// Every message a reader sees goes through t(message) or nt(singular, plural, n), with
+// double-quoted literals: Babel extracts them from here into evalgate's catalogs, and the
+// page's data carries the translations of exactly these messages ("i18n"; none in English).
 "use strict";
 (function () {
   var D = JSON.parse(document.getElementById("evalgate-data").textContent);
   var CASES = D.cases;
   var ROW = 54; // px; .row's height in report.css
-  var STATUS = { P: "passed", F: "failed", N: "not evaluated", R: "removed" };
+  var I18N = D.i18n || { t: {}, nt: {} };
+  var STATUS = { P: t("passed"), F: t("failed"), N: t("not evaluated"), R: t("removed") };
   var KIND = {
-    regressed: "regressed",
-    broken_stable: "broken stable",
-    fixed: "fixed",
-    score_drop: "score dropped",
-    score_rise: "score rose",
-    added: "added",
-    changed: "changed",
-    removed: "removed"
+    regressed: t("regressed"),
+    broken_stable: t("broken stable"),
+    fixed: t("fixed"),
+    flaky: t("flaky"),
+    score_drop: t("score dropped"),
+    score_rise: t("score rose"),
+    added: t("added"),
+    changed: t("changed"),
+    removed: t("removed")
   };
   // Characters that would hide or reorder text are shown as marks (as the Markdown report
   // does): controls but newline and tab, format characters but the joiners, surrogates.
   var HIDDEN = /(?![\n\t\u200c\u200d])[\p{Cc}\p{Cf}\p{Cs}]/gu;
 
   function $(id) { return document.getElementById(id); }
+
+  function own(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
+
+  // A message's {fields} filled in one pass (a value's own braces stay as they are).
+  function fill(text, fields) {
+    if (!fields) return text;
+    return text.replace(/\{(\w+)\}/g, function (m, k) { return own(fields, k) ? String(fields[k]) : m; });
+  }
+
+  // A message in the page's language.
+  function t(message, fields) {
+    return fill(own(I18N.t, message) ? I18N.t[message] : message, fields);
+  }
+
+  // A message that depends on a count n ({n} in it, thousands separated as evalgate's n_
+  // does): the page's language has at most English's two forms, for 1 and for other counts.
+  function nt(singular, plural, n, fields) {
+    var forms = own(I18N.nt, singular) ? I18N.nt[singular] : [singular, plural];
+    var all = { n: count(n) };
+    for (var k in fields || {}) if (own(fields, k)) all[k] = fields[k];
+    return fill(forms[n === 1 ? 0 : 1], all);
+  }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -40,7 +67,7 @@
       var mark = document.createElement("span");
       mark.className = "ctl";
       mark.textContent = "U+" + ("0000" + code).slice(-Math.max(4, code.length));
-      mark.title = "a hidden character, shown";
+      mark.title = t("a hidden character, shown");
       parent.appendChild(mark);
       last = m.index + m[0].length;
     }
@@ -126,7 +153,7 @@
   function applyFilters() {
     view = [];
     for (var i = 0; i < CASES.length; i++) if (matches(i)) view.push(i);
-    $("count").textContent = "Showing " + count(view.length) + " of " + count(CASES.length) + " cases";
+    $("count").textContent = nt("Showing {shown} of {n} case", "Showing {shown} of {n} cases", CASES.length, { shown: count(view.length) });
     $("empty").hidden = view.length > 0;
     $("spacer").style.height = view.length * ROW + "px";
     $("list").scrollTop = 0;
@@ -137,7 +164,7 @@
 
   function showEmptyDetail() {
     var d = $("detail");
-    d.replaceChildren(el("p", "muted", "No case matches these filters."));
+    d.replaceChildren(el("p", "muted", t("No case matches these filters.")));
   }
 
   // --- the list (virtual: only the rows in sight exist) ------------------------------------
@@ -156,7 +183,7 @@
     var bad = c.crit.filter(function (r) { return r.st !== "P"; }).slice(0, 3);
     bad.forEach(function (r) {
       var s = el("span", "mini st-" + r.st);
-      txt(s, crit(r.c) + " " + (r.st === "N" ? "not evaluated" : (r.bsc !== undefined ? num(r.bsc) + " → " : "") + num(r.sc)));
+      txt(s, crit(r.c) + " " + (r.st === "N" ? t("not evaluated") : (r.bsc !== undefined ? num(r.bsc) + " → " : "") + num(r.sc)));
       line2.appendChild(s);
     });
     return add(row, line1, line2);
@@ -198,16 +225,16 @@
     var box = el("div", "box" + (cls ? " " + cls : ""));
     if (label) box.appendChild(el("div", "label", label));
     box.appendChild(el("pre", "text t", text === "" ? "" : text));
-    if (text === "") box.appendChild(el("div", "muted small", "(empty)"));
+    if (text === "") box.appendChild(el("div", "muted small", t("(empty)")));
     return box;
   }
 
   function diff(lines, legend) {
     var box = el("div", "box tools");
-    var head = el("div", "label", "Tool calls");
+    var head = el("div", "label", t("Tool calls"));
     head.appendChild(el("span", "legend muted", legend));
     box.appendChild(head);
-    if (!lines.length) { box.appendChild(el("div", "muted small", "no tool calls")); return box; }
+    if (!lines.length) { box.appendChild(el("div", "muted small", t("no tool calls"))); return box; }
     var pre = el("pre", "diff t");
     lines.forEach(function (l) {
       var cls = l[0] === "-" ? "del" : l[0] === "+" ? "ins" : "eq";
@@ -223,7 +250,7 @@
   function criteriaTable(c) {
     var table = el("table", "grid");
     var head = el("tr");
-    ["criterion", "threshold"].concat(D.baseline ? ["baseline"] : [], ["score", "status", ""]).forEach(function (h, n) {
+    [t("criterion"), t("threshold")].concat(D.baseline ? [t("baseline")] : [], [t("score"), t("status"), ""]).forEach(function (h, n) {
       head.appendChild(el("th", n && n < (D.baseline ? 4 : 3) ? "num" : null, h));
     });
     add(table, add(el("thead"), head));
@@ -231,7 +258,7 @@
     c.crit.forEach(function (r) {
       var tr = el("tr");
       var name = el("td");
-      add(name, el("span", "t mono", crit(r.c)), D.judge.indexOf(crit(r.c)) >= 0 ? el("span", "kind", "judge") : null);
+      add(name, el("span", "t mono", crit(r.c)), D.judge.indexOf(crit(r.c)) >= 0 ? el("span", "kind", t("judge")) : null);
       tr.appendChild(name);
       tr.appendChild(el("td", "num", num(r.th)));
       if (D.baseline) {
@@ -242,7 +269,7 @@
       tr.appendChild(el("td", "num", num(r.sc)));
       tr.appendChild(add(el("td"), pill(r.st), r.flaky ? tag("flaky") : null));
       var note = el("td", "small");
-      if (r.runs) note.appendChild(el("span", "muted", "runs: " + r.runs.map(function (x) { return num(x); }).join(", ")));
+      if (r.runs) note.appendChild(el("span", "muted", t("runs: {scores}", { scores: r.runs.map(function (x) { return num(x); }).join(", ") })));
       tr.appendChild(note);
       body.appendChild(tr);
     });
@@ -253,10 +280,10 @@
   function efficiencyTable(e) {
     var table = el("table", "grid");
     var head = el("tr");
-    ["", "tool calls", "model calls", "tokens", "seconds"].forEach(function (h, n) { head.appendChild(el("th", n ? "num" : null, h)); });
+    ["", t("tool calls"), t("model calls"), t("tokens"), t("seconds")].forEach(function (h, n) { head.appendChild(el("th", n ? "num" : null, h)); });
     add(table, add(el("thead"), head));
     var body = el("tbody");
-    [["per turn", e.case]].concat(e.per.map(function (cells, t) { return [(e.runs ? "invocation " : "turn ") + (t + 1), cells]; })).forEach(function (row) {
+    [[t("per turn"), e.case]].concat(e.per.map(function (cells, k) { return [e.runs ? t("invocation {i}", { i: k + 1 }) : t("turn {i}", { i: k + 1 }), cells]; })).forEach(function (row) {
       var tr = el("tr");
       tr.appendChild(el("td", "muted", row[0]));
       row[1].forEach(function (x) { tr.appendChild(el("td", "num", x)); });
@@ -267,10 +294,10 @@
 
   function sampleTable(p) {
     var table = el("table", "grid samples");
-    add(table, add(el("thead"), add(el("tr"), el("th", "num", "sample"), el("th", "num", "score"), el("th", null, "verdict"), el("th", null, "reason"))));
+    add(table, add(el("thead"), add(el("tr"), el("th", "num", t("sample")), el("th", "num", t("score")), el("th", null, t("verdict")), el("th", null, t("reason")))));
     var body = el("tbody");
     p.samples.forEach(function (s, n) {
-      var verdict = s.ok === null || s.ok === undefined ? el("span", "mini st-N", "failed") : el("span", "mini st-" + (s.ok ? "P" : "F"), s.ok ? "pass" : "fail");
+      var verdict = s.ok === null || s.ok === undefined ? el("span", "mini st-N", t("failed")) : el("span", "mini st-" + (s.ok ? "P" : "F"), s.ok ? t("pass") : t("fail"));
       add(body, add(el("tr"), el("td", "num", String(n + 1)), el("td", "num", num(s.sc)), add(el("td"), verdict), el("td", "t why", s.why || "")));
     });
     return add(table, body);
@@ -278,14 +305,14 @@
 
   function rubricTable(rubrics) {
     var table = el("table", "grid rubrics");
-    add(table, add(el("thead"), add(el("tr"), el("th", null, "rubric"), el("th", null, "verdict"), el("th", null, "rationale"))));
+    add(table, add(el("thead"), add(el("tr"), el("th", null, t("rubric")), el("th", null, t("verdict")), el("th", null, t("rationale")))));
     var body = el("tbody");
     rubrics.forEach(function (r) {
       var id = el("td", "t");
       id.appendChild(el("span", "mono", r.id));
       if (r.text) id.appendChild(el("div", "muted small t", r.text));
       var v = el("td");
-      v.appendChild(el("span", "mini st-" + (r.v === "yes" ? "P" : r.v === "no" ? "F" : "N"), r.v));
+      v.appendChild(el("span", "mini st-" + (r.v === "yes" ? "P" : r.v === "no" ? "F" : "N"), r.v === "yes" ? t("yes") : r.v === "no" ? t("no") : r.v));
       if (r.votes) v.appendChild(el("div", "muted small", r.votes));
       add(body, add(el("tr"), id, v, el("td", "t why", r.why)));
     });
@@ -294,7 +321,7 @@
 
   function sentenceTable(sentences) {
     var table = el("table", "grid");
-    add(table, add(el("thead"), add(el("tr"), el("th", "num", "sample"), el("th", null, "sentence"), el("th", null, "label"), el("th", null, "why"))));
+    add(table, add(el("thead"), add(el("tr"), el("th", "num", t("sample")), el("th", null, t("sentence")), el("th", null, t("label")), el("th", null, t("why")))));
     var body = el("tbody");
     sentences.forEach(function (s) {
       add(body, add(el("tr"), el("td", "num", s.sample === null || s.sample === undefined ? "" : String(s.sample + 1)), el("td", "t", s.text), el("td", "t", s.label), el("td", "t why", s.why)));
@@ -309,8 +336,8 @@
     add(sum, el("span", "t mono", crit(p.c)), el("span", "num", num(p.sc)), pill(p.st));
     if (where) sum.appendChild(el("span", "muted small", where));
     box.appendChild(sum);
-    if (p.err) box.appendChild(textBox("Not evaluated", p.err, "error"));
-    if (p.expl) box.appendChild(textBox("Explanation" + (p.metric ? " (" + p.metric + ")" : ""), p.expl));
+    if (p.err) box.appendChild(textBox(t("Not evaluated"), p.err, "error"));
+    if (p.expl) box.appendChild(textBox(p.metric ? t("Explanation ({metric})", { metric: p.metric }) : t("Explanation"), p.expl));
     if (p.samples) box.appendChild(sampleTable(p));
     if (p.reasons) {
       var ul = el("ul", "reasons");
@@ -320,19 +347,19 @@
     if (p.rubrics) box.appendChild(rubricTable(p.rubrics));
     if (p.sentences) {
       var more = el("details", "sub");
-      more.appendChild(el("summary", null, p.sentences.length + " labelled sentences"));
+      more.appendChild(el("summary", null, nt("{n} labelled sentence", "{n} labelled sentences", p.sentences.length)));
       more.appendChild(sentenceTable(p.sentences));
       box.appendChild(more);
     }
     if (p.other) {
       var other = el("div", "box");
-      other.appendChild(el("div", "label", "Details"));
+      other.appendChild(el("div", "label", t("Details")));
       var dl = el("dl", "kv");
       p.other.forEach(function (kv) { add(dl, el("dt", "t", kv[0]), el("dd", "t", kv[1])); });
       box.appendChild(add(other, dl));
     }
     if (!p.err && !p.expl && !p.samples && !p.reasons && !p.rubrics && !p.sentences && !p.other) {
-      box.appendChild(el("div", "muted small", "No details recorded."));
+      box.appendChild(el("div", "muted small", t("No details recorded.")));
     }
     return box;
   }
@@ -340,12 +367,12 @@
   // Which turn (and run) each criterion's per-invocation verdict belongs to.
   function placeVerdicts(c) {
     var n = c.inv.length, byTurn = [], rest = [];
-    for (var t = 0; t < n; t++) byTurn.push([]);
+    for (var i = 0; i < n; i++) byTurn.push([]);
     c.judge.forEach(function (j) {
       var runs = j.runs || 1;
       j.per.forEach(function (p, k) {
-        if (n && j.per.length === n * runs) byTurn[k % n].push([p, runs > 1 ? "run " + (Math.floor(k / n) + 1) : ""]);
-        else rest.push([p, "invocation " + (k + 1)]);
+        if (n && j.per.length === n * runs) byTurn[k % n].push([p, runs > 1 ? t("run {i}", { i: Math.floor(k / n) + 1 }) : ""]);
+        else rest.push([p, t("invocation {i}", { i: k + 1 })]);
       });
     });
     return { byTurn: byTurn, rest: rest };
@@ -353,9 +380,9 @@
 
   function responses(c, v) {
     var grid = el("div", "responses");
-    if (v.er !== undefined) grid.appendChild(textBox("Expected", v.er, "expected"));
-    if (v.br !== undefined) grid.appendChild(textBox("Baseline", v.br, "baseline"));
-    grid.appendChild(textBox(v.br !== undefined ? "Current" : "Response", v.ar, "actual"));
+    if (v.er !== undefined) grid.appendChild(textBox(t("Expected"), v.er, "expected"));
+    if (v.br !== undefined) grid.appendChild(textBox(t("Baseline"), v.br, "baseline"));
+    grid.appendChild(textBox(v.br !== undefined ? t("Current") : t("Response"), v.ar, "actual"));
     grid.classList.add("cols-" + grid.childElementCount);
     return grid;
   }
@@ -363,10 +390,10 @@
   // What the agent wrote while the case ran: [run, text] per run, collapsed.
   // gate.confirm: each confirmation run of a suspect, apart from its first run.
   function reruns(rr) {
-    var box = section("Confirmation runs", "reruns");
+    var box = section(t("Confirmation runs"), "reruns");
     rr.forEach(function (r) {
       var p = el("p", "t");
-      add(p, el("span", "mono", r[1] + " " + r[0] + " (" + (STATUS[r[2]] || r[2]) + "): "));
+      add(p, el("span", "mono", t("{how} {run} ({status})", { how: r[1], run: r[0], status: STATUS[r[2]] || r[2] }) + ": "));
       txt(p, r[3]);
       box.appendChild(p);
       if (r[4]) box.appendChild(el("pre", "diff t", r[4]));
@@ -375,12 +402,13 @@
   }
 
   function agentLogs(logs) {
-    var box = section("Agent output", "logs");
+    var box = section(t("Agent output"), "logs");
     var many = logs.length > 1 || logs[0][0] !== 1;
     logs.forEach(function (l) {
       var lines = l[1].split("\n").length;
       var det = el("details", "log");
-      det.appendChild(el("summary", null, (many ? "run " + l[0] + ": " : "") + count(lines) + (lines === 1 ? " line" : " lines") + " of logs, stdout and stderr"));
+      var what = nt("{n} line of logs, stdout and stderr", "{n} lines of logs, stdout and stderr", lines);
+      det.appendChild(el("summary", null, many ? t("run {i}: {what}", { i: l[0], what: what }) : what));
       det.appendChild(el("pre", "diff t", l[1]));
       box.appendChild(det);
     });
@@ -388,30 +416,32 @@
   }
 
   // gate.pairwise: each changed answer beside the baseline's, and the judge's verdict in each order.
-  var PW_OUTCOME = { win: "better than the baseline's", loss: "worse than the baseline's", tie: "as good as the baseline's",
-    not_evaluated: "not evaluated", left_out: "not judged (beyond max_cases)" };
-  var PW_PICK = { current: "prefers this run's answer", baseline: "prefers the baseline's answer", equal: "equally good", "": "no verdict" };
+  var PW_OUTCOME = { win: t("better than the baseline's"), loss: t("worse than the baseline's"), tie: t("as good as the baseline's"),
+    not_evaluated: t("not evaluated"), left_out: t("not judged (beyond {key})", { key: "max_cases" }) };
+  var PW_PICK = { current: t("prefers this run's answer"), baseline: t("prefers the baseline's answer"), equal: t("equally good"), "": t("no verdict") };
 
   function sideBySide(pw) {
-    var box = section("Judged side by side with the baseline");
-    var head = el("p", null, (PW_OUTCOME[pw.o] || pw.o) + (pw.inv.length ? " (net " + pw.net + ")" : pw.o === "tie" ? ": the answers did not change" : ""));
+    var box = section(t("Judged side by side with the baseline"));
+    var outcome = PW_OUTCOME[pw.o] || pw.o;
+    var head = el("p", null, pw.inv.length ? t("{outcome} (net {net})", { outcome: outcome, net: pw.net })
+      : pw.o === "tie" ? t("{outcome}: the answers did not change", { outcome: outcome }) : outcome);
     box.appendChild(head);
     if (pw.err) box.appendChild(el("p", "muted t", pw.err));
     pw.inv.forEach(function (p) {
       var turn = el("div", "turn");
-      turn.appendChild(el("div", "turn-n muted small", "invocation " + (p.i + 1)));
+      turn.appendChild(el("div", "turn-n muted small", t("invocation {i}", { i: p.i + 1 })));
       var grid = el("div", "responses cols-2");
-      grid.appendChild(textBox("Baseline", p.b, "baseline"));
-      grid.appendChild(textBox("Current", p.c, "actual"));
+      grid.appendChild(textBox(t("Baseline"), p.b, "baseline"));
+      grid.appendChild(textBox(t("Current"), p.c, "actual"));
       turn.appendChild(grid);
       var table = el("table", "grid");
       var hr = el("tr");
-      ["sample", "shown as A", "verdict", "reason"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
+      [t("sample"), t("shown as A"), t("verdict"), t("reason")].forEach(function (h) { hr.appendChild(el("th", null, h)); });
       add(table, add(el("thead"), hr));
       var body = el("tbody");
       p.v.forEach(function (v, n) {
         var tr = el("tr");
-        add(tr, el("td", "num", String(n + 1)), el("td", null, v.cf ? "current" : "baseline"), el("td", null, PW_PICK[v.pick] || v.pick), el("td", "t", v.why));
+        add(tr, el("td", "num", String(n + 1)), el("td", null, v.cf ? t("current") : t("baseline")), el("td", null, PW_PICK[v.pick] || v.pick), el("td", "t", v.why));
         body.appendChild(tr);
       });
       table.appendChild(body);
@@ -429,10 +459,12 @@
     head.appendChild(title);
     var meta = el("div", "meta");
     add(meta, pill(c.st), c.ch && c.st !== "R" ? tag(c.ch) : null, c.flaky ? tag("flaky") : null);
-    add(meta, add(el("span"), el("span", "muted", "suite "), el("span", "t", D.suites[c.s])));
-    if (c.bst) meta.appendChild(el("span", "muted", "baseline: " + STATUS[c.bst]));
-    if (c.p !== undefined) meta.appendChild(el("span", "muted", "p = " + num(c.p, 4) + (c.padj !== undefined ? ", " + num(c.padj, 4) + " after Holm" : "")));
-    if (c.end) meta.appendChild(el("span", "muted t", "conversation ended: " + c.end));
+    add(meta, add(el("span"), el("span", "muted", t("suite") + " "), el("span", "t", D.suites[c.s])));
+    if (c.bst) meta.appendChild(el("span", "muted", t("baseline: {status}", { status: STATUS[c.bst] })));
+    if (c.p !== undefined) {
+      meta.appendChild(el("span", "muted", c.padj !== undefined ? t("p = {p}, {adjusted} after Holm", { p: num(c.p, 4), adjusted: num(c.padj, 4) }) : "p = " + num(c.p, 4)));
+    }
+    if (c.end) meta.appendChild(el("span", "muted t", t("conversation ended: {why}", { why: c.end })));
     head.appendChild(meta);
     if (c.src) {
       var src = el("div", "muted small src");
@@ -442,45 +474,45 @@
     d.appendChild(head);
 
     if (c.st === "R") {
-      d.appendChild(el("p", "muted", "In the baseline, not in this run."));
+      d.appendChild(el("p", "muted", t("In the baseline, not in this run.")));
       $("detail").replaceChildren(d);
       return;
     }
     var ne = c.crit.filter(function (r) { return r.st === "N"; });
     if (ne.length) {
-      var box = section("Not evaluated", "ne");
+      var box = section(t("Not evaluated"), "ne");
       ne.forEach(function (r) {
         var p = el("p", "t");
         add(p, el("span", "mono", crit(r.c) + ": "));
-        txt(p, r.err || "not evaluated");
+        txt(p, r.err || t("not evaluated"));
         box.appendChild(p);
       });
       d.appendChild(box);
     }
     if (c.rr) d.appendChild(reruns(c.rr));
     if (c.log) d.appendChild(agentLogs(c.log));
-    var crits = section("Criteria");
+    var crits = section(t("Criteria"));
     crits.appendChild(add(el("div", "scroll"), criteriaTable(c)));
     d.appendChild(crits);
 
     if (c.eff) {
-      var eff = section("Efficiency (informational)");
+      var eff = section(t("Efficiency (informational)"));
       eff.appendChild(add(el("div", "scroll"), efficiencyTable(c.eff)));
       d.appendChild(eff);
     }
 
     var placed = placeVerdicts(c);
     if (c.inv.length) {
-      var conv = section("Conversation");
-      c.inv.forEach(function (v, t) {
+      var conv = section(t("Conversation"));
+      c.inv.forEach(function (v, k) {
         var turn = el("div", "turn");
-        turn.appendChild(el("div", "turn-n muted small", "turn " + (t + 1) + " of " + c.inv.length));
-        turn.appendChild(textBox("User", v.u, "user"));
-        turn.appendChild(diff(v.tools, v.tools.some(function (l) { return l[0] === "."; }) ? "actual (no expected calls given)" : "− expected   + actual"));
-        if (v.btools) turn.appendChild(diff(v.btools, "− baseline   + current"));
+        turn.appendChild(el("div", "turn-n muted small", t("turn {i} of {turns}", { i: k + 1, turns: c.inv.length })));
+        turn.appendChild(textBox(t("User"), v.u, "user"));
+        turn.appendChild(diff(v.tools, v.tools.some(function (l) { return l[0] === "."; }) ? t("actual (no expected calls given)") : t("− expected   + actual")));
+        if (v.btools) turn.appendChild(diff(v.btools, t("− baseline   + current")));
         turn.appendChild(responses(c, v));
-        if (D.baseline && c.bst && v.br === undefined) turn.appendChild(el("div", "muted small", "The baseline's response was the same."));
-        var verdicts = placed.byTurn[t];
+        if (D.baseline && c.bst && v.br === undefined) turn.appendChild(el("div", "muted small", t("The baseline's response was the same.")));
+        var verdicts = placed.byTurn[k];
         if (verdicts.length) {
           var j = el("div", "verdicts");
           verdicts.forEach(function (x) { j.appendChild(judgement(x[0], x[1])); });
@@ -492,11 +524,11 @@
     }
     if (c.pw) d.appendChild(sideBySide(c.pw));
     if (placed.rest.length) {
-      var rest = section(c.inv.length ? "Other verdicts" : "Verdicts");
+      var rest = section(c.inv.length ? t("Other verdicts") : t("Verdicts"));
       placed.rest.forEach(function (x) { rest.appendChild(judgement(x[0], x[1])); });
       d.appendChild(rest);
     }
-    if (!c.inv.length && !placed.rest.length) d.appendChild(el("p", "muted", "No invocations recorded for this case."));
+    if (!c.inv.length && !placed.rest.length) d.appendChild(el("p", "muted", t("No invocations recorded for this case.")));
     $("detail").replaceChildren(d);
   }
 
@@ -515,7 +547,7 @@
   var shown = false;
 
   function showTab(name) {
-    ["overview", "cases", "usage"].forEach(function (t) { $(t).hidden = t !== name; });
+    ["overview", "cases", "usage"].forEach(function (tab) { $(tab).hidden = tab !== name; });
     document.querySelectorAll("[data-tab]").forEach(function (b) {
       b.setAttribute("aria-selected", b.dataset.tab === name ? "true" : "false");
     });
