@@ -20,6 +20,7 @@ from evalgate import i18n
 from evalgate.compare import CaseChange, CaseKey, Verdict
 from evalgate.reports import markdown
 from evalgate.reports.markdown import comment_length, render_comment, render_summary
+from fake_gemini import fake_gemini  # noqa: F401  (fixture)
 from result_builders import case as _case, crit as _crit, inv as _inv
 from test_markdown import RM, RUN_URL, TT, _comparison, _row, _run, _suite, check_safe, scenario_hostile
 
@@ -202,3 +203,24 @@ def test_commit_status_description_in_each_language():
     assert status_description(Verdict.FAIL, 7, 3, 3) == "evalgate failed: 7 passed, 3 failed, 3 regressed"
     with i18n.language("ko"):
         assert len(status_description(Verdict.ERROR, 10**60, 10**60, 10**60)) <= 140
+
+
+def test_the_side_by_side_section_in_japanese(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """gate.pairwise's row and its worst losses, judged through the real client against a fake
+    Gemini API, in Japanese."""
+    from pairwise_judges import equal_paraphrases
+    from test_pairwise import DROPPED, KEPT, PARAPHRASE, _judge, _policy, _run as _pair_run
+
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    baseline = _pair_run({f"c{i:02}": [KEPT.format(n=i)] for i in range(20)})
+    current = _pair_run({f"c{i:02}": [DROPPED if i < 14 else PARAPHRASE.format(n=i) if i < 17 else KEPT.format(n=i)] for i in range(20)})
+    _, comparison = _judge(baseline, current, _policy(), tmp_path)
+    with i18n.language("ja"):
+        comment = render_comment(comparison, current)
+    assert "| 並べて比較したジャッジ (ジャッジ、両方の順序) | – | 20 | – | – | 変わった回答 17 件のうち 14 件がベースラインより悪い、0 件が良い、3 件が同等" in comment
+    assert "### 並べて比較してベースラインより悪い回答 (14)" in comment
+    assert "_そのうち最も明確な 5 件です。すべての組は report.html にあります。_" in comment
+    assert "ベースラインの回答を A として提示: **ベースラインの回答を支持**: It keeps the order number and the tracking id." in comment
+    assert "ベースラインの回答:" in comment and "このプルリクエストの回答:" in comment
+    check_safe(comment, markdown.COMMENT_LIMIT, run_url=None)
