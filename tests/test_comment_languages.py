@@ -21,6 +21,8 @@ from evalgate.compare import CaseChange, CaseKey, Verdict
 from evalgate.reports import markdown
 from evalgate.reports.markdown import comment_length, render_comment, render_summary
 from fake_gemini import fake_gemini  # noqa: F401  (fixture)
+from fake_github import fake_github  # noqa: F401  (fixture)
+from test_entrypoint import action, history  # noqa: F401  (fixtures; `ws` below: the project in Korean)
 from result_builders import case as _case, crit as _crit, inv as _inv
 from test_markdown import RM, RUN_URL, TT, _comparison, _row, _run, _suite, check_safe, scenario_hostile
 
@@ -224,3 +226,49 @@ def test_the_side_by_side_section_in_japanese(fake_gemini, monkeypatch, tmp_path
     assert "ベースラインの回答を A として提示: **ベースラインの回答を支持**: It keeps the order number and the tracking id." in comment
     assert "ベースラインの回答:" in comment and "このプルリクエストの回答:" in comment
     check_safe(comment, markdown.COMMENT_LIMIT, run_url=None)
+
+
+# --- the action: comment, commit status, job summary and tracking issue in the config's language
+
+
+@pytest.fixture
+def ws(tmp_path):
+    from test_entrypoint import CONFIG
+    from test_inputs import make_project
+
+    return make_project(tmp_path / "ws", config=CONFIG + "report:\n  language: ko\n")
+
+
+def test_the_action_speaks_the_configs_language(action, history):
+    """report.language: ko: the job summary's notes, the PR comment, the commit status's
+    description and the tracking issue are Korean; the status context, the step outputs and
+    the hidden markers stay as they are (programs read them)."""
+    from entrypoint.tracking import tracking_marker
+    from evalgate.reports.markdown import marker
+    from test_entrypoint import PR, _pull_request, _push, _set_outputs
+
+    fake = action.fake
+    assert action("push", _push(history[1]), sha=history[1]) == 0, action.stdout
+    assert f"`{history[1][:12]}`의 기준선을 저장하고 불안정성 기록과 추이를 갱신했습니다 (게이트 `evalgate`, 브랜치 `evalgate-data`)." in action.summary
+
+    head = fake.add_commit([history[1]], "PR head")
+    _set_outputs(action.ws, regressed=True)
+    assert action("pull_request", _pull_request(head, history[1]), sha=head) == 1, action.stdout
+    [comment] = fake.issue_comments(PR)
+    headline = "**evalgate FAIL** · 회귀한 케이스 1개 · 케이스 2개: 통과 1, 실패 1, 평가 안 됨 0"
+    assert comment["body"].startswith(marker("evalgate") + "\n" + headline + "\n")
+    assert "<summary><b>회귀함</b> home / lights-en: tool_trajectory_avg_score 1.00 → 0.00</summary>" in comment["body"]
+    assert [(s["context"], s["state"], s["description"]) for s in fake.statuses[head]] == [("evalgate", "failure", "evalgate 실패: 통과 1, 실패 1, 회귀 1")]
+    assert action.summary.startswith(headline + "\n") and "[워크플로 실행](https://github.com/octo/hello/actions/runs/" in action.summary
+    assert action.outputs["verdict"] == "FAIL" and action.outputs["regressions"] == "1"
+
+    assert action("schedule", {"schedule": "0 3 * * *"}, sha=history[1]) == 1, action.stdout
+    [issue] = fake.issues.values()
+    assert issue["title"] == "evalgate: 야간 실행 회귀 (evalgate)"
+    assert issue["body"].startswith(tracking_marker("evalgate") + "\n" + headline)
+    assert f"추적 이슈 #{issue['number']}: 열림." in action.summary
+    assert 'x-axis ["' in issue["body"] and '"이번 실행"]' in issue["body"] and 'y-axis "평균"' in issue["body"]  # the trend charts
+
+    _set_outputs(action.ws, regressed=False)
+    assert action("schedule", {"schedule": "0 3 * * *"}, sha=history[1]) == 0, action.stdout
+    assert fake.issue_comments(issue["number"])[0]["body"].startswith("야간 실행이 ")
