@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, MutableMapping, Optional
 
 from evalgate import __version__
+from evalgate.i18n import _, mark, n_
 from evalgate.errors import InputError, Problem
 
 if __package__ in (None, ""):  # run as a script: python /path/to/entrypoint/main.py
@@ -59,7 +60,8 @@ PR_EVENTS = ("pull_request",)
 REFUSED_EVENTS = ("pull_request_target",)
 # Where a shortened comment sends the reader ("The full report is in the ..."): the job summary,
 # and report.html in the output folder, which the documented workflows upload as an artifact.
-FULL_REPORT = "job summary of the run, and every case in report.html among the run's artifacts"
+# Translated where the report shows it (evalgate.reports.markdown).
+FULL_REPORT = mark("job summary of the run, and every case in report.html among the run's artifacts")
 NIGHTLY_EVENTS = ("schedule", "workflow_dispatch")
 
 
@@ -643,7 +645,7 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str
     except ValueError:
         ctx.warn("the config is outside the repository, so the base commit's gate policy cannot be read; the pull request's own was used")
         return None
-    folder, _, name = rel.rpartition("/")
+    folder, _sep, name = rel.rpartition("/")
     names = [name] + [n for n in CONFIG_NAMES if n != name]
     candidates = [(f"{folder}/{n}" if folder else n, n) for n in names]
     client = ctx.client()
@@ -802,7 +804,7 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
     if not s.sha:
         raise InputError(Problem(None, "GITHUB_SHA", "is not set", "Run evalgate as a step of a GitHub Actions workflow."))
     gate = _gate(s, loaded)
-    run, _ = score(ctx, loaded)
+    run, _plans = score(ctx, loaded)
     store = _store(ctx, gate, loaded, required_for="saving the baseline on the data branch")
     parent = _first_parent(ctx)(s.sha)
     # No earlier baseline is expected on the first push after adopting evalgate: a note, not a warning.
@@ -810,20 +812,20 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
     comparison = _incomplete(ctx, compare(baseline, run, gate, ledger(ctx, store, gate), info))
     history = trend(ctx, store, gate)
     if ctx.missing is not None:
-        return Outcome(comparison, run, notes=["No baseline was saved: a baseline must hold every case."], baseline=baseline, trend=history)
+        return Outcome(comparison, run, notes=[_("No baseline was saved: a baseline must hold every case.")], baseline=baseline, trend=history)
     _write_guard("write the baseline", lambda: store.save(make_baseline(run, s.sha, s.ref, datetime.now(timezone.utc))))
     _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
     _record(ctx, store, gate, run)
-    notes = [f"Saved the baseline of `{s.sha[:12]}` and updated the flake ledger and the trend (gate `{gate.id}`, {_where(store)})."]
+    notes = [_("Saved the baseline of `{sha}` and updated the flake ledger and the trend (gate `{gate}`, {where}).", sha=s.sha[:12], gate=gate.id, where=_where(store))]
     if baseline is None:
-        notes.append("No earlier baseline to compare with: judged on absolute thresholds. Pull requests based on this commit are compared with this baseline.")
+        notes.append(_("No earlier baseline to compare with: judged on absolute thresholds. Pull requests based on this commit are compared with this baseline."))
     return Outcome(comparison, run, notes=notes, baseline=baseline)
 
 
 def _where(store) -> str:
     from evalgate.gate.baselines import GitHubStore
 
-    return f"branch `{store.branch}`" if isinstance(store, GitHubStore) else "the baseline folder"
+    return _("branch `{branch}`", branch=store.branch) if isinstance(store, GitHubStore) else _("the baseline folder")
 
 
 def _repo_default_branch(ctx: Context) -> Optional[str]:
@@ -850,7 +852,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
     gate = _gate(s, loaded)
     default = _default_branch(s) or _repo_default_branch(ctx)
     on_default = bool(default) and s.ref == f"refs/heads/{default}"
-    run, _ = score(ctx, loaded)
+    run, _plans = score(ctx, loaded)
     store = _store(ctx, gate, loaded)
     head = s.sha if on_default else _default_head(ctx, gate, default)
     baseline, info = find(ctx, store, gate, head)
@@ -867,7 +869,7 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
     elif store is not None and ctx.missing is None:
         _write_guard("write the flake ledger", lambda: store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs)))
         _record(ctx, store, gate, run)
-        notes.append(f"Recorded this run in the flake ledger and the trend (gate `{gate.id}`).")
+        notes.append(_("Recorded this run in the flake ledger and the trend (gate `{gate}`).", gate=gate.id))
     failing = comparison.verdict in (Verdict.FAIL, Verdict.ERROR) or (comparison.verdict is Verdict.INCONCLUSIVE and gate.inconclusive == "fail")
     client = ctx.client()
     url = ""
@@ -884,8 +886,11 @@ def activity_nightly(ctx: Context, loaded) -> Outcome:
         else:
             url = tracked.url or ""
             if tracked.action != "none":
-                notes.append(f"Tracking issue #{tracked.number}: {tracked.action}.")
+                notes.append(_("Tracking issue #{number}: {action}.", number=tracked.number, action=_(_TRACKED.get(tracked.action, tracked.action))))
     return Outcome(comparison, run, url, notes, baseline=baseline, trend=history)
+
+
+_TRACKED = {"opened": mark("opened"), "updated": mark("updated"), "closed": mark("closed")}  # the tracking issue, in the summary's words
 
 
 def _default_head(ctx: Context, gate, default: Optional[str]) -> Optional[str]:
@@ -942,7 +947,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
         raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))
     # The trusted checkout's config and eval sets, the trusted job's judge credentials; the
     # artifact gives the agent's outputs only.
-    run, _ = score(ctx, loaded, outputs=outputs)
+    run, _plans = score(ctx, loaded, outputs=outputs)
     store = _store(ctx, gate, loaded)
     baseline, info = find(ctx, store, gate, pull.get("base", {}).get("sha"))
     comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
@@ -961,7 +966,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
 def activity_score(ctx: Context, loaded) -> Outcome:
     from evalgate.gate import compare
 
-    run, _ = score(ctx, loaded)
+    run, _plans = score(ctx, loaded)
     return Outcome(_incomplete(ctx, compare(None, run, _gate(ctx.settings, loaded))), run)
 
 
@@ -970,10 +975,13 @@ def activity_shard(ctx: Context, loaded) -> Outcome:
     from evalgate.gate import compare
 
     s = ctx.settings
-    run, _ = score(ctx, loaded)
-    note = (
-        f"Shard {s.shard}: {run.counts.cases} cases scored into `{_shown(s, s.out)}`. Upload that folder "
-        "(actions/upload-artifact); the merge job (`mode: merge`) compares the whole run and publishes one verdict."
+    run, _plans = score(ctx, loaded)
+    note = _(
+        "Shard {shard}: {cases} scored into `{out}`. Upload that folder (actions/upload-artifact); "
+        "the merge job (`mode: merge`) compares the whole run and publishes one verdict.",
+        shard=s.shard,
+        cases=n_("{n} case", "{n} cases", run.counts.cases),
+        out=_shown(s, s.out),
     )
     return Outcome(compare(None, run, _gate(s, loaded)), run, notes=[note], leg=True)
 

@@ -16,6 +16,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from evalgate.github import GitHubClient
+from evalgate.i18n import _
 
 
 def tracking_marker(gate_id: str) -> str:
@@ -23,7 +24,7 @@ def tracking_marker(gate_id: str) -> str:
 
 
 def tracking_title(gate_id: str) -> str:
-    return f"evalgate: nightly regression ({gate_id})"
+    return _("evalgate: nightly regression ({gate})", gate=gate_id)  # in the report's language; the issue is found by its marker
 
 
 @dataclass
@@ -59,6 +60,6 @@ def track(client: GitHubClient, gate_id: str, failing: bool, report: str, sha: s
     if found is None:
         return Tracked("none")
     number = int(found["number"])
-    client.comment_on_issue(number, f"The nightly run passes again at {sha[:12]}; closing this issue.")
+    client.comment_on_issue(number, _("The nightly run passes again at {sha}; closing this issue.", sha=sha[:12]))
     client.edit_issue(number, state="closed", state_reason="completed")
     return Tracked("closed", found.get("html_url"), number)

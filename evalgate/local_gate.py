@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate import i18n
+from evalgate.i18n import mark
 from evalgate.errors import InputError, Problem
 
 COMMENT_FILE = "comment.md"
-# Where a shortened comment sends the reader: report.html beside comment.md.
-FULL_REPORT = f"report.html beside {COMMENT_FILE}, which shows every case"
+# Where a shortened comment sends the reader: report.html beside comment.md (translated where
+# the comment shows it).
+FULL_REPORT = mark("report.html beside comment.md, which shows every case")
 
 
 @dataclass

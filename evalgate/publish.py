@@ -12,6 +12,7 @@ from typing import Literal, Optional
 
 from evalgate.gate import Comparison, Verdict
 from evalgate.github import GitHubClient, GitHubError, GitHubForbidden, truncate
+from evalgate.i18n import _, mark
 from evalgate.reports.markdown import marker
 
 _STATE = {Verdict.PASS: "success", Verdict.INCONCLUSIVE: "success", Verdict.FAIL: "failure", Verdict.ERROR: "error"}
@@ -41,19 +42,24 @@ def status_description(verdict: Verdict, passed: int, failed: int, regressions: 
     It names the verdict, not the state: an INCONCLUSIVE verdict is a success or a failure
     depending on the gate's policy, and the line must not contradict either. Its causes
     (a drop that is not significant, cases not evaluated) are too varied for one line, so
-    it points to the report.
+    it points to the report. In the report's language (the status *context* stays as configured).
     """
-    detail = f"{passed} passed, {failed} failed"
     if regressions:
-        detail += f", {regressions} regressed"
-    words = {
-        Verdict.PASS: "passed",
-        Verdict.INCONCLUSIVE: "inconclusive (see the report)",
-        Verdict.FAIL: "failed",
-        Verdict.ERROR: "could not compare",
-    }[verdict]
-    source = " (fork's outputs, re-scored)" if rescored else ""
-    return truncate(f"evalgate {words}{source}: {detail}", 140)
+        detail = _("{passed} passed, {failed} failed, {regressed} regressed", passed=passed, failed=failed, regressed=regressions)
+    else:
+        detail = _("{passed} passed, {failed} failed", passed=passed, failed=failed)
+    outcome = _(_OUTCOME[verdict])
+    if rescored:
+        return truncate(_("evalgate {outcome} (fork's outputs, re-scored): {detail}", outcome=outcome, detail=detail), 140)
+    return truncate(_("evalgate {outcome}: {detail}", outcome=outcome, detail=detail), 140)
+
+
+_OUTCOME = {  # the verdict in a status line's words (translated where used)
+    Verdict.PASS: mark("passed"),
+    Verdict.INCONCLUSIVE: mark("inconclusive (see the report)"),
+    Verdict.FAIL: mark("failed"),
+    Verdict.ERROR: mark("could not compare"),
+}
 
 
 def publish(
@@ -90,7 +96,7 @@ def publish(
     targets = [(context, comparison.verdict, status_description(comparison.verdict, *counts, regressions, rescored))]
     if per_suite:
         for suite in comparison.suites[:MAX_SUITE_STATUSES]:
-            reason = suite.reasons[0] if suite.reasons else "no change"
+            reason = suite.reasons[0] if suite.reasons else _("no change")
             targets.append((f"{context}/{suite.name}", suite.verdict, truncate(f"{suite.verdict.value}: {reason}", 140)))
     for ctx, verdict, description in targets:
         state = status_state(verdict, inconclusive)

@@ -54,12 +54,17 @@ def mo_path(code: str, root: Path = HERE) -> Path:
 
 
 def extract(package: Path = PACKAGE) -> Catalog:
-    """Every marked message in the package, in a template catalog."""
+    """Every marked message in the package, in a template catalog (for evalgate itself, also
+    the GitHub Action's entrypoint beside it, whose job summary notes read from the same catalogs)."""
     catalog = Catalog(project="evalgate", domain=DOMAIN, creation_date=_FIXED, fuzzy=False)
-    for filename, lineno, message, comments, context in extract_from_dir(
-        package, METHODS, keywords=KEYWORDS, comment_tags=("TRANSLATORS:",), strip_comment_tags=True
-    ):
-        catalog.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)
+    sources = [(package, "")]
+    if package == PACKAGE and (package.parent / "entrypoint").is_dir():
+        sources.append((package.parent / "entrypoint", "../entrypoint/"))
+    for root, prefix in sources:
+        for filename, lineno, message, comments, context in extract_from_dir(
+            root, METHODS, keywords=KEYWORDS, comment_tags=("TRANSLATORS:",), strip_comment_tags=True
+        ):
+            catalog.add(message, None, [(prefix + filename, lineno)], auto_comments=comments, context=context)
     return catalog
 
 

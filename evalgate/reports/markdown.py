@@ -15,7 +15,14 @@ budgets until it fits, cutting in this order: case detail blocks beyond the firs
 10, 5, 3; messages and responses trimmed from 400 to 150 characters; case lists shortened
 to 100, then 20 entries, then to counts; table rows of passing criteria dropped; the
 remaining case detail blocks dropped; finally only the verdict, reasons and baseline. The
-report ends by saying what was cut and where the full report is.
+report ends by saying what was cut and where the full report is. The comment is measured by
+`comment_length` (a Korean or Japanese character counts as one, an emoji as two), the job
+summary in UTF-8 bytes (a Korean or Japanese character is three).
+
+Language. Every word we compose is a message of `evalgate.i18n` in the report's language
+(`report.language`); our catalogs are trusted like this module's own text. What a message
+quotes (names, ids, agent text, the gate's reasons) is not translated, and goes through its
+filter before it fills the message's `{field}`.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from evalgate.gate import (
     Verdict,
 )
 from evalgate import efficiency
-from evalgate.reports import COST_COLUMNS, cost_cells, count, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
+from evalgate.i18n import _, mark, n_
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -49,12 +57,21 @@ from evalgate.reports.sanitize import (
     url,
 )
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
-from evalgate.gate.trends import Series, Trend, axis_range, header, placement, series
+from evalgate.gate.trends import Series, Trend, axis_range, position, series
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
 SUMMARY_LIMIT = 1_000_000  # the job summary takes 1 MiB per step; measured in UTF-8 bytes
 
-__all__ = ["marker", "render_comment", "render_summary", "COMMENT_LIMIT", "SUMMARY_LIMIT"]
+__all__ = ["marker", "render_comment", "render_summary", "comment_length", "COMMENT_LIMIT", "SUMMARY_LIMIT"]
+
+
+def comment_length(text: str) -> int:
+    """A comment's length as the strictest of GitHub's counts: UTF-16 code units, as its
+    "maximum is 65536 characters" is measured by some of its checks. A Korean or Japanese
+    character counts one, like a Latin one; a character beyond the Basic Multilingual Plane
+    (an emoji) counts two. Under 65,000 units a comment is also under 196 kB of UTF-8 (at most
+    three bytes a unit), far below the 256 KiB GitHub stores."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def marker(gate_id: str) -> str:
@@ -94,10 +111,10 @@ def _age(created_at: Optional[str], now: Optional[str]) -> Optional[str]:
         return None
     hours = (current - created).total_seconds() / 3600
     if hours < 1:
-        return "less than an hour older than this run"
+        return _("less than an hour older than this run")
     if hours < 48:
-        return f"{count(int(hours), 'hour')} older than this run"
-    return f"{count(int(hours // 24), 'day')} older than this run"
+        return n_("{n} hour older than this run", "{n} hours older than this run", int(hours))
+    return n_("{n} day older than this run", "{n} days older than this run", int(hours // 24))
 
 
 _VERDICT_WORD = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.INCONCLUSIVE: "INCONCLUSIVE", Verdict.ERROR: "ERROR"}
@@ -123,16 +140,33 @@ def sparkline(values: list[float]) -> str:
     return "".join(_SPARK[0 if span <= 1e-12 else min(int((v - low) / span * len(_SPARK) + 1e-9), len(_SPARK) - 1)] for v in values)
 
 
+_WHERE = {
+    "below": mark("{value}, below {low}–{high}"),
+    "above": mark("{value}, above {low}–{high}"),
+    "within": mark("{value}, within {low}–{high}"),
+}
+
+
 def _trend_cell(s: Series) -> Markdown:
     """`▅▆▅▇ **▼ 0.712**, below 0.780–0.860`: the runs before this one, then where this run sits."""
     spark = sparkline(s.values)
-    placed = placement(s)
-    if placed is None:
-        return Markdown(f"{spark} ({count(len(s.values), 'run')}: too few to place this one)")
-    value, where, side = placed
-    if side == "below":  # the one a reviewer must not miss
+    pos = position(s)
+    if pos is None:
+        return Markdown(
+            spark + " " + n_("({n} run: too few to place this one)", "({n} runs: too few to place this one)", len(s.values))
+        )
+    value = {"below": "▼ ", "above": "▲ ", "within": ""}[pos.where] + f"{pos.value:.3f}"
+    if pos.where == "below":  # the one a reviewer must not miss
         value = f"**{value}**"
-    return Markdown(f"{spark} {value}, {where}")
+    return Markdown(f"{spark} " + _(_WHERE[pos.where], value=value, low=f"{pos.low:.3f}", high=f"{pos.high:.3f}"))
+
+
+def _trend_header(trends: list[Series]) -> str:
+    """The tables' column title: "this run against the last 12 default-branch runs"."""
+    n = max((len(t.values) for t in trends), default=0)
+    if not n:
+        return ""
+    return n_("this run against the last default-branch run", "this run against the last {n} default-branch runs", n)
 
 
 def mermaid_chart(s: Series) -> Optional[str]:
@@ -142,7 +176,7 @@ def mermaid_chart(s: Series) -> Optional[str]:
     labels = list(s.labels)
     values = list(s.values)
     if s.current is not None:
-        labels.append("this run")
+        labels.append(_("this run").replace('"', "'"))  # our catalogs' words, kept inside the quotes
         values.append(s.current)
     if len(values) < 2:
         return None
@@ -151,7 +185,7 @@ def mermaid_chart(s: Series) -> Optional[str]:
         [
             "xychart-beta",
             "    x-axis [" + ", ".join(f'"{x}"' for x in labels) + "]",
-            f'    y-axis "mean" {low:.2f} --> {high:.2f}',
+            '    y-axis "' + _("mean").replace('"', "'") + f'" {low:.2f} --> {high:.2f}',
             "    line [" + ", ".join(f"{v:.4f}" for v in values) + "]",
         ]
     )
@@ -339,7 +373,7 @@ def _block(title: str, text: str, budget: _Budget, info: str = "text", lines: in
         kept = kept[: budget.text]
     note = None
     if len(kept) < len(text):
-        note = Markdown(f"first {len(kept):,} of {len(text):,} characters")
+        note = Markdown(n_("first {kept} of {n} character", "first {kept} of {n} characters", len(text), kept=f"{len(kept):,}"))
     return _Block(Markdown(title), kept, info, note)
 
 
@@ -354,13 +388,13 @@ def _trajectory(inv: InvocationSummary, budget: _Budget) -> tuple[Optional[_Bloc
     actual = [_call_line(c, width) for c in inv.actual_tools]
     if inv.expected_tools is None:
         if not actual:
-            return None, Markdown("no tool calls (none expected given)")
+            return None, Markdown(_("no tool calls (none expected given)"))
         lines = ["  " + line for line in actual]
-        note = "actual (no expected calls given)"
+        note = _("actual (no expected calls given)")
     else:
         expected = [_call_line(c, width) for c in inv.expected_tools]
         if not expected and not actual:
-            return None, Markdown("no tool calls, none expected")
+            return None, Markdown(_("no tool calls, none expected"))
         lines = []
         matcher = difflib.SequenceMatcher(a=expected, b=actual, autojunk=False)
         for op, a0, a1, b0, b1 in matcher.get_opcodes():
@@ -369,16 +403,16 @@ def _trajectory(inv: InvocationSummary, budget: _Budget) -> tuple[Optional[_Bloc
             else:
                 lines.extend("- " + line for line in expected[a0:a1])
                 lines.extend("+ " + line for line in actual[b0:b1])
-        note = "expected (-) vs actual (+)" if expected != actual else "as expected"
+        note = _("expected (-) vs actual (+)") if expected != actual else _("as expected")
     if len(lines) > MAX_TOOL_LINES:
         more = len(lines) - MAX_TOOL_LINES
-        lines = lines[:MAX_TOOL_LINES] + [f"@@ {more} more lines not shown @@"]
+        lines = lines[:MAX_TOOL_LINES] + ["@@ " + n_("{n} more line not shown", "{n} more lines not shown", more) + " @@"]
     return _Block(Markdown("Tool calls"), "\n".join(lines), "diff", None), Markdown(note)
 
 
 def _verdict_text(verdict: Any) -> Markdown:
     if isinstance(verdict, bool):
-        return Markdown("yes" if verdict else "**no**")
+        return Markdown(_("yes") if verdict else "**" + _("no") + "**")
     if isinstance(verdict, (int, float)):
         return Markdown(f"{verdict:g}")
     return md(str(verdict), 20)
@@ -414,7 +448,7 @@ def _judges(case: CaseResult, index: int) -> list[_Judge]:
         if not reasons and not rubrics and not inv.error:
             continue
         hidden = max(len(reasons) - MAX_JUDGE_REASONS, 0) + max(len(rubrics) - MAX_RUBRICS, 0)
-        score = "not evaluated" if inv.score is None else f"{inv.score:.2f}"
+        score = _("not evaluated") if inv.score is None else f"{inv.score:.2f}"
         out.append(
             _Judge(
                 criterion=name,
@@ -422,7 +456,7 @@ def _judges(case: CaseResult, index: int) -> list[_Judge]:
                 error=inv.error,
                 reasons=reasons[:MAX_JUDGE_REASONS],
                 rubrics=rubrics[:MAX_RUBRICS],
-                hidden=Markdown(f"{hidden:,} more not shown") if hidden else None,
+                hidden=Markdown(n_("{n} more not shown", "{n} more not shown", hidden)) if hidden else None,
             )
         )
     return out
@@ -444,34 +478,44 @@ def _detail(case: CaseResult, budget: _Budget) -> _Detail:
         tools, tools_note = _trajectory(inv, budget)
         invocations.append(
             _Invocation(
-                title=Markdown(f"Invocation {i + 1} of {n}") if n > 1 else None,
-                user=_block("User", inv.user, budget),
+                title=Markdown(_("Invocation {i} of {n}", i=i + 1, n=n)) if n > 1 else None,
+                user=_block(_("User"), inv.user, budget),
                 tools=tools,
                 tools_note=tools_note,
-                expected=_block("Expected response", inv.expected_response, budget)
+                expected=_block(_("Expected response"), inv.expected_response, budget)
                 if inv.expected_response is not None
                 else None,
-                actual=_block("Actual response", inv.actual_response, budget),
+                actual=_block(_("Actual response"), inv.actual_response, budget),
                 judges=_judges(case, i),
             )
         )
     hidden = n - len(shown)
     note = None
     if hidden:
-        note = Markdown(f"{count(hidden, 'other invocation')} not shown" + (" (all passed)" if len(failing) <= len(shown) else ""))
+        if len(failing) <= len(shown):
+            note = Markdown(n_("{n} other invocation not shown (all passed)", "{n} other invocations not shown (all passed)", hidden))
+        else:
+            note = Markdown(n_("{n} other invocation not shown", "{n} other invocations not shown", hidden))
     ended = None
     if case.conversation_end is not None:
-        ended = Markdown(f"Simulated conversation of {count(n, 'turn')}; conversation ended: {md(case.conversation_end, 40)}")
+        ended = Markdown(
+            n_(
+                "Simulated conversation of {n} turn; conversation ended: {end}",
+                "Simulated conversation of {n} turns; conversation ended: {end}",
+                n,
+                end=md(case.conversation_end, 40),
+            )
+        )
     return _Detail(invocations, note, ended)
 
 
-_KIND = {
-    "regressed": "regressed",
-    "broken_stable": "broken stable",
-    "fixed": "fixed",
-    "score_drop": "score dropped",
-    "score_rise": "score rose",
-    "failed": "failed",
+_KIND = {  # a case's change, in words (translated where shown)
+    "regressed": mark("regressed"),
+    "broken_stable": mark("broken stable"),
+    "fixed": mark("fixed"),
+    "score_drop": mark("score dropped"),
+    "score_rise": mark("score rose"),
+    "failed": mark("failed"),
 }
 
 
@@ -479,11 +523,10 @@ def _history_p(change: Any) -> Optional[Markdown]:
     """A broken stable case's p-value (its criterion's pooled breakage test), and after Holm when given."""
     if change.p_value is None:
         return None
-    text = f"its criterion's stable cases, tested together: {_p(change.p_value)}"
     adjusted = getattr(change, "p_adjusted", None)
-    if adjusted is not None:
-        text += f", {_p(adjusted)} after Holm"
-    return Markdown(text)
+    if adjusted is None:
+        return Markdown(_("its criterion's stable cases, tested together: {p}", p=_p(change.p_value)))
+    return Markdown(_("its criterion's stable cases, tested together: {p}, {p_holm} after Holm", p=_p(change.p_value), p_holm=_p(adjusted)))
 
 
 def flaky_words(change: Any) -> Optional[str]:
@@ -493,7 +536,12 @@ def flaky_words(change: Any) -> Optional[str]:
     if history is None:
         return None
     passed, runs = history
-    return f"flaky on the default branch: passed {passed} of its last {runs} runs there"
+    return n_(
+        "flaky on the default branch: passed {passed} of its last {n} run there",
+        "flaky on the default branch: passed {passed} of its last {n} runs there",
+        runs,
+        passed=passed,
+    )
 
 
 def _scores(criteria: dict[str, tuple[Optional[float], Optional[float]]]) -> list[tuple[str, Markdown]]:
@@ -511,7 +559,7 @@ def _current_scores(case: CaseResult) -> list[tuple[str, Markdown]]:
 def _case_list(title: str, note: Optional[str], items: list[_Case], budget: _Budget) -> _List:
     total = len(items)
     kept = items if budget.items is None else items[: budget.items]
-    heading = Markdown(f"{title} ({total:,})")
+    heading = Markdown(_("{title} ({n})", title=title, n=f"{total:,}"))
     return _List(heading, Markdown(note) if note else None, kept, total, collapsed=len(kept) > LIST_COLLAPSE)
 
 
@@ -526,15 +574,15 @@ def _key_cases(keys: list[CaseKey], kind: str, show_suite: bool, cases: dict[Cas
     return out
 
 
-_STAT_LABELS = {
-    "requests": "requests",
-    "cache_hits": "cache hits",
-    "cache_refused": "cache entries not believed",
-    "retries": "retries",
-    "failures": "failures",
-    "input_tokens": "input tokens",
-    "output_tokens": "output tokens",
-    "tokens": "tokens",
+_STAT_LABELS = {  # translated where shown
+    "requests": mark("requests"),
+    "cache_hits": mark("cache hits"),
+    "cache_refused": mark("cache entries not believed"),
+    "retries": mark("retries"),
+    "failures": mark("failures"),
+    "input_tokens": mark("input tokens"),
+    "output_tokens": mark("output tokens"),
+    "tokens": mark("tokens"),
 }
 
 
@@ -567,11 +615,11 @@ def _judge_stats(current: RunResults, show_suite: bool, comparison: Optional[Com
     for sc in comparison.suites if comparison is not None else []:  # gate.pairwise: its judge, per suite
         pw = getattr(sc, "pairwise", None)
         if pw is not None and (numbers := _flat_numbers(pw.pairs.stats)):
-            found.append((f"{sc.name}: side by side" if show_suite else "side by side", numbers))
+            found.append((f"{sc.name}: " + _("side by side") if show_suite else _("side by side"), numbers))
     if not found:
         return [], []
     keys = sorted({k for _, n in found for k in n}, key=lambda k: (list(_STAT_LABELS).index(k) if k in _STAT_LABELS else 99, k))
-    columns = [md(_STAT_LABELS.get(k, k.replace("_", " "))) for k in keys]
+    columns = [md(_(_STAT_LABELS[k]) if k in _STAT_LABELS else k.replace("_", " ")) for k in keys]
     rows = []
     for label, numbers in found:
         values = [Markdown("–" if k not in numbers else f"{numbers[k]:,.0f}" if float(numbers[k]).is_integer() else f"{numbers[k]:,.2f}") for k in keys]
@@ -584,10 +632,14 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
     if c.delta is not None and getattr(c, "run_sd", None) is not None and with_baseline:
         # What the test allowed for: the run-to-run variation of the mean, and where it came from.
         history = getattr(c, "history", 0)
-        delta += f" · run sd {c.run_sd:.3f} ({count(history, 'run') + ' of history' if history else 'assumed'})"
+        sd = f"{c.run_sd:.3f}"
+        if history:
+            delta += " · " + n_("run sd {sd} ({n} run of history)", "run sd {sd} ({n} runs of history)", history, sd=sd)
+        else:
+            delta += " · " + _("run sd {sd} (assumed)", sd=sd)
     return _Row(
         criterion=c.criterion,
-        kind=Markdown("judge, per sample" if getattr(c, "basis", "scores") == "samples" else "judge") if c.judge else None,
+        kind=Markdown(_("judge, per sample") if getattr(c, "basis", "scores") == "samples" else _("judge")) if c.judge else None,
         threshold=Markdown(f"{c.threshold:.2f}"),
         pairs=c.n_pairs,
         baseline=_num(c.baseline_mean),
@@ -622,31 +674,38 @@ class _Loss:
 
 def _pairwise_row(pw: Any) -> _Row:
     equal = pw.changed - pw.losses - pw.wins
-    drop = "" if pw.delta is None else f" · drop {-pw.delta:.3f}"
+    drop = "" if pw.delta is None else " · " + _("drop {drop}", drop=f"{-pw.delta:.3f}")
     return _Row(
-        criterion="judged side by side",
-        kind=Markdown("judge, both orders"),
+        criterion=_("judged side by side"),
+        kind=Markdown(_("judge, both orders")),
         threshold=Markdown("–"),
         pairs=pw.compared,
         baseline=Markdown("–"),
         current=Markdown("–"),
         delta=Markdown(
-            f"{pw.losses} of {count(pw.changed, 'changed answer')} worse than the baseline's, {pw.wins} better, {equal} equal{drop}"
+            n_(
+                "{losses} of {n} changed answer worse than the baseline's, {wins} better, {equal} equal",
+                "{losses} of {n} changed answers worse than the baseline's, {wins} better, {equal} equal",
+                pw.changed,
+                losses=pw.losses,
+                wins=pw.wins,
+                equal=equal,
+            )
+            + drop
         ),
         status=_status_cell(pw.status, pw.p_adjusted),
         passing=pw.status is Verdict.PASS,
     )
 
 
-_PICK = {"current": "this pull request's", "baseline": "the baseline's", "equal": "equally good"}
+_PICK = {"current": mark("prefers this pull request's"), "baseline": mark("prefers the baseline's"), "equal": mark("equally good")}
 
 
 def _pair_verdict(v: Any) -> tuple[Markdown, str]:
-    order = "the pull request's answer shown as A" if v.current_first else "the baseline's answer shown as A"
+    order = _("the pull request's answer shown as A") if v.current_first else _("the baseline's answer shown as A")
     if v.choice is None:
-        return Markdown(f"{order}: no verdict"), v.error or ""
-    pick = "equally good" if v.choice == "equal" else f"prefers {_PICK[v.choice]}"
-    return Markdown(f"{order}: **{pick}**"), v.reason
+        return Markdown(_("{order}: no verdict", order=order)), v.error or ""
+    return Markdown(_("{order}: **{pick}**", order=order, pick=_(_PICK[v.choice]))), v.reason
 
 
 def _losses(comparison: Comparison, budget: _Budget, show_suite: bool) -> tuple[list[_Loss], int]:
@@ -667,15 +726,15 @@ def _losses(comparison: Comparison, budget: _Budget, show_suite: bool) -> tuple[
         for inv in c.invocations[:MAX_INVOCATIONS]:
             turns.append(
                 _PairTurn(
-                    title=Markdown(f"Invocation {inv.index + 1}") if len(c.invocations) > 1 or inv.index else None,
-                    user=_block("User", inv.user, budget),
-                    baseline=_block("The baseline's answer", inv.baseline, budget),
-                    current=_block("This pull request's answer", inv.current, budget),
+                    title=Markdown(_("Invocation {i}", i=inv.index + 1)) if len(c.invocations) > 1 or inv.index else None,
+                    user=_block(_("User"), inv.user, budget),
+                    baseline=_block(_("The baseline's answer"), inv.baseline, budget),
+                    current=_block(_("This pull request's answer"), inv.current, budget),
                     verdicts=[_pair_verdict(v) for v in inv.verdicts],
                 )
             )
         votes = sum(1 for inv in c.invocations for v in inv.verdicts if v.choice is not None)
-        out.append(_Loss(_label(CaseKey(suite, c.eval_set_id, c.eval_id), show_suite), Markdown(f"net {score} of {count(votes, 'verdict')}"), turns))
+        out.append(_Loss(_label(CaseKey(suite, c.eval_set_id, c.eval_id), show_suite), Markdown(n_("net {score} of {n} verdict", "net {score} of {n} verdicts", votes, score=score)), turns))
     return out, len(found)
 
 
@@ -699,24 +758,29 @@ def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget, trends
 
 
 def _baseline_line(comparison: Comparison, current: RunResults) -> list[Any]:
+    """One sentence: which baseline, and how old. Commits and dates are read from the baseline
+    file (untrusted), so each goes through `md` before it fills a message."""
     info = comparison.baseline
     if info is None:
-        return [Markdown("**No baseline found**: absolute thresholds only.")]
-    parts: list[Any] = []
+        return [Markdown(_("**No baseline found**: absolute thresholds only."))]
     if not info.commit:
-        parts += [Markdown("Baseline: a results file with no recorded commit")]
+        which = _("Baseline: a results file with no recorded commit")
     elif info.distance and info.commit != info.requested_commit:
-        steps = count(info.distance, "commit")
-        parts += [Markdown("Baseline from ancestor "), info.commit[:12], Markdown(f", {steps} before the base "), info.requested_commit[:12]]
+        which = n_(
+            "Baseline from ancestor {commit}, {n} commit before the base {base}",
+            "Baseline from ancestor {commit}, {n} commits before the base {base}",
+            info.distance,
+            commit=md(info.commit[:12], 40),
+            base=md(info.requested_commit[:12], 40),
+        )
     else:
-        parts += [Markdown("Baseline: "), info.commit[:12], Markdown(", the base commit")]
+        which = _("Baseline: {commit}, the base commit", commit=md(info.commit[:12], 40))
     age = _age(info.created_at, current.run.started_at)
     if age:
-        parts.append(Markdown(f" ({age})"))
-    elif info.created_at:
-        parts += [Markdown(" (recorded "), info.created_at[:10], Markdown(")")]
-    parts.append(Markdown("."))
-    return parts
+        return [Markdown(_("{baseline} ({age}).", baseline=which, age=age))]
+    if info.created_at:
+        return [Markdown(_("{baseline} (recorded {date}).", baseline=which, date=md(info.created_at[:10], 40)))]
+    return [Markdown(_("{baseline}.", baseline=which))]
 
 
 def _headline(comparison: Comparison, current: RunResults) -> Markdown:
@@ -724,22 +788,29 @@ def _headline(comparison: Comparison, current: RunResults) -> Markdown:
     parts = []
     regressed = kinds.count("regressed") + kinds.count("broken_stable")
     if comparison.baseline is not None:
-        if regressed:
-            text = count(regressed, "regressed case", "regressed cases")
-            if kinds.count("broken_stable"):
-                text += f" ({kinds.count('broken_stable'):,} broken stable)"
-            parts.append(text)
+        broken = kinds.count("broken_stable")
+        if regressed and broken:
+            parts.append(
+                n_("{n} regressed case ({broken} broken stable)", "{n} regressed cases ({broken} broken stable)", regressed, broken=f"{broken:,}")
+            )
+        elif regressed:
+            parts.append(n_("{n} regressed case", "{n} regressed cases", regressed))
         else:
-            parts.append("no regressed cases")
+            parts.append(_("no regressed cases"))
         if kinds.count("fixed"):
-            parts.append(count(kinds.count("fixed"), "fixed case", "fixed cases"))
+            parts.append(n_("{n} fixed case", "{n} fixed cases", kinds.count("fixed")))
         worse = sum(s.pairwise.losses for s in comparison.suites if getattr(s, "pairwise", None) is not None)
         if worse:  # gate.pairwise
-            parts.append(count(worse, "answer") + " worse side by side")
+            parts.append(n_("{n} answer worse side by side", "{n} answers worse side by side", worse))
     c = current.counts
-    parts.append(
-        f"{count(c.cases, 'case')}: {c.passed:,} passed, {c.failed:,} failed, {c.not_evaluated:,} not evaluated{incomplete_note(c)}"
+    counts = _(
+        "{cases}: {passed} passed, {failed} failed, {not_evaluated} not evaluated",
+        cases=n_("{n} case", "{n} cases", c.cases),
+        passed=f"{c.passed:,}",
+        failed=f"{c.failed:,}",
+        not_evaluated=f"{c.not_evaluated:,}",
     )
+    parts.append(counts + incomplete_note(c))
     return Markdown(f"**evalgate {_VERDICT_WORD[comparison.verdict]}** · " + " · ".join(parts))
 
 
@@ -822,7 +893,7 @@ def _plan(
             listed.add(ch.key)
             flaky = flaky_words(ch)
             extra = _history_p(ch) or (Markdown(flaky) if flaky else None)
-            item = _Case(Markdown(_KIND.get(ch.kind, ch.kind)), _label(ch.key, show_suite), _scores(ch.criteria), extra)
+            item = _Case(Markdown(_(_KIND[ch.kind]) if ch.kind in _KIND else ch.kind), _label(ch.key, show_suite), _scores(ch.criteria), extra)
             if ch.kind in ("regressed", "broken_stable"):
                 attention.append((item, cases.get(ch.key)))
             elif ch.kind == "fixed":
@@ -833,21 +904,21 @@ def _plan(
         listed.update(s.changed)
     for key, case in cases.items():
         if case.status is Status.FAILED and key not in listed:
-            item = _Case(Markdown(_KIND["failed"]), _label(key, show_suite), _current_scores(case), None)
+            item = _Case(Markdown(_(_KIND["failed"])), _label(key, show_suite), _current_scores(case), None)
             if with_baseline:
                 still.append(item)
             else:
                 attention.append((item, case))
 
     lists: list[tuple[str, Optional[str], list[_Case]]] = [
-        ("Fixed cases", None, fixed),
-        ("Still failing", "They failed in the baseline too.", still),
-        ("Score changes", "Scores that moved without changing a case's status.", moves),
+        (_("Fixed cases"), None, fixed),
+        (_("Still failing"), _("They failed in the baseline too."), still),
+        (_("Score changes"), _("Scores that moved without changing a case's status."), moves),
     ]
     for title, note, attr in (
-        ("Added cases", None, "added"),
-        ("Removed cases", None, "removed"),
-        ("Changed cases", "Their expected data changed, so they are not compared.", "changed"),
+        (_("Added cases"), None, "added"),
+        (_("Removed cases"), None, "removed"),
+        (_("Changed cases"), _("Their expected data changed, so they are not compared."), "changed"),
     ):
         keys = [k for s in comparison.suites for k in getattr(s, attr)]
         lists.append((title, note, _key_cases(keys, attr, show_suite, cases)))
@@ -857,15 +928,27 @@ def _plan(
         agent_s = (current.run.agent or {}).get("seconds")
         if isinstance(agent_s, (int, float)):
             total = current.run.duration_seconds + agent_s
-            footer.append(Markdown(f"Run time {duration(total)} (running the agent {duration(agent_s)}, scoring {duration(current.run.duration_seconds)})"))
+            footer.append(
+                Markdown(
+                    _(
+                        "Run time {total} (running the agent {agent}, scoring {scoring})",
+                        total=duration(total),
+                        agent=duration(agent_s),
+                        scoring=duration(current.run.duration_seconds),
+                    )
+                )
+            )
         else:
-            footer.append(Markdown(f"Run time {duration(current.run.duration_seconds)}"))
+            footer.append(Markdown(_("Run time {total}", total=duration(current.run.duration_seconds))))
     if run_url and re.match(r"(?i)https?://", run_url):
-        footer.append(Markdown(f"[workflow run]({url(run_url)})"))
+        footer.append(Markdown("[" + _("workflow run") + f"]({url(run_url)})"))
         # The action uploads nothing itself; the documented workflows upload its output folder.
-        outputs = " and the agent's outputs in inference.jsonl" if current.run.agent else ""
-        footer.append(Markdown(f"every case in report.html{outputs} among its artifacts"))
-    footer.append(Markdown(f"evalgate {md(current.evalgate_version, 20)}, {comparison.mode} mode"))
+        if current.run.agent:
+            footer.append(Markdown(_("every case in report.html and the agent's outputs in inference.jsonl among its artifacts")))
+        else:
+            footer.append(Markdown(_("every case in report.html among its artifacts")))
+    # The mode is a config value (gate.mode): never translated.
+    footer.append(Markdown(_("evalgate {version}, {mode} mode", version=md(current.evalgate_version, 20), mode=comparison.mode)))
 
     stat_columns, stats = _judge_stats(current, show_suite, comparison)
     return _Plan(
@@ -913,7 +996,8 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
             item = replace(item, detail=_detail(case, budget))
         detailed.append(item)
     beyond = [item for item, _ in plan.attention[shown:]]
-    title = "Regressed cases" if plan.with_baseline else "Failed cases"
+    title = _("Regressed cases") if plan.with_baseline else _("Failed cases")
+    more = _("More regressed cases") if plan.with_baseline else _("More failed cases")
     lists = [_case_list(t, note, items, budget) for t, note, items in plan.lists]
     reasons = plan.comparison.reasons
     trends = {(t.suite, t.criterion): t for t in plan.trends}
@@ -934,10 +1018,10 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         gate_change=plan.comparison.gate_change,
         baseline=_baseline_line(plan.comparison, plan.current),
         suites=[_suite_view(s, plan.with_baseline, budget, trends) for s in plan.comparison.suites],
-        attention=_List(Markdown(f"{title} ({len(plan.attention):,})"), None, detailed, len(plan.attention), False)
+        attention=_List(Markdown(_("{title} ({n})", title=title, n=f"{len(plan.attention):,}")), None, detailed, len(plan.attention), False)
         if plan.attention
         else None,
-        attention_more=_case_list(f"More {title.lower()}", "Without details, to keep the report short.", beyond, budget)
+        attention_more=_case_list(more, _("Without details, to keep the report short."), beyond, budget)
         if beyond
         else None,
         lists=lists,
@@ -953,7 +1037,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         minimal=budget.minimal,
         with_baseline=plan.with_baseline,
         text=budget.text,
-        trend_header=Markdown(header(plan.trends)),
+        trend_header=Markdown(_trend_header(plan.trends)),
         charts=charts[:MAX_CHARTS],
         hidden_charts=max(len(charts) - MAX_CHARTS, 0),
     )
@@ -983,29 +1067,40 @@ def _confirm_lines(comparison: Comparison, current: RunResults) -> list[Markdown
 def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Optional[str]) -> Optional[Markdown]:
     cuts = []
     if budget.minimal:
-        cuts.append("everything but the verdict, its reasons and the baseline left out")
+        cuts.append(_("everything but the verdict, its reasons and the baseline left out"))
     else:
         if sizes["detailed"] < sizes["attention"]:
-            cuts.append(f"case details shown for {sizes['detailed']:,} of {sizes['attention']:,} cases")
+            cuts.append(
+                n_("case details shown for {shown} of {n} case", "case details shown for {shown} of {n} cases", sizes["attention"], shown=f"{sizes['detailed']:,}")
+            )
         if budget.text < _LADDER[0].text:
-            cuts.append(f"messages and responses trimmed to {budget.text} characters")
+            cuts.append(_("messages and responses trimmed to {n} characters", n=budget.text))
         if budget.items == 0 and sizes["list_total"]:
-            cuts.append("case lists reduced to counts")
+            cuts.append(_("case lists reduced to counts"))
         elif budget.items is not None and sizes["list_total"] > budget.items:
-            cuts.append(f"case lists shortened to {budget.items} entries")
+            cuts.append(_("case lists shortened to {n} entries", n=budget.items))
         if sizes["hidden_rows"]:
-            cuts.append(f"{count(sizes['hidden_rows'], 'passing criterion', 'passing criteria')} left out of the tables")
+            cuts.append(
+                n_("{n} passing criterion left out of the tables", "{n} passing criteria left out of the tables", sizes["hidden_rows"])
+            )
     if not cuts:
         return None
-    text = f"**Shortened to fit {limit_text}**: " + "; ".join(cuts) + "."
+    text = _("**Shortened to fit {limit}**: {cuts}.", limit=limit_text, cuts="; ".join(cuts))
     if hint:
-        text += f" The full report is in the {md(hint, 200)}."
+        # The hint is a phrase marked where it is defined (entrypoint, local_gate): translated here.
+        text += " " + _("The full report is in the {where}.", where=md(_(hint), 200))
     return Markdown(text)
 
 
 @functools.cache
 def _environment() -> Any:
     env = templates(autoescape=False, finalize=finalize)  # Markdown, not HTML: the filters below do the escaping
+    # Our messages are trusted text: in these templates they print as Markdown. Their fields
+    # are numbers or Markdown already filtered.
+    env.globals.update(
+        _=lambda message, **fields: Markdown(_(message, **fields)),
+        n_=lambda singular, plural, n, **fields: Markdown(n_(singular, plural, n, **fields)),
+    )
     env.filters.update(md=md, html=html, fenced=fenced, url=url)
     env.tests["markdown"] = lambda v: isinstance(v, Markdown)
     return env
@@ -1057,7 +1152,7 @@ def render_comment(
     this run sits in their range."""
     return _render(
         comparison, current, gate_id=gate_id, run_url=run_url, limit=limit, full_report_hint=full_report_hint,
-        with_marker=True, measure=len, limit_text=f"the {limit:,}-character comment limit", trend=trend,
+        with_marker=True, measure=comment_length, limit_text=_("the {limit}-character comment limit", limit=f"{limit:,}"), trend=trend,
     )
 
 
@@ -1075,6 +1170,6 @@ def render_summary(
     in UTF-8 bytes. With `trend`, also a chart of each criterion over those runs and this one."""
     return _render(
         comparison, current, gate_id=gate_id, run_url=run_url, limit=limit, full_report_hint=full_report_hint,
-        with_marker=False, measure=lambda t: len(t.encode("utf-8")), limit_text=f"the {limit:,}-byte job summary limit",
+        with_marker=False, measure=lambda t: len(t.encode("utf-8")), limit_text=_("the {limit}-byte job summary limit", limit=f"{limit:,}"),
         trend=trend,
     )
