@@ -1059,11 +1059,11 @@ def test_the_page_carries_the_translations_of_exactly_report_js_messages():
     from babel.messages.extract import extract_from_file
 
     from evalgate import i18n
-    from evalgate.locale.catalogs import KEYWORDS
+    from evalgate.locale.catalogs import PASSES
     from evalgate.reports.html import script_messages
 
     script = Path(__file__).resolve().parents[1] / "evalgate" / "templates" / "report.js"
-    extracted = {m for _, m, _, _ in extract_from_file("javascript", str(script), keywords=KEYWORDS)}
+    extracted = {m for _, m, _, _ in extract_from_file("javascript", str(script), keywords=PASSES[1][1])}
     plain, plural = script_messages()
     assert extracted == set(plain) | set(plural)
     assert "Showing {shown} of {n} case" in {one for one, _ in plural} and "Conversation" in plain

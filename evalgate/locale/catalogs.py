@@ -36,12 +36,14 @@ TEMPLATE = HERE / f"{DOMAIN}.pot"
 _FIXED = datetime(2026, 1, 1, tzinfo=timezone.utc)  # no churn from dates
 _NAMES = {"ko": "Korean", "ja": "Japanese"}
 
-KEYWORDS = {"_": None, "n_": (1, 2), "mark": None, "t": None, "nt": (1, 2)}
-METHODS = [
-    ("locale/**", "ignore"),
-    ("**.py", "python"),
-    ("templates/**.j2", "jinja2.ext:babel_extract"),
-    ("templates/**.js", "javascript"),
+# Two passes, each with its own names: report.js's `t`/`nt` must not be read as messages in
+# Python, where `t` is an ordinary variable name.
+PASSES = [
+    (
+        [("locale/**", "ignore"), ("**.py", "python"), ("templates/**.j2", "jinja2.ext:babel_extract")],
+        {"_": None, "n_": (1, 2), "mark": None},
+    ),
+    ([("templates/**.js", "javascript")], {"t": None, "nt": (1, 2)}),
 ]
 
 
@@ -61,10 +63,11 @@ def extract(package: Path = PACKAGE) -> Catalog:
     if package == PACKAGE and (package.parent / "entrypoint").is_dir():
         sources.append((package.parent / "entrypoint", "../entrypoint/"))
     for root, prefix in sources:
-        for filename, lineno, message, comments, context in extract_from_dir(
-            root, METHODS, keywords=KEYWORDS, comment_tags=("TRANSLATORS:",), strip_comment_tags=True
-        ):
-            catalog.add(message, None, [(prefix + filename, lineno)], auto_comments=comments, context=context)
+        for methods, keywords in PASSES:
+            for filename, lineno, message, comments, context in extract_from_dir(
+                root, methods, keywords=keywords, comment_tags=("TRANSLATORS:",), strip_comment_tags=True
+            ):
+                catalog.add(message, None, [(prefix + filename, lineno)], auto_comments=comments, context=context)
     return catalog
 
 

@@ -268,7 +268,6 @@ def _charts(trends: list[Series], many_suites: bool) -> list[_Chart]:
         if svg is None:
             continue
         first, last, low, high = s.labels[0], s.labels[-1], f"{min(s.values):.3f}", f"{max(s.values):.3f}"
-        # No name `t` inside a message's call: Babel's extractor takes it for report.js's t() (catalogs.KEYWORDS).
         if s.current is None:
             note = n_("{n} run from {first} to {last}, mean {low}–{high}", "{n} runs from {first} to {last}, mean {low}–{high}", len(s.values), first=first, last=last, low=low, high=high)
         else:
