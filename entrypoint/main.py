@@ -229,11 +229,11 @@ def cache_policy(s: Settings):
     return CachePolicy("branch", s.event_name, s.ref)
 
 
-def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[list], None]] = None) -> tuple[Any, list]:
+def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional[Callable[[list], None]] = None) -> tuple[Any, list]:
     """Score every suite (as `evalgate run`; only shard K of N on a matrix leg) and write
     results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead.
-    With `outputs` (a pull request's inference records, mode publish), no agent runs: the
-    trusted config's cases are scored on those outputs (evalgate.trusted). `policy`, when
+    With `outputs` (a pull request's inference.jsonl, mode publish), no agent runs: the
+    trusted config's cases are scored on the records it holds for them (evalgate.trusted). `policy`, when
     given, sets the plans' criteria before anything runs (PR mode: the base's)."""
     from evalgate import engine
     from evalgate.cli import _judge_runtime
@@ -270,9 +270,9 @@ def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[
         runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
     try:
         if outputs is not None:
-            from evalgate.trusted import attach_outputs
+            from evalgate.trusted import attach_outputs, known_cases, read_outputs
 
-            for note in attach_outputs(plans, outputs):
+            for note in attach_outputs(plans, read_outputs(outputs, known_cases(plans))):
                 ctx.warn(note)
             agent: dict = {}
         else:
@@ -900,11 +900,12 @@ def _default_head(ctx: Context, gate, default: Optional[str]) -> Optional[str]:
         return None
 
 
-def _artifact(ctx: Context) -> tuple[Any, int, str]:
-    """The pull request run's agent outputs and PR number from the artifact; the head sha
+def _artifact(ctx: Context) -> tuple[Path, int, str]:
+    """The pull request run's agent outputs (its inference.jsonl, read by `score` for the
+    trusted config's cases only) and PR number from the artifact; the head sha
     checked against the event. Nothing else in the artifact is read: no verdict, status,
     count, digest, threshold or policy (evalgate.trusted)."""
-    from evalgate.trusted import read_outputs, read_pr_json
+    from evalgate.trusted import outputs_file, read_pr_json
 
     s = ctx.settings
     if s.artifact_dir is None:
@@ -921,7 +922,7 @@ def _artifact(ctx: Context) -> tuple[Any, int, str]:
         raise InputError(
             Problem(str(s.artifact_dir / "pr.json"), "head_sha", f"{head_sha[:12]} is not the commit the triggering run tested ({trusted[:12]})", "Publish only the artifact of the workflow_run that triggered this run.")
         )
-    return read_outputs(s.artifact_dir / "inference.jsonl"), number, head_sha
+    return outputs_file(s.artifact_dir / "inference.jsonl"), number, head_sha
 
 
 def activity_publish(ctx: Context, loaded) -> Outcome:
