@@ -521,3 +521,18 @@ def test_read_outputs_keeps_only_the_known_cases(tmp_path):
 
     everything = read_outputs(path)  # without the trusted cases: every record kept
     assert everything.unknown_cases == 0 and len(everything.by_suite["home"]) == 51
+
+
+def test_an_over_long_line_is_read_past_and_the_next_record_kept(tmp_path, monkeypatch):
+    from evalgate import trusted
+
+    monkeypatch.setattr(trusted, "MAX_LINE_BYTES", 200)
+    inv = {"invocation_id": "i1", "user_content": {"parts": [{"text": "火"}]}}
+    known = {"suite": "home", "eval_set_id": "set", "eval_id": "난방-ko", "invocations": [inv], "新": 1}
+    long_line = json.dumps(dict(known, eval_id="長い", pad="あ" * 3000), ensure_ascii=False)
+    path = tmp_path / "inference.jsonl"
+    path.write_text(long_line + "\n" + json.dumps(known, ensure_ascii=False) + "\n", encoding="utf-8")
+    outputs = trusted.read_outputs(path, {"home": {("set", "난방-ko")}})
+    assert outputs.skipped == 1 and outputs.unknown_cases == 0
+    assert len(outputs.of("home", ("set", "난방-ko"))) == 1
+    assert outputs.ignored_keys is not None and "inference.jsonl: line 2: ignored key '新'" in outputs.ignored_keys
