@@ -339,6 +339,7 @@ def merge_shards(ctx: Context, loaded, digest: str) -> Any:
     s = ctx.settings
     assert s.shards is not None
     shards = [read_shard(p) for p in shard_folders([s.shards])]
+    _warn_ignored(ctx, *(sh.results for sh in shards))
     run, missing = merge_partial(shards)
     if run.config_digest != digest:
         raise InputError(
@@ -536,7 +537,17 @@ def find(ctx: Context, store, gate, sha: Optional[str], *, warn_missing: bool = 
             "judged on absolute thresholds (a push to the default branch saves one)"
         )
         return None, None
+    _warn_ignored(ctx, found[0].results)
     return found[0].results, found[1]
+
+
+def _warn_ignored(ctx: Context, *read: Any) -> None:
+    """The keys of stored files another evalgate version wrote that were ignored (evalgate.reading)."""
+    from evalgate.reading import read_note
+
+    for value in read:
+        if read_note(value):
+            ctx.warn(read_note(value))
 
 
 def _read(ctx: Context, store, what: str, load: Callable[[Any], Any]):
@@ -558,7 +569,9 @@ def ledger(ctx: Context, store, gate):
 
 def trend(ctx: Context, store, gate):
     """The default branch's trend, as stored before this run; None without one."""
-    return _read(ctx, store, "the trend", lambda st: st.load_trend(gate.id))
+    found = _read(ctx, store, "the trend", lambda st: st.load_trend(gate.id))
+    _warn_ignored(ctx, found)
+    return found
 
 
 def _record(ctx: Context, store, gate, run) -> None:

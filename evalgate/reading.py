@@ -66,3 +66,17 @@ def ignored_note(shown: str, place: str | None, keys: list[str], more: int = 0) 
         f"{where}: ignored {'keys' if len(keys) > 1 else 'key'} {names}, which this evalgate does not know "
         f"(written by another evalgate version?){also}. Read with the evalgate version that wrote it to use them."
     )
+
+
+def read_known(model: type[M], data: Any, shown: str) -> M:
+    """`validate_known`, with the warning about the keys it dropped (if any) kept on the
+    value for whoever reports it (`read_note`). The model declares `_read_note`."""
+    value, keys = validate_known(model, data)
+    if keys:
+        value._read_note = ignored_note(shown, None, keys)  # type: ignore[attr-defined]
+    return value
+
+
+def read_note(value: Any) -> str | None:
+    """The warning `read_known` left on a value read from a file: keys this evalgate ignored."""
+    return getattr(value, "_read_note", None)
