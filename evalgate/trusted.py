@@ -98,7 +98,7 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
     shown = display_path(outputs_file(path))
     any_suite = set().union(*known.values()) if known is not None else set()
     out = Outputs()
-    ignored: list[tuple[int, list[str]]] = []  # (line, unknown keys): the first one, and how many
+    first_ignored, more_ignored = None, 0  # the first line with unknown keys (line, keys), and how many more
     with open(path, "rb") as f:
         for n, raw in _lines(f):
             if raw is None:
@@ -116,11 +116,12 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
                 continue
             suite, key = data.get("suite"), (data["eval_set_id"], data["eval_id"])
             if known is not None:
-                if isinstance(suite, str) and suite in known:
+                named = isinstance(suite, str) and suite in known
+                if named:
                     # A suite whose records are all of other cases still named its own:
                     # its cases do not take the records that name no suite.
                     out.by_suite.setdefault(suite, {})
-                if not (key in known[suite] if isinstance(suite, str) and suite in known else suite is None and key in any_suite):
+                if not (key in known[suite] if named else suite is None and key in any_suite):
                     out.unknown_cases += 1
                     continue
             try:
@@ -128,14 +129,16 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
             except ValidationError:
                 out.skipped += 1
                 continue
-            if unknown:
-                ignored.append((n, unknown))
+            if unknown and first_ignored is None:
+                first_ignored = (n, unknown)
+            elif unknown:
+                more_ignored += 1
             table = out.unnamed if rec.suite is None else out.by_suite.setdefault(rec.suite, {})
             runs = table.setdefault(key, [])
             if len(runs) < MAX_RUNS:
                 runs.append(rec)
-    if ignored:
-        out.ignored_keys = ignored_note(shown, f"line {ignored[0][0]}", ignored[0][1], len(ignored) - 1)
+    if first_ignored is not None:
+        out.ignored_keys = ignored_note(shown, f"line {first_ignored[0]}", first_ignored[1], more_ignored)
     return out
 
 
