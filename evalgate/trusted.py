@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, display_path
-from evalgate.loaders.actual import InferenceRecord
+from evalgate.loaders.actual import InferenceRecord, record_keys
 from evalgate.reading import ignored_note, validate_known
 
 # Size limits on what is read from the artifact (a fork chooses its size): the whole file,
@@ -125,7 +125,7 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
                     out.unknown_cases += 1
                     continue
             try:
-                rec, unknown = validate_known(InferenceRecord, data)
+                rec, unknown = validate_known(InferenceRecord, data, record_keys)
             except ValidationError:
                 out.skipped += 1
                 continue

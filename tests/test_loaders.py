@@ -438,3 +438,16 @@ def test_a_malformed_known_field_is_still_an_error_beside_an_unknown_one(cli, tm
     assert "a.jsonl: line 1: run: input should be greater than or equal to 1" in err
     assert "line 1: invocations[0].final_response" in err
     assert "cost" not in err  # the unknown key is not what is wrong
+
+
+def test_a_likely_typo_of_a_missing_field_is_still_an_error_not_a_new_field(cli, tmp_path):
+    """`final_reponse` beside no `final_response` is a typo (it would drop the answer), not a
+    field of a newer evalgate: the error it always was, with the suggestion."""
+    write_json(tmp_path / "s.evalset.json", {"eval_set_id": "s", "eval_cases": [{"eval_id": "c1", "conversation": INVOCATIONS}]})
+    inv = {k: v for k, v in INVOCATIONS[0].items() if k != "final_response"}
+    record = {"eval_set_id": "s", "eval_id": "c1", "invocations": [dict(inv, final_reponse={"parts": [{"text": "消しました"}]})]}
+    (tmp_path / "a.jsonl").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "evalgate.yaml").write_text("suites:\n  - name: x\n    evalsets: ['*.evalset.json']\n    actual: a.jsonl\n", encoding="utf-8")
+    code, _, err = cli("validate", cwd=tmp_path)
+    assert code == 2
+    assert "a.jsonl: line 1: invocations[0].final_reponse: unknown key 'final_reponse'" in err and "Did you mean 'final_response'?" in err

@@ -121,9 +121,9 @@ def _from_jsonl(text: str, shown: str, warnings: list[str]) -> list[ActualRecord
     ignored: list[tuple[int, list[str]]] = []  # (line, unknown keys)
     for n, data in read_jsonl(text, shown):
         try:
-            rec, unknown = validate_known(InferenceRecord, data)
+            rec, unknown = validate_known(InferenceRecord, data, record_keys)
         except ValidationError as e:
-            problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else field_names()))
+            problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=record_keys))
             continue
         if unknown:
             ignored.append((n, unknown))
@@ -132,6 +132,12 @@ def _from_jsonl(text: str, shown: str, warnings: list[str]) -> list[ActualRecord
     if ignored:
         warnings.append(ignored_note(shown, f"line {ignored[0][0]}", ignored[0][1], len(ignored) - 1))
     return records
+
+
+def record_keys(loc: tuple) -> list[str]:
+    """The field names at a place in an inference record: the record's own at its top level,
+    else ADK's (to name the closest to a typo)."""
+    return list(InferenceRecord.model_fields) if not loc else field_names()
 
 
 def inference_schema() -> dict[str, Any]:
