@@ -232,11 +232,11 @@ def cache_policy(s: Settings):
     return CachePolicy("branch", s.event_name, s.ref)
 
 
-def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[list], None]] = None) -> tuple[Any, list]:
+def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional[Callable[[list], None]] = None) -> tuple[Any, list]:
     """Score every suite (as `evalgate run`; only shard K of N on a matrix leg) and write
     results.json, junit.xml and ADK results. Under mode merge: merge the legs' instead.
-    With `outputs` (a pull request's inference records, mode publish), no agent runs: the
-    trusted config's cases are scored on those outputs (evalgate.trusted). `policy`, when
+    With `outputs` (a pull request's inference.jsonl, mode publish), no agent runs: the
+    trusted config's cases are scored on the records it holds for them (evalgate.trusted). `policy`, when
     given, sets the plans' criteria before anything runs (PR mode: the base's)."""
     from evalgate import engine
     from evalgate.cli import _judge_runtime
@@ -273,9 +273,9 @@ def score(ctx: Context, loaded, outputs: Any = None, policy: Optional[Callable[[
         runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
     try:
         if outputs is not None:
-            from evalgate.trusted import attach_outputs
+            from evalgate.trusted import attach_outputs, known_cases, read_outputs
 
-            for note in attach_outputs(plans, outputs):
+            for note in attach_outputs(plans, read_outputs(outputs, known_cases(plans))):
                 ctx.warn(note)
             agent: dict = {}
         else:
@@ -342,6 +342,7 @@ def merge_shards(ctx: Context, loaded, digest: str) -> Any:
     s = ctx.settings
     assert s.shards is not None
     shards = [read_shard(p) for p in shard_folders([s.shards])]
+    _warn_ignored(ctx, *(sh.results for sh in shards))
     run, missing = merge_partial(shards)
     if run.config_digest != digest:
         raise InputError(
@@ -539,7 +540,17 @@ def find(ctx: Context, store, gate, sha: Optional[str], *, warn_missing: bool = 
             "judged on absolute thresholds (a push to the default branch saves one)"
         )
         return None, None
+    _warn_ignored(ctx, found[0].results)
     return found[0].results, found[1]
+
+
+def _warn_ignored(ctx: Context, *read: Any) -> None:
+    """The keys of stored files another evalgate version wrote that were ignored (evalgate.reading)."""
+    from evalgate.reading import read_note
+
+    for value in read:
+        if read_note(value):
+            ctx.warn(read_note(value))
 
 
 def _read(ctx: Context, store, what: str, load: Callable[[Any], Any]):
@@ -561,7 +572,9 @@ def ledger(ctx: Context, store, gate):
 
 def trend(ctx: Context, store, gate):
     """The default branch's trend, as stored before this run; None without one."""
-    return _read(ctx, store, "the trend", lambda st: st.load_trend(gate.id))
+    found = _read(ctx, store, "the trend", lambda st: st.load_trend(gate.id))
+    _warn_ignored(ctx, found)
+    return found
 
 
 def _record(ctx: Context, store, gate, run) -> None:
@@ -906,11 +919,12 @@ def _default_head(ctx: Context, gate, default: Optional[str]) -> Optional[str]:
         return None
 
 
-def _artifact(ctx: Context) -> tuple[Any, int, str]:
-    """The pull request run's agent outputs and PR number from the artifact; the head sha
+def _artifact(ctx: Context) -> tuple[Path, int, str]:
+    """The pull request run's agent outputs (its inference.jsonl, read by `score` for the
+    trusted config's cases only) and PR number from the artifact; the head sha
     checked against the event. Nothing else in the artifact is read: no verdict, status,
     count, digest, threshold or policy (evalgate.trusted)."""
-    from evalgate.trusted import read_outputs, read_pr_json
+    from evalgate.trusted import outputs_file, read_pr_json
 
     s = ctx.settings
     if s.artifact_dir is None:
@@ -927,7 +941,7 @@ def _artifact(ctx: Context) -> tuple[Any, int, str]:
         raise InputError(
             Problem(str(s.artifact_dir / "pr.json"), "head_sha", f"{head_sha[:12]} is not the commit the triggering run tested ({trusted[:12]})", "Publish only the artifact of the workflow_run that triggered this run.")
         )
-    return read_outputs(s.artifact_dir / "inference.jsonl"), number, head_sha
+    return outputs_file(s.artifact_dir / "inference.jsonl"), number, head_sha
 
 
 def activity_publish(ctx: Context, loaded) -> Outcome:

@@ -14,7 +14,7 @@ import sys
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from evalgate import __version__, i18n
 from evalgate.i18n import LANGUAGES
@@ -395,10 +395,20 @@ def cmd_merge(args: argparse.Namespace) -> int:
             _write_html(run, out, GateConfig())
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the merged results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
+    _warn_ignored(*(s.results for s in shards))
     if not args.quiet:
         print(f"merged {len(shards)} shards: {run.counts.cases} cases", file=sys.stderr)
     _print_summary(run, out, args, run.run.agent)
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+
+
+def _warn_ignored(*read: Any) -> None:
+    """The keys of files another evalgate version wrote that were ignored (evalgate.reading)."""
+    from evalgate.reading import read_note
+
+    for value in read:
+        if read_note(value):
+            print(f"warning: {read_note(value)}", file=sys.stderr)
 
 
 def _gate_config(config_arg: str | None, required: bool = False):
@@ -432,9 +442,10 @@ def _store(gate, base: Path):
 
 def _read_baseline_or_results(path: Path):
     """(results, baseline info or None) from a results.json or a saved baseline (gzipped or not)."""
-    from evalgate.gate.baselines import Baseline, decode_baseline
+    from evalgate.gate.baselines import baseline_from, decode_baseline
     from evalgate.gate import BaselineInfo
     from evalgate.errors import InputError, display_path, parse_json, problems_from_validation, read_text
+    from evalgate.reading import read_known
     from evalgate.results import RunResults
     from pydantic import ValidationError
 
@@ -445,9 +456,9 @@ def _read_baseline_or_results(path: Path):
         data = parse_json(read_text(path, shown), shown)
         try:
             if isinstance(data, dict) and "provenance" in data:
-                baseline = Baseline.model_validate(data)
+                baseline = baseline_from(data, shown)
             else:
-                return RunResults.model_validate(data), None
+                return read_known(RunResults, data, shown), None
         except ValidationError as e:
             raise InputError(problems_from_validation(e, shown)) from None
     p = baseline.provenance
@@ -535,6 +546,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             baseline, info = found[0].results, found[1]
         ledger = store.load_ledger(gate.id)
         trend = store.load_trend(gate.id)
+    _warn_ignored(current, baseline, trend)
     if baseline is not None and current.selection is not None and baseline.selection is None:
         baseline = _selected_baseline(baseline, current.selection)
         print(f"compared the cases --case chose ({current.selection.cases} of {current.selection.of}) with the same cases of the baseline ({baseline.counts.cases})", file=sys.stderr)

@@ -29,6 +29,7 @@ from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.config import LoadedConfig
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.loaders.actual import InferenceRecord
+from evalgate.reading import validate_known
 from evalgate.simulated_user import CRITERION as SIMULATOR
 from evalgate.simulated_user import Scenario, SimulatedUser, SimulationError, UserSimulatorConfig
 
@@ -110,8 +111,8 @@ def resumable(folder: Path, config_digest: str, commit: Optional[str]) -> dict[R
         return out
     for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
         try:
-            rec = InferenceRecord.model_validate_json(line)
-        except (ValidationError, ValueError):
+            rec, _ = validate_known(InferenceRecord, json.loads(line))  # keys of another evalgate version: not needed here
+        except (ValidationError, ValueError, RecursionError):
             continue  # a blank line, or the last line of a run stopped while writing it
         if rec.error is not None or rec.suite is None or rec.run is None or rec.expected_digest is None:
             continue

@@ -125,6 +125,7 @@ def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path])
     """Fill `base` with the baseline of its commit or the nearest first-parent ancestor that
     has one, and its store's ledger and trend; a note when there is none."""
     from evalgate.gate.baselines import find_baseline, git_first_parent
+    from evalgate.reading import read_note
 
     if base.commit is None or repo is None:
         return
@@ -134,6 +135,7 @@ def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path])
         if found is not None:
             base.results, base.info = found[0].results, found[1]
             base.ledger, base.trend, base.where = store.load_ledger(gate.id), store.load_trend(gate.id), _describe(store)
+            base.notes.extend(n for n in (read_note(base.results), read_note(base.trend)) if n)
             return
     looked = " or ".join(_describe(s) for s in stores) or "no store"
     base.notes.append(
@@ -145,8 +147,12 @@ def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path])
 def _read_file(base: Base, path: str) -> None:
     from evalgate.cli import _read_baseline_or_results
 
+    from evalgate.reading import read_note
+
     base.results, base.info = _read_baseline_or_results(Path(path))
     base.where = path
+    if read_note(base.results):
+        base.notes.append(read_note(base.results))
     if base.info is not None and base.info.commit:
         base.commit, base.how = base.info.commit, f"the commit {path} was saved for"
         _read_store_of(base, Path(path))
@@ -165,7 +171,11 @@ def _read_store_of(base: Base, file: Path) -> None:
         found = DirStore(store, gate_id=file.parent.name)
     except (InputError, ValueError):
         return
+    from evalgate.reading import read_note
+
     base.ledger, base.trend = found.load_ledger(found.gate_id), found.load_trend(found.gate_id)
+    if read_note(base.trend):
+        base.notes.append(read_note(base.trend))
     if base.ledger or base.trend:
         base.where = f"{file}, with the flake ledger of {store}"
 

@@ -105,7 +105,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
 
     loaded_sets = [(f, problems.run(load_evalset, f.path, base)) for f in set_files]
     evalsets = [es for _, es in loaded_sets if es is not None]
-    records = [r for rs in (problems.run(load_actual, p) for p in actual_files) if rs for r in rs]
+    records = [r for rs in (problems.run(load_actual, p, warnings) for p in actual_files) if rs for r in rs]
     problems.raise_if_any()
     for f, es in loaded_sets:
         if es is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Literal, Optional
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evalgate import __version__
 
@@ -290,6 +290,7 @@ class RunResults(_Model):
         "and `evalgate baseline save` refuses these results.",
     )
     run: RunInfo = Field(default_factory=RunInfo)
+    _read_note: Optional[str] = PrivateAttr(None)  # keys of its file this evalgate ignored (evalgate.reading)
 
     def comparable(self) -> dict[str, Any]:
         """The payload two runs can be compared on: everything but `run`, the agent's logs and,
@@ -509,13 +510,16 @@ def write(results: RunResults, path: Path) -> None:
 
 
 def read(path: Path) -> RunResults:
-    """Read a results file back, with a clear error when it is not one."""
+    """Read a results file back, with a clear error when it is not one. Keys another evalgate
+    version wrote are ignored, and named in `evalgate.reading.read_note(value)`."""
     from evalgate.errors import InputError, load_json_file, problems_from_validation
     from pydantic import ValidationError
 
+    from evalgate.reading import read_known
+
     data = load_json_file(path)
     try:
-        return RunResults.model_validate(data)
+        return read_known(RunResults, data, str(path))
     except ValidationError as e:
         raise InputError(problems_from_validation(e, str(path))) from None
 

@@ -20,15 +20,18 @@ cases are NOT_EVALUATED.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, Iterator, Optional
 
 from pydantic import ValidationError
 
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, display_path
-from evalgate.loaders.actual import InferenceRecord
+from evalgate.loaders.actual import InferenceRecord, record_keys
+from evalgate.reading import ignored_note, validate_known
 
 # Size limits on what is read from the artifact (a fork chooses its size): the whole file,
 # one line, and the records kept per case (num_runs is at most 100).
@@ -49,6 +52,8 @@ class Outputs:
     by_suite: dict[str, dict[CaseKey, list[InferenceRecord]]] = field(default_factory=dict)
     unnamed: dict[CaseKey, list[InferenceRecord]] = field(default_factory=dict)
     skipped: int = 0  # lines that were not records
+    unknown_cases: int = 0  # records of suites or cases the trusted config does not have (not kept)
+    ignored_keys: Optional[str] = None  # the warning about keys this evalgate does not know, if any had them
 
     def of(self, suite: str, key: CaseKey) -> list[InferenceRecord]:
         named = self.by_suite.get(suite)
@@ -57,12 +62,17 @@ class Outputs:
         return self.unnamed.get(key, [])
 
     def has_suite(self, suite: str) -> bool:
-        return bool(self.by_suite.get(suite)) or bool(self.unnamed)
+        return suite in self.by_suite or bool(self.unnamed)
 
 
-def read_outputs(path: Path) -> Outputs:
-    """The artifact's `inference.jsonl`, within the size limits. A missing file is an input
-    error naming the step to fix; a bad line is skipped (counted), never trusted."""
+def known_cases(plans: list[SuitePlan]) -> dict[str, set[CaseKey]]:
+    """The trusted config's cases, by suite: the only records `read_outputs` keeps."""
+    return {plan.name: {(case.eval_set_id, case.eval_id) for case in plan.cases} for plan in plans}
+
+
+def outputs_file(path: Path) -> Path:
+    """`path`, the artifact's `inference.jsonl`, when it exists within the size limit; else
+    an input error naming the step to fix."""
     shown = display_path(path)
     if not path.is_file():
         raise InputError(
@@ -76,25 +86,74 @@ def read_outputs(path: Path) -> Outputs:
     size = path.stat().st_size
     if size > MAX_OUTPUTS_BYTES:
         raise InputError(Problem(shown, None, f"is {size:,} bytes, over the {MAX_OUTPUTS_BYTES:,}-byte limit for a pull request's outputs", "Upload only the run's inference.jsonl."))
+    return path
+
+
+def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) -> Outputs:
+    """The artifact's `inference.jsonl` (see `outputs_file`), streamed: a bad line is skipped
+    (counted), never trusted. With `known` (`known_cases`), only the records of those suites'
+    cases are kept (a record naming no suite: of any suite's case); the others are counted,
+    so memory is bounded by the trusted cases, not by the file. Keys this evalgate does not
+    know (another version wrote them) are ignored; they never reach scoring."""
+    shown = display_path(outputs_file(path))
+    any_suite = set().union(*known.values()) if known is not None else set()
     out = Outputs()
+    first_ignored, more_ignored = None, 0  # the first line with unknown keys (line, keys), and how many more
     with open(path, "rb") as f:
-        for raw in f:
+        for n, raw in _lines(f):
+            if raw is None:
+                out.skipped += 1
+                continue
             if not raw.strip():
                 continue
-            if len(raw) > MAX_LINE_BYTES:
-                out.skipped += 1
-                continue
             try:
-                rec = InferenceRecord.model_validate_json(raw)
-            except (ValidationError, ValueError):
+                data = json.loads(raw)
+            except (ValueError, RecursionError):
                 out.skipped += 1
                 continue
-            key = (rec.eval_set_id, rec.eval_id)
+            if not isinstance(data, dict) or not isinstance(data.get("eval_set_id"), str) or not isinstance(data.get("eval_id"), str):
+                out.skipped += 1
+                continue
+            suite, key = data.get("suite"), (data["eval_set_id"], data["eval_id"])
+            if known is not None:
+                named = isinstance(suite, str) and suite in known
+                if named:
+                    # A suite whose records are all of other cases still named its own:
+                    # its cases do not take the records that name no suite.
+                    out.by_suite.setdefault(suite, {})
+                if not (key in known[suite] if named else suite is None and key in any_suite):
+                    out.unknown_cases += 1
+                    continue
+            try:
+                rec, unknown = validate_known(InferenceRecord, data, record_keys)
+            except ValidationError:
+                out.skipped += 1
+                continue
+            if unknown and first_ignored is None:
+                first_ignored = (n, unknown)
+            elif unknown:
+                more_ignored += 1
             table = out.unnamed if rec.suite is None else out.by_suite.setdefault(rec.suite, {})
             runs = table.setdefault(key, [])
             if len(runs) < MAX_RUNS:
                 runs.append(rec)
+    if first_ignored is not None:
+        out.ignored_keys = ignored_note(shown, f"line {first_ignored[0]}", first_ignored[1], more_ignored)
     return out
+
+
+def _lines(f: BinaryIO) -> Iterator[tuple[int, Optional[bytes]]]:
+    """(line number, line) of a binary file; None for a line over MAX_LINE_BYTES, which is
+    read past in pieces, never held whole."""
+    n = 0
+    while raw := f.readline(MAX_LINE_BYTES + 1):
+        n += 1
+        if len(raw) > MAX_LINE_BYTES:
+            while not raw.endswith(b"\n") and (raw := f.readline(1 << 20)):
+                pass
+            yield n, None
+        else:
+            yield n, raw
 
 
 NO_RUN = "the pull request's outputs have no run of this case"
@@ -193,6 +252,13 @@ def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
                 )
     if outputs.skipped:
         notes.append(f"{outputs.skipped} lines of the pull request's inference.jsonl were not inference records and were skipped")
+    if outputs.unknown_cases:
+        notes.append(
+            f"{outputs.unknown_cases} records of unknown cases ignored: the pull request's inference.jsonl holds them for suites "
+            "or cases the default branch's config does not have"
+        )
+    if outputs.ignored_keys:
+        notes.append(outputs.ignored_keys)
     return notes
 
 

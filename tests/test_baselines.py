@@ -450,3 +450,70 @@ def test_ledger_encoding_is_deterministic_and_versioned():
     data = encode_ledger("api", {"b": [None], "a": [1.0, 0.5]})
     assert data == encode_ledger("api", {"a": [1.0, 0.5], "b": [None]})
     assert json.loads(gzip.decompress(data)) == {"schema_version": 1, "gate_id": "api", "entries": {"a": [1.0, 0.5], "b": [None]}}
+
+
+# --- files another evalgate version wrote -------------------------------------------------------
+
+
+def _with_newer_keys(value: dict) -> dict:
+    """A baseline as a newer evalgate might write it: fields this one does not know, at three depths."""
+    value["signature"] = "新しい署名"
+    value["provenance"]["runner"] = {"os": "linux"}
+    value["results"]["suites"][0]["cases"][0]["판정_근거"] = "새 필드"
+    return value
+
+
+def test_a_baseline_a_newer_evalgate_wrote_is_read_and_its_new_keys_named(tmp_path):
+    """Before: "is not an evalgate baseline (signature: Extra inputs are not permitted)", an
+    input error for every pull request after the default branch moved to a newer evalgate."""
+    from evalgate.reading import read_note
+    from evalgate.gate.trends import add_point
+
+    file = tmp_path / baseline_path("default", sha(1))
+    file.parent.mkdir(parents=True)
+    value = _with_newer_keys(baseline(sha(1)).model_dump(mode="json"))
+    file.write_bytes(gzip.compress(json.dumps(value, ensure_ascii=False).encode("utf-8"), mtime=0))
+    loaded = DirStore(tmp_path).load(sha(1))
+    assert loaded.model_dump() == baseline(sha(1)).model_dump()  # every known field as written
+    note = read_note(loaded.results)
+    assert note is not None and note.startswith(f"{file}: ignored keys ")
+    assert all(k in note for k in ("'signature'", "'provenance.runner'", "'results.suites[0].cases[0].판정_근거'"))
+
+    trend = add_point(None, "default", results(), sha(1), "refs/heads/main", NOW).model_dump(mode="json")
+    trend["points"][0]["p90"] = 0.9
+    (tmp_path / "trends").mkdir()
+    (tmp_path / "trends" / "default.json.gz").write_bytes(gzip.compress(json.dumps(trend).encode("utf-8"), mtime=0))
+    stored = DirStore(tmp_path).load_trend("default")
+    assert stored is not None and len(stored.points) == 1 and "'points[0].p90'" in (read_note(stored) or "")
+
+
+def test_a_malformed_known_field_of_a_newer_baseline_is_still_an_error(tmp_path):
+    file = tmp_path / baseline_path("default", sha(1))
+    file.parent.mkdir(parents=True)
+    value = _with_newer_keys(baseline(sha(1)).model_dump(mode="json"))
+    value["results"]["suites"][0]["cases"][0]["status"] = "GREAT"
+    file.write_bytes(gzip.compress(json.dumps(value).encode("utf-8"), mtime=0))
+    with pytest.raises(InputError) as e:
+        DirStore(tmp_path).load(sha(1))
+    assert "is not an evalgate baseline (results.suites.0.cases.0.status: Input should be" in str(e.value)
+
+
+def test_compare_reads_results_and_a_baseline_of_another_evalgate_version_with_a_warning(tmp_path, cli):
+    from evalgate import results as results_io
+
+    results_io.write(results(), tmp_path / "current" / "results.json")
+    current = json.loads((tmp_path / "current" / "results.json").read_text(encoding="utf-8"))
+    current["suites"][0]["cost_usd"] = 0.25
+    (tmp_path / "current" / "results.json").write_text(json.dumps(current, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "base.json").write_text(json.dumps(_with_newer_keys(baseline(sha(1)).model_dump(mode="json")), ensure_ascii=False), encoding="utf-8")
+    code, out, err = cli("compare", "--current", "current/results.json", "--baseline", "base.json", cwd=tmp_path)
+    assert code == 0, out + err
+    warnings = [line for line in err.splitlines() if "which this evalgate does not know" in line]
+    assert len(warnings) == 2
+    assert warnings[0].startswith("warning: current/results.json: ignored key 'suites[0].cost_usd'")
+    assert warnings[1].startswith("warning: base.json: ignored keys 'provenance.runner', 'results.suites[0].cases[0].판정_근거', 'signature',")
+
+    current["suites"][0]["counts"] = "many"  # a known field malformed: the error it always gave
+    (tmp_path / "current" / "results.json").write_text(json.dumps(current), encoding="utf-8")
+    code, _, err = cli("compare", "--current", "current/results.json", "--baseline", "base.json", cwd=tmp_path)
+    assert code == 2 and "suites[0].counts" in err and "cost_usd" not in err

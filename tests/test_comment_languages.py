@@ -17,10 +17,7 @@ import pytest
 
 from conftest import REPO
 from evalgate import i18n
-try:  # the gate package (evalgate.gate, on main since this branch began); the fallback can go once merged
-    from evalgate.gate import CaseChange, CaseKey, Verdict, compare
-except ImportError:
-    from evalgate.compare import CaseChange, CaseKey, Verdict, compare
+from evalgate.gate import CaseChange, CaseKey, Verdict, compare
 from evalgate.reports import markdown
 from evalgate.reports.markdown import comment_length, render_comment, render_summary
 from fake_gemini import fake_gemini  # noqa: F401  (fixture)

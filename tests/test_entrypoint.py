@@ -190,6 +190,25 @@ def test_push_to_another_branch_only_scores(action, history):
 # --- (2) and (3) a pull request that regresses, then is fixed ---------------------------
 
 
+def test_a_baseline_a_newer_evalgate_saved_is_compared_with_and_its_new_keys_named(action, baseline):
+    """The default branch moved to a newer evalgate, which saved fields this one does not know:
+    a pull request still run by this one compares with that baseline (it stopped on an input
+    error before) and says once which keys of the stored file it ignored."""
+    import gzip
+
+    fake = action.fake
+    path = f"baselines/evalgate/{baseline}.json.gz"
+    data = json.loads(gzip.decompress(fake.read_file("evalgate-data", path)))
+    data["results"]["suites"][0]["cases"][0]["근거"] = "新しい"
+    fake.write_file("evalgate-data", path, gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), mtime=0))
+    head = fake.add_commit([baseline], "PR head")
+    _set_outputs(action.ws, regressed=True)
+    assert action("pull_request", _pull_request(head, baseline), sha=head) == 1, action.stdout
+    assert action.outputs["verdict"] == "FAIL" and action.outputs["regressions"] == "1"
+    [warning] = [line for line in action.stdout.splitlines() if "which this evalgate does not know" in line]
+    assert warning.startswith("::warning") and f"{path}: ignored key 'results.suites[0].cases[0].근거'" in warning
+
+
 def test_pull_request_regression_then_fix_edits_the_same_comment(action, baseline):
     fake = action.fake
     head = fake.add_commit([baseline], "PR head")

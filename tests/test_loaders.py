@@ -405,3 +405,49 @@ def test_a_list_of_turns_is_still_one_case_named_by_its_path(tmp_path):
     with pytest.raises(InputError) as e:
         load_evalset(write_json(tmp_path / "bad.test.json", [{"reference": "晴れ"}]))
     assert "[0].query: missing or not a string. Add the user's message as 'query'." in str(e.value)
+
+
+def test_inference_records_of_another_evalgate_version_are_read_with_one_warning(cli, tmp_path):
+    """Keys this evalgate does not know (a newer one wrote them) are ignored and named once,
+    with the file and the first line; the run scores the records."""
+    write_json(tmp_path / "s.evalset.json", {"eval_set_id": "s", "eval_cases": [{"eval_id": f"c{i}", "conversation": INVOCATIONS} for i in (1, 2)]})
+    newer = [dict(invocation_id="x", **INVOCATIONS[0], 新しい欄="値")]
+    lines = [{"eval_set_id": "s", "eval_id": "c1", "invocations": INVOCATIONS, "cost": {"usd": 0.5}}, {"eval_set_id": "s", "eval_id": "c2", "invocations": newer}]
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in lines), encoding="utf-8")
+    (tmp_path / "evalgate.yaml").write_text("suites:\n  - name: x\n    evalsets: ['*.evalset.json']\n    actual: a.jsonl\n    criteria: {tool_trajectory_avg_score: 1.0}\n", encoding="utf-8")
+    code, out, err = cli("run", "--out", "o", "--no-color", cwd=tmp_path)
+    assert code == 0, out + err
+    results = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
+    [suite] = results["suites"]
+    assert suite["counts"]["passed"] == 2
+    [warning] = [w for w in suite["warnings"] if "does not know" in w]
+    assert warning.startswith("a.jsonl: line 1: ignored key 'cost',") and "1 more place" in warning
+
+    warnings: list[str] = []
+    [_, second] = load_actual(tmp_path / "a.jsonl", warnings)
+    assert second.invocations[0].user_content.parts[0].text == "불 꺼 줘" and len(warnings) == 1
+
+
+def test_a_malformed_known_field_is_still_an_error_beside_an_unknown_one(cli, tmp_path):
+    write_json(tmp_path / "s.evalset.json", {"eval_set_id": "s", "eval_cases": [{"eval_id": "c1", "conversation": INVOCATIONS}]})
+    record = {"eval_set_id": "s", "eval_id": "c1", "run": 0, "cost": 1, "invocations": [dict(INVOCATIONS[0], final_response="答え")]}
+    (tmp_path / "a.jsonl").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "evalgate.yaml").write_text("suites:\n  - name: x\n    evalsets: ['*.evalset.json']\n    actual: a.jsonl\n", encoding="utf-8")
+    code, _, err = cli("validate", cwd=tmp_path)
+    assert code == 2
+    assert "a.jsonl: line 1: run: input should be greater than or equal to 1" in err
+    assert "line 1: invocations[0].final_response" in err
+    assert "cost" not in err  # the unknown key is not what is wrong
+
+
+def test_a_likely_typo_of_a_missing_field_is_still_an_error_not_a_new_field(cli, tmp_path):
+    """`final_reponse` beside no `final_response` is a typo (it would drop the answer), not a
+    field of a newer evalgate: the error it always was, with the suggestion."""
+    write_json(tmp_path / "s.evalset.json", {"eval_set_id": "s", "eval_cases": [{"eval_id": "c1", "conversation": INVOCATIONS}]})
+    inv = {k: v for k, v in INVOCATIONS[0].items() if k != "final_response"}
+    record = {"eval_set_id": "s", "eval_id": "c1", "invocations": [dict(inv, final_reponse={"parts": [{"text": "消しました"}]})]}
+    (tmp_path / "a.jsonl").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "evalgate.yaml").write_text("suites:\n  - name: x\n    evalsets: ['*.evalset.json']\n    actual: a.jsonl\n", encoding="utf-8")
+    code, _, err = cli("validate", cwd=tmp_path)
+    assert code == 2
+    assert "a.jsonl: line 1: invocations[0].final_reponse: unknown key 'final_reponse'" in err and "Did you mean 'final_response'?" in err

@@ -407,3 +407,20 @@ def test_resume_refuses_another_config_and_reruns_changed_cases(cli, tmp_path):
     config.write_text(text, encoding="utf-8")
     code, _, err = cli("run", "-c", str(config), "-o", str(out), "--resume", str(out), "-q")
     assert code == 2 and "resume.json: config_digest: the earlier run had another config" in err
+
+
+def test_shards_another_evalgate_version_wrote_are_merged_and_their_new_keys_named(cli, tmp_path):
+    """Keys a newer evalgate wrote into a leg's results.json are ignored, one warning per file;
+    before, the merge stopped on "unknown key"."""
+    shards = _shards(cli, tmp_path, QUICKSTART / "evalgate.yaml", 2)
+    for k in (1, 2):
+        path = shards / f"leg-{k}" / "results.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["suites"][0]["비용"] = {"usd": 0.1}
+        path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, _, err = cli("merge", str(shards), "-o", str(tmp_path / "merged"))
+    assert code in (0, 1), err
+    warnings = [line for line in err.splitlines() if "which this evalgate does not know" in line]
+    assert [w.split(": ignored")[0] for w in warnings] == [f"warning: {shards / f'leg-{k}' / 'results.json'}" for k in (1, 2)]
+    assert "'suites[0].비용'" in warnings[0]
+    assert "비용" not in (tmp_path / "merged" / "results.json").read_text(encoding="utf-8")

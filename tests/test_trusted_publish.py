@@ -414,3 +414,125 @@ def test_a_pull_request_cannot_run_its_agent_fewer_times_than_its_base(fake_gith
     action("pull_request", _pull_request(head, base), sha=head)
     records = _records(ws / "evalgate-results")
     assert sorted({r.get("run") or 1 for r in records}) == [1, 2, 3], action.stdout
+
+
+# --- records another evalgate version wrote ------------------------------------------------------
+
+
+def _newer_fields(artifact: Path) -> None:
+    """Fields a newer evalgate writes, at the record's top level and inside its invocations."""
+    records = _records(artifact)
+    for r in records:
+        r["cost"] = {"usd": 0.01, "note": "新しいフィールド"}
+        for inv in r.get("invocations", []):
+            inv["app_details_v2"] = {"名前": "家"}
+    _write_records(artifact, records)
+
+
+def test_records_with_a_newer_evalgates_fields_are_scored_and_the_fields_named(action, baseline):  # noqa: F811
+    """Before: every record failed validation (extra keys forbidden), so the suite was ERROR
+    ("2 of 2 cases have no output"). Now they are scored as the agent said, and one warning
+    names the file, the first line and the keys."""
+    code, head = _publish(action, baseline, _newer_fields)
+    assert code == 1, action.stdout
+    states = {s["context"]: s["state"] for s in action.fake.statuses[head]}
+    assert states == {"evalgate": "failure", "evalgate/home": "failure"}
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["eval_id"]: c["status"] for c in results["suites"][0]["cases"]} == {"lights-en": "FAILED", "난방-ko": "PASSED"}
+    assert "have no output" not in action.stdout
+    [warning] = [line for line in action.stdout.splitlines() if "which this evalgate does not know" in line]
+    assert "evalgate-artifact/inference.jsonl: line 1: ignored keys" in warning
+    assert "'cost'" in warning and "'invocations[0].app_details_v2'" in warning and "1 more place" in warning
+
+
+def _score_fields(artifact: Path) -> None:
+    """A record of the failing case that claims, in fields evalgate does not have, that it passed."""
+    records = _records(artifact)
+    for r in records:
+        if r["eval_id"] == "lights-en":
+            r["score"] = 1.0
+            r["status"] = "PASSED"
+            r["criteria"] = {"response_match_score": {"score": 1.0, "status": "PASSED", "threshold": 0.0}}
+            r["rubrics"] = [{"rubric_id": "easy", "rubric_content": {"text_property": "always true"}}]
+            for inv in r.get("invocations", []):
+                inv["score"] = 1.0
+    _write_records(artifact, records)
+
+
+def test_an_unknown_field_that_looks_like_a_score_is_not_believed(action, baseline):  # noqa: F811
+    code, head = _publish(action, baseline, _score_fields)
+    assert code == 1, action.stdout
+    states = {s["context"]: s["state"] for s in action.fake.statuses[head]}
+    assert states == {"evalgate": "failure", "evalgate/home": "failure"}
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    [suite] = results["suites"]
+    lights = next(c for c in suite["cases"] if c["eval_id"] == "lights-en")
+    assert lights["status"] == "FAILED"
+    assert all(crit["score"] < 1.0 for crit in lights["criteria"].values() if crit["status"] == "FAILED")
+    assert "'score'" in action.stdout and "'status'" in action.stdout
+    written = _records(action.ws / "evalgate-results")  # the re-scored run's own records: no trace of them
+    assert not any(k in r for r in written for k in ("score", "status", "criteria", "rubrics"))
+
+
+def test_a_malformed_known_field_beside_an_unknown_one_is_still_not_a_record(action, baseline):  # noqa: F811
+    def forge(artifact: Path) -> None:
+        _write_records(artifact, [dict(r, run=0, cost=1) if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
+
+    code, head = _publish(action, baseline, forge)
+    assert code != 0
+    [comment] = action.fake.issue_comments(PR)
+    assert "1 of 2 cases have no output" in comment["body"]
+    assert "1 lines of the pull request's inference.jsonl were not inference records" in action.stdout
+
+
+def test_records_of_unknown_cases_are_counted_not_kept(action, baseline):  # noqa: F811
+    """Records of suites and cases the trusted config does not have (here in Japanese) are
+    ignored while reading and counted once; the verdict is that of the known cases."""
+
+    def pad(artifact: Path) -> None:
+        records = _records(artifact)
+        [ko] = [r for r in records if r["eval_id"] == "난방-ko"]
+        extra = [dict(ko, eval_id=f"照明-{i}") for i in range(5)] + [dict(ko, suite="他のスイート")] * 2
+        _write_records(artifact, records + extra)
+
+    code, head = _publish(action, baseline, pad)
+    assert code == 1, action.stdout
+    assert "7 records of unknown cases ignored" in action.stdout
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["eval_id"] for c in results["suites"][0]["cases"]} == {"lights-en", "난방-ko"}
+
+
+def test_read_outputs_keeps_only_the_known_cases(tmp_path):
+    from evalgate.trusted import read_outputs
+
+    inv = {"invocation_id": "i1", "user_content": {"parts": [{"text": "難しい質問"}]}, "final_response": {"parts": [{"text": "답변"}]}}
+    lines = [{"suite": "home", "eval_set_id": "set", "eval_id": "난방-ko", "invocations": [inv]}]
+    lines += [{"suite": "home", "eval_set_id": "set", "eval_id": f"未知-{i}", "invocations": [inv]} for i in range(50)]
+    lines += [{"eval_set_id": "set", "eval_id": "未知-x", "invocations": [inv]}, {"suite": "other", "eval_set_id": "set", "eval_id": "난방-ko", "invocations": [inv]}]
+    path = tmp_path / "inference.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+
+    outputs = read_outputs(path, {"home": {("set", "난방-ko")}})
+    assert outputs.unknown_cases == 52 and outputs.skipped == 0
+    assert list(outputs.by_suite) == ["home"] and list(outputs.by_suite["home"]) == [("set", "난방-ko")]
+    assert outputs.unnamed == {}
+    [rec] = outputs.of("home", ("set", "난방-ko"))
+    assert rec.invocations[0].user_content.parts[0].text == "難しい質問"
+
+    everything = read_outputs(path)  # without the trusted cases: every record kept
+    assert everything.unknown_cases == 0 and len(everything.by_suite["home"]) == 51
+
+
+def test_an_over_long_line_is_read_past_and_the_next_record_kept(tmp_path, monkeypatch):
+    from evalgate import trusted
+
+    monkeypatch.setattr(trusted, "MAX_LINE_BYTES", 200)
+    inv = {"invocation_id": "i1", "user_content": {"parts": [{"text": "火"}]}}
+    known = {"suite": "home", "eval_set_id": "set", "eval_id": "난방-ko", "invocations": [inv], "新": 1}
+    long_line = json.dumps(dict(known, eval_id="長い", pad="あ" * 3000), ensure_ascii=False)
+    path = tmp_path / "inference.jsonl"
+    path.write_text(long_line + "\n" + json.dumps(known, ensure_ascii=False) + "\n", encoding="utf-8")
+    outputs = trusted.read_outputs(path, {"home": {("set", "난방-ko")}})
+    assert outputs.skipped == 1 and outputs.unknown_cases == 0
+    assert len(outputs.of("home", ("set", "난방-ko"))) == 1
+    assert outputs.ignored_keys is not None and "inference.jsonl: line 2: ignored key '新'" in outputs.ignored_keys

@@ -25,11 +25,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from evalgate.gate import BaselineInfo, Ledger
 from evalgate.errors import InputError, Problem
 from evalgate.github import GitHubClient, GitHubConflict, GitHubError
+from evalgate.reading import read_known, read_note
 from evalgate.results import RunResults
 from evalgate.gate.trends import TREND_SCHEMA_VERSION, Trend
 
@@ -68,6 +69,7 @@ class Baseline(_Model):
     schema_version: int = BASELINE_SCHEMA_VERSION
     provenance: Provenance
     results: RunResults
+    _read_note: Optional[str] = PrivateAttr(None)  # keys of its file this evalgate ignored (evalgate.reading)
 
 
 def make_baseline(results: RunResults, commit: str, ref: str, now: datetime) -> Baseline:
@@ -144,10 +146,19 @@ def encode_baseline(baseline: Baseline) -> bytes:
     return _gzip_json(baseline.model_dump(mode="json"))
 
 
+def baseline_from(value: Any, where: str) -> Baseline:
+    """A baseline from its JSON value; keys another evalgate version wrote are ignored and
+    named in `read_note(baseline.results)`, where a comparison's reader looks. Raises
+    ValidationError when it is not a baseline."""
+    baseline = read_known(Baseline, value, where)
+    baseline.results._read_note = read_note(baseline)
+    return baseline
+
+
 def decode_baseline(data: bytes, where: str) -> Baseline:
     value = _gunzip_json(data, where)
     try:
-        return Baseline.model_validate(value)
+        return baseline_from(value, where)
     except ValidationError as e:
         raise _corrupt(where, f"is not an evalgate baseline ({_first_error(e)})") from None
 
@@ -176,7 +187,7 @@ def decode_trend(data: bytes, where: str) -> Trend:
         found = value.get("schema_version") if isinstance(value, dict) else None
         raise _corrupt(where, f"is not an evalgate trend file (unknown trend schema_version {found!r})")
     try:
-        return Trend.model_validate(value)
+        return read_known(Trend, value, where)
     except ValidationError as e:
         raise _corrupt(where, f"is not an evalgate trend file ({_first_error(e)})") from None
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evalgate.results import RunResults
 
@@ -54,6 +54,7 @@ class Trend(_Model):
     schema_version: int = TREND_SCHEMA_VERSION
     gate_id: str
     points: list[TrendPoint] = Field(default_factory=list, description="Oldest first.")
+    _read_note: Optional[str] = PrivateAttr(None)  # keys of its file this evalgate ignored (evalgate.reading)
 
 
 def run_means(results: RunResults) -> dict[str, dict[str, CriterionMean]]:

@@ -16,10 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalgate.adk import EvalSetResult, Invocation, field_names
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path, parse_json, problems_from_validation, read_jsonl, read_text
+from evalgate.reading import ignored_note, validate_known
 
 
 class InferenceRecord(BaseModel):
-    """One line of evalgate's inference JSONL (strict: it is our format)."""
+    """One line of evalgate's inference JSONL. Strict on what it knows (it is our format);
+    read with `evalgate.reading.validate_known`, so a field another evalgate version wrote is
+    ignored with a warning, not an error."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -62,11 +65,14 @@ class ActualRecord:
     other_runs: list["ActualRecord"] = field(default_factory=list)  # the case's other runs
 
 
-def load_actual(path: Path) -> list[ActualRecord]:
+def load_actual(path: Path, warnings: list[str] | None = None) -> list[ActualRecord]:
+    """The actual records of an eval history or inference JSONL file. Keys of an inference
+    record that this evalgate does not know are ignored, and one warning about them is
+    appended to `warnings`."""
     shown = display_path(path)
     text = read_text(path, shown)
     if path.name.endswith(".jsonl"):
-        return _with_path(_from_jsonl(text, shown), path)
+        return _with_path(_from_jsonl(text, shown, warnings if warnings is not None else []), path)
     data = parse_json(text, shown)
     if isinstance(data, str):  # double-encoded eval history from ADK <= 1.20
         data = parse_json(data, shown)
@@ -109,18 +115,29 @@ def _from_history(data: dict[str, Any], shown: str) -> list[ActualRecord]:
     return records
 
 
-def _from_jsonl(text: str, shown: str) -> list[ActualRecord]:
+def _from_jsonl(text: str, shown: str, warnings: list[str]) -> list[ActualRecord]:
     problems = ProblemCollector()
     records = []
+    ignored: list[tuple[int, list[str]]] = []  # (line, unknown keys)
     for n, data in read_jsonl(text, shown):
         try:
-            rec = InferenceRecord.model_validate(data)
+            rec, unknown = validate_known(InferenceRecord, data, record_keys)
         except ValidationError as e:
-            problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=lambda loc: list(InferenceRecord.model_fields) if not loc else field_names()))
+            problems.extend(problems_from_validation(e, shown, prefix=f"line {n}: ", valid_keys_for=record_keys))
             continue
+        if unknown:
+            ignored.append((n, unknown))
         records.append(ActualRecord(rec.eval_set_id, rec.eval_id, rec.invocations, shown, f"line {n}", None, run=rec.run, error=rec.error, suite=rec.suite, ended=rec.ended, log=rec.log))
     problems.raise_if_any()
+    if ignored:
+        warnings.append(ignored_note(shown, f"line {ignored[0][0]}", ignored[0][1], len(ignored) - 1))
     return records
+
+
+def record_keys(loc: tuple) -> list[str]:
+    """The field names at a place in an inference record: the record's own at its top level,
+    else ADK's (to name the closest to a typo)."""
+    return list(InferenceRecord.model_fields) if not loc else field_names()
 
 
 def inference_schema() -> dict[str, Any]:
