@@ -237,3 +237,25 @@ def test_run_prints_its_verdict_and_files_in_each_language(cli, tmp_path, code, 
     assert report + "\n" in stdout
     selected = {"en": "selected 3 of 10 cases (--case '*-ko')", "ko": "케이스 10개 중 3개 선택 (--case '*-ko')", "ja": "10 ケース中 3 件を選択 (--case '*-ko')"}
     assert selected[code] + "\n" in err
+
+
+@pytest.mark.parametrize(
+    "code, shard, merged, compared",
+    [
+        ("en", "shard 1/2: 4 of 10 cases (the 2 shards hold 4, 6 cases)", "merged 2 shards: 10 cases", "report: OUT/report.html"),
+        ("ko", "샤드 1/2: 케이스 10개 중 4개 (샤드 2개가 각각 케이스 4, 6개)", "샤드 2개 병합: 케이스 10개", "리포트: OUT/report.html"),
+        ("ja", "シャード 1/2: 10 ケース中 4 ケース (2 シャードがそれぞれ 4, 6 ケース)", "2 シャードをマージ: 10 ケース", "レポート: OUT/report.html"),
+    ],
+)
+def test_shards_merge_and_compare_say_so_in_each_language(cli, tmp_path, code, shard, merged, compared):
+    config = ("--config", "examples/quickstart/evalgate.yaml", "--no-color", "--language", code)
+    errs = []
+    for k in (1, 2):
+        status, _, err = cli("run", *config, "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}"), cwd=REPO)
+        assert status in (0, 1), err
+        errs.append(err)
+    assert errs[0].splitlines()[0] == shard
+    status, stdout, err = cli("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "OUT"), "--no-color", "--language", code, cwd=tmp_path)
+    assert status == 1 and err == merged + "\n", err
+    status, _, err = cli("compare", "--current", "OUT/results.json", "--baseline", str(REPO / MAIN_BASELINE), "--language", code, cwd=tmp_path)
+    assert err.splitlines()[-1] == compared, err
