@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from evalgate import __version__, i18n
-from evalgate.i18n import LANGUAGES
+from evalgate.i18n import LANGUAGES, _, n_
 
 EXIT_PASSED, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE: what a shell reports for a tool that a closed pipe ended
@@ -290,7 +290,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             try:
                 live = args.agent_logs == "live"
                 # Live log lines are the progress; a bar would be drawn over them.
-                with Progress(runs_total, sys.stderr, enabled=not args.quiet and not live, label="agent runs", tty=sys.stderr.isatty()) as agent_progress:
+                with Progress(runs_total, sys.stderr, enabled=not args.quiet and not live, label=_("agent runs"), tty=sys.stderr.isatty()) as agent_progress:
                     logs = infer.LogOptions(live=sys.stderr if live else None, failed=None if args.quiet else _failed_line(agent_progress))
                     agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime, journal=journal, reuse=reuse, logs=logs)
             finally:
@@ -305,7 +305,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             runtime.close()
     if runtime is not None and args.quiet:  # otherwise the summary says it
         for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
-            print(f"warning: {warning}", file=sys.stderr)
+            print(_("warning: {text}", text=warning), file=sys.stderr)
 
     run.run.agent = agent
     if selection is not None:
@@ -369,18 +369,20 @@ def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resume
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if args.quiet:
         c = run.counts
-        print(f"evalgate: {run.status.value} ({c.passed} passed, {c.failed} failed, {c.not_evaluated} not evaluated{incomplete_note(c)})")
+        # TRANSLATORS: the quiet one-line verdict; {incomplete} is empty or "; N incomplete, ...".
+        print(_("evalgate: {status} ({passed} passed, {failed} failed, {not_evaluated} not evaluated{incomplete})", status=run.status.value, passed=c.passed, failed=c.failed, not_evaluated=c.not_evaluated, incomplete=incomplete_note(c)))
         return
     print(summary_table(run, color=color))
     for name, u in (agent.get("suites") or {}).items():
-        tokens = f", {u['tokens']['total']:,} model tokens" if "total" in u.get("tokens", {}) else ""
-        failed = f", {u['failed']} failed" if u["failed"] else ""
-        reused = f", {u['reused']} reused from {resumed_from}" if u.get("reused") else ""
-        print(f"agent: {name}: {u['case_runs']} case runs{failed}{reused} in {agent['seconds']:.1f} s{tokens}")
+        tokens = _(", {tokens} model tokens", tokens=f"{u['tokens']['total']:,}") if "total" in u.get("tokens", {}) else ""
+        failed = _(", {failed} failed", failed=u["failed"]) if u["failed"] else ""
+        reused = _(", {reused} reused from {folder}", reused=u["reused"], folder=resumed_from) if u.get("reused") else ""
+        print(_("agent: {suite}: {runs}{failed}{reused} in {seconds} s{tokens}", suite=name, runs=n_("{n} case run", "{n} case runs", u["case_runs"]), failed=failed, reused=reused, seconds=f"{agent['seconds']:.1f}", tokens=tokens))
     inference = (out / "inference.jsonl").is_file() and agent
-    print(f"results: {out / 'results.json'}  junit: {out / 'junit.xml'}" + (f"  agent outputs: {out / 'inference.jsonl'}" if inference else ""))
+    outputs = _("  agent outputs: {path}", path=out / "inference.jsonl") if inference else ""
+    print(_("results: {results}  junit: {junit}", results=out / "results.json", junit=out / "junit.xml") + outputs)
     if (out / "report.html").is_file():
-        print(f"report: {out / 'report.html'}")
+        print(_("report: {path}", path=out / "report.html"))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -397,7 +399,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise InputError(Problem(str(out), None, f"cannot write the merged results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
     _warn_ignored(*(s.results for s in shards))
     if not args.quiet:
-        print(f"merged {len(shards)} shards: {run.counts.cases} cases", file=sys.stderr)
+        print(_("merged {shards}: {cases}", shards=n_("{n} shard", "{n} shards", len(shards)), cases=n_("{n} case", "{n} cases", run.counts.cases)), file=sys.stderr)
     _print_summary(run, out, args, run.run.agent)
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
@@ -549,7 +551,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _warn_ignored(current, baseline, trend)
     if baseline is not None and current.selection is not None and baseline.selection is None:
         baseline = _selected_baseline(baseline, current.selection)
-        print(f"compared the cases --case chose ({current.selection.cases} of {current.selection.of}) with the same cases of the baseline ({baseline.counts.cases})", file=sys.stderr)
+        print(_("compared the cases --case chose ({cases} of {of}) with the same cases of the baseline ({baseline})", cases=current.selection.cases, of=current.selection.of, baseline=baseline.counts.cases), file=sys.stderr)
     comparison = compare(baseline, current, gate, ledger, info, pairwise=_pairwise(args.config, gate, baseline, current))
     if current.selection is not None:
         s = current.selection
@@ -563,7 +565,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(Problem(str(html_path), None, f"cannot write the HTML report there ({e.strerror or e})", "Pass --html a path you can write to.")) from None
     print(report)
-    print(f"report: {html_path}", file=sys.stderr)
+    print(_("report: {path}", path=html_path), file=sys.stderr)
     return _exit_for(comparison.verdict, gate)
 
 

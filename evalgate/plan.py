@@ -20,6 +20,7 @@ from evalgate.confine import config_path_problems, outside
 from evalgate.criteria import Criterion
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
+from evalgate.i18n import n_
 from evalgate.loaders.actual import ActualRecord, load_actual
 from evalgate.loaders.evalsets import EVALSET_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
 from evalgate.results import digest
@@ -315,7 +316,8 @@ class Selection:
     of: int
 
     def __str__(self) -> str:
-        return f"selected {self.cases} of {self.of} cases (--case {' --case '.join(shlex.quote(p) for p in self.patterns)})"
+        flags = "--case " + " --case ".join(shlex.quote(p) for p in self.patterns)
+        return n_("selected {cases} of {n} case ({flags})", "selected {cases} of {n} cases ({flags})", self.of, cases=f"{self.cases:,}", flags=flags)
 
 
 def case_matches(eval_id: str, patterns: list[str]) -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from evalgate.engine import SuitePlan
+from evalgate.i18n import _
 
 MAX_SHARDS = 256
 
@@ -69,12 +70,13 @@ def select(plans: list[SuitePlan], shard: Shard) -> str:
     whole, held = sum(len(p.cases) for p in plans), describe(plans, shard.count)
     for plan in plans:
         plan.cases = [c for c in plan.cases if shard_of(plan.name, c.eval_set_id, c.eval_id, shard.count) == shard.index]
-    return f"shard {shard}: {sum(len(p.cases) for p in plans)} of {whole} cases (the {shard.count} shards hold {held})"
+    return _("shard {shard}: {cases} of {whole} cases (the {count} shards hold {held})", shard=shard, cases=sum(len(p.cases) for p in plans), whole=whole, count=shard.count, held=held)
 
 
 def describe(plans: list[SuitePlan], count: int) -> str:
     """'12, 11, 13 cases' for shards 1..count."""
-    return ", ".join(str(n) for n in sizes(plans, count)) + " cases"
+    # TRANSLATORS: {sizes} is a list of case counts, one a shard: "12, 11, 13".
+    return _("{sizes} cases", sizes=", ".join(str(n) for n in sizes(plans, count)))
 
 
 def current_commit(folder: Path) -> Optional[str]:

@@ -153,7 +153,7 @@ def test_base_sha_takes_a_revision_and_walks_first_parents(cli, repo):
     _regress(repo)
     code, out, err = cli("gate", "--base-sha", "feature", cwd=repo)  # no baseline of its own: one commit back
     assert code == 1, out + err
-    assert "(--base-sha feature)" in err and f"baseline of {base[:12]}, 1 commits before it" in err
+    assert "(--base-sha feature)" in err and f"baseline of {base[:12]}, 1 commit before it" in err
     code, out, err = cli("gate", "--base-sha", "no-such-branch", cwd=repo)
     assert code == 2 and "git knows no commit 'no-such-branch'" in err and "Traceback" not in err
 

@@ -100,7 +100,7 @@ def _criteria_table(style: _Style, suite: SuiteResult) -> list[str]:
         thresholds = {r.threshold for r in results} or (
             {suite.criteria[name].threshold} if name in suite.criteria else set()
         )
-        threshold = f"{thresholds.pop():.2f}" if len(thresholds) == 1 else "varies"
+        threshold = f"{thresholds.pop():.2f}" if len(thresholds) == 1 else _("varies")
         mean = _mean([r.score for r in results if r.score is not None])
         n = Counter(r.status for r in results)
         rows.append([
@@ -111,7 +111,7 @@ def _criteria_table(style: _Style, suite: SuiteResult) -> list[str]:
             (str(n[Status.FAILED]), _STATUS_STYLE[Status.FAILED] if n[Status.FAILED] else ""),
             (str(n[Status.NOT_EVALUATED]), _STATUS_STYLE[Status.NOT_EVALUATED] if n[Status.NOT_EVALUATED] else ""),
         ])
-    headers = ("criterion", "threshold", "mean", "passed", "failed", "not evaluated")
+    headers = (_("criterion"), _("threshold"), _("mean"), _("passed"), _("failed"), _("not evaluated"))
     return _table(style, headers, "<>>>>>", rows)
 
 
@@ -129,7 +129,7 @@ def _failed_table(style: _Style, suite: SuiteResult) -> list[str]:
         return []
     failed.sort(key=lambda row: row[0])  # stable: equal gaps keep the cases' order
     rows = []
-    for _, case, name, crit in failed[:MAX_FAILED]:
+    for _gap, case, name, crit in failed[:MAX_FAILED]:
         score, threshold = format_scores(crit.score, crit.threshold)
         rows.append([
             (truncate(case.eval_set_id, MAX_ID), ""),
@@ -138,11 +138,12 @@ def _failed_table(style: _Style, suite: SuiteResult) -> list[str]:
             (score, _STATUS_STYLE[Status.FAILED]),
             (threshold, ""),
         ])
-    lines = ["", "  " + style("failed cases", _BOLD)] + _table(
-        style, ("eval set", "eval_id", "criterion", "score", "threshold"), "<<<>>", rows
+    # eval_id: ADK's field name, as the reader finds it in the eval set files (never translated).
+    lines = ["", "  " + style(_("failed cases"), _BOLD)] + _table(
+        style, (_("eval set"), "eval_id", _("criterion"), _("score"), _("threshold")), "<<<>>", rows
     )
     if len(failed) > MAX_FAILED:
-        lines.append(f"  and {len(failed) - MAX_FAILED:,} more: see results.json")
+        lines.append("  " + _("and {n} more: see results.json", n=f"{len(failed) - MAX_FAILED:,}"))
     return lines
 
 
@@ -162,7 +163,7 @@ def _not_evaluated(style: _Style, suite: SuiteResult) -> list[str]:
         ]
         for reason, count in sorted(cases.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
-    return ["", "  " + style("not evaluated", _BOLD)] + _table(style, ("cases", "reason"), "><", rows)
+    return ["", "  " + style(_("not evaluated"), _BOLD)] + _table(style, (_("cases"), _("reason")), "><", rows)
 
 
 def _efficiency(style: _Style, suite: SuiteResult) -> list[str]:
@@ -171,9 +172,18 @@ def _efficiency(style: _Style, suite: SuiteResult) -> list[str]:
     if not values:
         return []
     c = efficiency_cells(values)
+    title = style(_("efficiency"), _BOLD)
     return [
-        f"  {style('efficiency', _BOLD)} per turn (informational): {c['tool_calls']} tool calls, {c['model_calls']} model calls, "
-        f"{c['tokens']} tokens, {c['seconds']}"
+        "  "
+        + _(
+            # TRANSLATORS: {efficiency} is the word "efficiency" in bold; {seconds} is a duration with its unit.
+            "{efficiency} per turn (informational): {tool_calls} tool calls, {model_calls} model calls, {tokens} tokens, {seconds}",
+            efficiency=title,
+            tool_calls=c["tool_calls"],
+            model_calls=c["model_calls"],
+            tokens=c["tokens"],
+            seconds=c["seconds"],
+        )
     ]
 
 
@@ -191,7 +201,7 @@ def _counts_text(counts: Counts, suites: Optional[int] = None) -> str:
 def _verdict(style: _Style, suite: SuiteResult) -> str:
     text = f"{_plain(suite.name)}: {style.status(suite.status)} ({_counts_text(suite.counts)})"
     if suite.counts.incomplete and suite.not_evaluated_policy == "fail":
-        text += "; under not_evaluated: fail, incomplete cases fail this suite"
+        text += _("; under not_evaluated: fail, incomplete cases fail this suite")
     return text
 
 
@@ -201,14 +211,15 @@ def summary_table(results: RunResults, color: bool) -> str:
     style = _Style(color)
     lines: list[str] = []
     for suite in results.suites:
-        lines.append(style(f"suite {_plain(suite.name)}", _BOLD))
+        lines.append(style(_("suite {name}", name=_plain(suite.name)), _BOLD))
         lines.extend(_criteria_table(style, suite))
         lines.extend(_efficiency(style, suite))
         lines.extend(_failed_table(style, suite))
         lines.extend(_not_evaluated(style, suite))
         if suite.warnings:
             lines.append("")
-            lines.extend(f"  {style('warning', '33')}: {_plain(w)}" for w in suite.warnings)
+            warning = style(_("warning"), "33")
+            lines.extend("  " + _("{warning}: {text}", warning=warning, text=_plain(w)) for w in suite.warnings)
         lines.extend(["", _verdict(style, suite), ""])
     lines.append(_("overall: {status} ({counts})", status=style.status(results.status), counts=_counts_text(results.counts, len(results.suites))))
     return "\n".join(lines) + "\n"
@@ -216,13 +227,13 @@ def summary_table(results: RunResults, color: bool) -> str:
 
 def failed_run_line(suite: str, eval_id: str, run: Optional[int], reason: str, log: Optional[str]) -> str:
     """One failed case run, on one line: which, why, and where its captured output went."""
-    which = f"{_plain(suite)}/{truncate(eval_id, MAX_ID)}" + (f" run {run}" if run is not None else "")
+    case = f"{_plain(suite)}/{truncate(eval_id, MAX_ID)}"
+    which = case if run is None else _("{case} run {run}", case=case, run=run)
+    kept = ""
     if log:
-        n = log.count("\n") + 1
-        kept = f" (its output, {n} line{'s' if n != 1 else ''}: results.json, report.html)"
-    else:
-        kept = ""
-    return f"agent run failed: {which}: {truncate(reason, MAX_REASON)}{kept}"
+        kept = n_(" (its output, {n} line: results.json, report.html)", " (its output, {n} lines: results.json, report.html)", log.count("\n") + 1)
+    # The reason is the run's own error text (the user's data): never translated.
+    return _("agent run failed: {which}: {reason}{kept}", which=which, reason=truncate(reason, MAX_REASON), kept=kept)
 
 
 class Progress:
@@ -242,7 +253,7 @@ class Progress:
         stream: Optional[TextIO] = None,
         enabled: bool = True,
         *,
-        label: str = "cases",
+        label: Optional[str] = None,
         tty: bool = True,
         delay: float = 0.5,
         interval: float = 0.1,
@@ -252,7 +263,7 @@ class Progress:
         self.done = 0
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
-        self.label = label
+        self.label = label if label is not None else _("cases")
         self.tty = tty
         self.delay = delay
         self.interval = interval
@@ -294,11 +305,10 @@ class Progress:
 
     def _times(self, now: float) -> str:
         elapsed = now - self._start
-        text = f"{int(elapsed)}s"
         if 0 < self.done < self.total:
             eta = elapsed / self.done * (self.total - self.done)
-            text += f", about {int(eta + 0.5)}s left"
-        return text
+            return _("{elapsed}s, about {left}s left", elapsed=int(elapsed), left=int(eta + 0.5))
+        return f"{int(elapsed)}s"
 
     def _draw(self, now: float) -> None:
         self._last_draw = now
