@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from evalgate.i18n import _, n_
+from evalgate.i18n import _
 from evalgate.results import CaseResult, Counts, Status
 
 
@@ -29,11 +29,6 @@ def templates(*, autoescape: bool, **options: Any) -> Any:
     # language of the moment (evalgate.i18n).
     env.globals.update(_=i18n._, n_=i18n.n_)
     return env
-
-
-def count(n: int, noun: str, plural: Optional[str] = None) -> str:
-    """`1 case`, `1,204 cases`."""
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def signed(x: float) -> str:
