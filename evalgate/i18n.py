@@ -2,7 +2,7 @@
 summary, verdict reasons included, in English, Korean or Japanese (`report.language`, or
 `--language` on the command line).
 
-Standard gettext machinery: messages are marked in the code with `_()` and `n_()` (and the
+Standard gettext machinery: messages are marked in the code with `_()`, `n_()` and `p_()` (and the
 same names in the Jinja templates and `t()` in report.js), Babel extracts them into
 `evalgate/locale/evalgate.pot`, translators fill `evalgate/locale/<lang>/LC_MESSAGES/
 evalgate.po`, and Babel compiles those to the `.mo` files read here by the standard library's
@@ -97,6 +97,13 @@ def n_(singular: str, plural: str, n: int, /, **fields: object) -> str:
     """A message whose wording depends on a count `n` (available to it as `{n}`, with thousands
     separated: `1,204 cases`, as Korean and Japanese write them too)."""
     return _current.ngettext(singular, plural, n).format(n=f"{n:,}", **fields)
+
+
+def p_(context: str, message: str, /, **fields: object) -> str:
+    """A message whose translation depends on where it stands, e.g. `p_("agent runs",
+    "failed")` (a run that crashed) beside `_("failed")` (a case below its threshold)."""
+    text = _current.pgettext(context, message)
+    return text.format(**fields) if fields else text
 
 
 def mark(message: str, /) -> str:

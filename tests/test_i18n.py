@@ -65,6 +65,12 @@ def test_fields_and_plurals_in_each_language():
     assert i18n.current() == "en"  # language() restores the one before it
 
 
+def test_a_context_separates_one_english_word_with_two_meanings():
+    with i18n.language("ja"):
+        assert (_("failed"), i18n.p_("agent runs", "failed")) == ("不合格", "失敗")
+    assert i18n.p_("agent runs", "failed") == "failed"
+
+
 def test_an_unknown_language_is_refused():
     with pytest.raises(ValueError, match="unknown report language 'fr'; choose one of en, ko, ja"):
         i18n.use("fr")

@@ -2,7 +2,7 @@
 
     python -m evalgate.locale.catalogs update   # extract, merge into ko/ja .po, compile .mo
     python -m evalgate.locale.catalogs check    # what tests/test_i18n.py checks; exit 1 if any
-    python -m evalgate.locale.catalogs fill ko FILE.json   # translations from {"msgid": "msgstr"}
+    python -m evalgate.locale.catalogs fill ko FILE.json   # translations from {"msgid": "msgstr"} ("context|msgid" for p_)
 
 `update` extracts every marked message (`_`, `n_`, `mark` in Python; `_`, `n_` in the
 Jinja templates; `t`, `nt` in report.js) into evalgate.pot, adds the new ones to each
@@ -41,7 +41,7 @@ _NAMES = {"ko": "Korean", "ja": "Japanese"}
 PASSES = [
     (
         [("locale/**", "ignore"), ("**.py", "python"), ("templates/**.j2", "jinja2.ext:babel_extract")],
-        {"_": None, "n_": (1, 2), "mark": None},
+        {"_": None, "n_": (1, 2), "p_": ((1, "c"), 2), "mark": None},
     ),
     ([("templates/**.js", "javascript")], {"t": None, "nt": (1, 2)}),
 ]
@@ -126,11 +126,17 @@ def update(package: Path = PACKAGE) -> None:
 def fill(code: str, translations: dict[str, str], root: Path = HERE) -> None:
     """Set translations in a language's .po (messages it lacks are refused: run update first)."""
     catalog = read(code, root)
-    unknown = [k for k in translations if catalog.get(k) is None and not any(isinstance(m.id, tuple) and m.id[0] == k for m in catalog)]
+    unknown = [
+        k for k in translations
+        if catalog.get(k) is None and catalog.get(k.partition("|")[2], context=k.partition("|")[0]) is None
+        and not any(isinstance(m.id, tuple) and m.id[0] == k for m in catalog)
+    ]
     if unknown:
         raise SystemExit(f"{code}: not in the catalog (run update first, or check the spelling): {unknown[:5]}")
     for message in catalog:
         key = message.id if isinstance(message.id, str) else message.id[0] if message.id else None
+        if key is not None and message.context is not None:
+            key = f"{message.context}|{key}"
         if key in translations:
             text = translations[key]
             message.string = tuple([text] * catalog.num_plurals) if isinstance(message.id, tuple) else text
@@ -152,7 +158,8 @@ def _fields(text: str) -> Optional[set[str]]:
 
 
 def _key(message: Message) -> object:
-    return message.id if isinstance(message.id, str) else tuple(message.id)
+    key = message.id if isinstance(message.id, str) else tuple(message.id)
+    return key if message.context is None else (message.context, key)
 
 
 def _compiled(mo: bytes) -> dict:

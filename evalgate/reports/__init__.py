@@ -27,7 +27,7 @@ def templates(*, autoescape: bool, **options: Any) -> Any:
     )
     # Messages in templates: {{ _("Baseline") }}, {{ n_("{n} case", "{n} cases", n) }}, in the
     # language of the moment (evalgate.i18n).
-    env.globals.update(_=i18n._, n_=i18n.n_)
+    env.globals.update(_=i18n._, n_=i18n.n_, p_=i18n.p_)
     return env
 
 

@@ -44,7 +44,7 @@ from evalgate.gate import (
     Verdict,
 )
 from evalgate import efficiency
-from evalgate.i18n import _, mark, n_
+from evalgate.i18n import _, mark, n_, p_
 from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
@@ -1100,6 +1100,7 @@ def _environment() -> Any:
     env.globals.update(
         _=lambda message, **fields: Markdown(_(message, **fields)),
         n_=lambda singular, plural, n, **fields: Markdown(n_(singular, plural, n, **fields)),
+        p_=lambda context, message, **fields: Markdown(p_(context, message, **fields)),
     )
     env.filters.update(md=md, html=html, fenced=fenced, url=url)
     env.tests["markdown"] = lambda v: isinstance(v, Markdown)
