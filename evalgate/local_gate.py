@@ -26,10 +26,12 @@ from typing import Any, Optional
 
 from evalgate import i18n
 from evalgate.errors import InputError, Problem
+from evalgate.i18n import _, mark
 
 COMMENT_FILE = "comment.md"
-# Where a shortened comment sends the reader: report.html beside comment.md.
-FULL_REPORT = f"report.html beside {COMMENT_FILE}, which shows every case"
+# Where a shortened comment sends the reader: report.html beside comment.md (translated where
+# the comment shows it).
+FULL_REPORT = mark("report.html beside comment.md, which shows every case")
 
 
 @dataclass
@@ -67,17 +69,17 @@ def choose_base(args: argparse.Namespace, repo: Optional[Path]) -> Base:
         commit = _commit_of(args.base_sha, repo)
         return Base(commit, f"--base-sha {args.base_sha}")
     if repo is None:
-        return Base(notes=["not in a git checkout, so there is no base commit: judged on absolute thresholds (pass --baseline FILE to compare with one)"])
+        return Base(notes=[_("not in a git checkout, so there is no base commit: judged on absolute thresholds (pass --baseline FILE to compare with one)")])
     from evalgate.scaffold import default_branch
 
     known = default_branch(repo)
     if known is None:
-        return Base(notes=["git names no default branch here (no origin/HEAD, main or master): judged on absolute thresholds (pass --base-sha REF)"])
-    _, ref, _ = known
+        return Base(notes=[_("git names no default branch here (no origin/HEAD, main or master): judged on absolute thresholds (pass --base-sha REF)")])
+    _branch, ref, _source = known
     commit = _git(["merge-base", "HEAD", ref], repo)
     if not commit:
-        return Base(notes=[f"HEAD and {ref} have no common commit: judged on absolute thresholds (pass --base-sha REF)"])
-    return Base(commit.lower(), f"the merge-base of HEAD and {ref}")
+        return Base(notes=[_("HEAD and {ref} have no common commit: judged on absolute thresholds (pass --base-sha REF)", ref=ref)])
+    return Base(commit.lower(), _("the merge-base of HEAD and {ref}", ref=ref))
 
 
 def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> list[Any]:
@@ -96,7 +98,7 @@ def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> l
     if fetched is not None:
         stores.append(GitBranchStore(repo, fetched, gate_id=gate.id))  # type: ignore[arg-type]
     elif gate.baseline.store == "github":
-        notes.append(f"the baselines are on the data branch {branch}, which this clone has not fetched (git fetch origin {branch})")
+        notes.append(_("the baselines are on the data branch {branch}, which this clone has not fetched (git fetch origin {branch})", branch=branch))
     return stores
 
 
@@ -106,7 +108,7 @@ def _data_branch_hint(stores: list[Any], gate: Any) -> str:
     if gate.baseline.store == "github" or any(isinstance(s, GitBranchStore) for s in stores):
         return ""
     branch = gate.baseline.branch
-    return f"; the action's baselines are on the data branch {branch} unless it is told otherwise: git fetch origin {branch}"
+    return _("; the action's baselines are on the data branch {branch} unless it is told otherwise: git fetch origin {branch}", branch=branch)
 
 
 def _describe(store: Any) -> str:
@@ -115,8 +117,8 @@ def _describe(store: Any) -> str:
     if isinstance(store, DirStore):
         from evalgate.errors import display_path
 
-        return f"the folder {display_path(store.path)}"
-    return f"the data branch {store.ref} (through git)"
+        return _("the folder {path}", path=display_path(store.path))
+    return _("the data branch {ref} (through git)", ref=store.ref)
 
 
 def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path]) -> None:
@@ -133,10 +135,16 @@ def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path])
             base.results, base.info = found[0].results, found[1]
             base.ledger, base.trend, base.where = store.load_ledger(gate.id), store.load_trend(gate.id), _describe(store)
             return
-    looked = " or ".join(_describe(s) for s in stores) or "no store"
+    looked = _(" or ").join(_describe(s) for s in stores) or _("no store")
     base.notes.append(
-        f"no baseline for {base.commit[:12]} or its {gate.baseline.max_depth} nearest first-parent ancestors in {looked}: "
-        f"judged on absolute thresholds (evalgate baseline save --results R --commit SHA saves one{_data_branch_hint(stores, gate)})"
+        _(
+            "no baseline for {commit} or its {depth} nearest first-parent ancestors in {stores}: "
+            "judged on absolute thresholds (evalgate baseline save --results R --commit SHA saves one{hint})",
+            commit=base.commit[:12],
+            depth=gate.baseline.max_depth,
+            stores=looked,
+            hint=_data_branch_hint(stores, gate),
+        )
     )
 
 
@@ -146,7 +154,7 @@ def _read_file(base: Base, path: str) -> None:
     base.results, base.info = _read_baseline_or_results(Path(path))
     base.where = path
     if base.info is not None and base.info.commit:
-        base.commit, base.how = base.info.commit, f"the commit {path} was saved for"
+        base.commit, base.how = base.info.commit, _("the commit {path} was saved for", path=path)
         _read_store_of(base, Path(path))
 
 
@@ -165,7 +173,7 @@ def _read_store_of(base: Base, file: Path) -> None:
         return
     base.ledger, base.trend = found.load_ledger(found.gate_id), found.load_trend(found.gate_id)
     if base.ledger or base.trend:
-        base.where = f"{file}, with the flake ledger of {store}"
+        base.where = _("{file}, with the flake ledger of {store}", file=file, store=store)
 
 
 def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
@@ -181,15 +189,15 @@ def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
         return None
     text = git_show(repo, base.commit, rel)
     if text is None and not _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo):
-        base.notes.append(f"the baseline's commit {base.commit[:12]} is not in this clone: the working tree's gate section was used")
+        base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate section was used", commit=base.commit[:12]))
         return None
     if text is None:
-        base.notes.append(f"git has no {rel} at the base commit {base.commit[:12]}: the working tree's gate section was used")
+        base.notes.append(_("git has no {path} at the base commit {commit}: the working tree's gate section was used", path=rel, commit=base.commit[:12]))
         return None
     try:
         return gate_of_text(text, loaded.path.name)
     except InputError as e:
-        base.notes.append(f"the base commit's {rel} is not valid ({e.problems[0].what}): the working tree's gate section was used")
+        base.notes.append(_("the base commit's {path} is not valid ({why}): the working tree's gate section was used", path=rel, why=e.problems[0].what))
         return None
 
 
@@ -266,7 +274,7 @@ def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: lis
         return comparison
     if not args.quiet:
         for note in notes:
-            print(f"note: {note}", file=sys.stderr)
+            print(_("note: {note}", note=note), file=sys.stderr)
     results.write(current, Path(args.out) / "results.json")
     return compare(base.results, current, gate_, base.ledger, base.info)
 
@@ -303,16 +311,20 @@ def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, 
 
 def _say_base(base: Base, quiet: bool) -> None:
     for note in base.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(_("note: {note}", note=note), file=sys.stderr)
     if quiet:
         return
     if base.commit is not None:
-        print(f"base: {base.commit[:12]} ({base.how})", file=sys.stderr)
+        print(_("base: {commit} ({how})", commit=base.commit[:12], how=base.how), file=sys.stderr)
     if base.results is not None:
         info = base.info
-        ancestor = f", {info.distance} commits before it" if info is not None and info.distance else ""
-        of = f" of {info.commit[:12]}{ancestor}" if info is not None and info.commit else ""
-        print(f"baseline{of}: from {base.where}", file=sys.stderr)
+        if info is not None and info.commit and info.distance:
+            line = _("baseline of {commit}, {n} commits before it: from {where}", commit=info.commit[:12], n=info.distance, where=base.where)
+        elif info is not None and info.commit:
+            line = _("baseline of {commit}: from {where}", commit=info.commit[:12], where=base.where)
+        else:
+            line = _("baseline: from {where}", where=base.where)
+        print(line, file=sys.stderr)
 
 
 def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current: Any = None) -> None:
@@ -321,9 +333,16 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current:
     from evalgate.reports.markdown import flaky_words
 
     out = Path(args.out)
-    against = "absolute thresholds (no baseline)" if base.results is None else "the baseline"
-    held = f" (shard {args.shard}: its cases only)" if args.shard is not None else ""
-    print(f"evalgate gate: {comparison.verdict.value} against {against}{held}")
+    fields = dict(verdict=comparison.verdict.value, shard=args.shard)
+    if base.results is None:
+        head = _("evalgate gate: {verdict} against absolute thresholds (no baseline) (shard {shard}: its cases only)", **fields) if args.shard is not None else _(
+            "evalgate gate: {verdict} against absolute thresholds (no baseline)", **fields
+        )
+    else:
+        head = _("evalgate gate: {verdict} against the baseline (shard {shard}: its cases only)", **fields) if args.shard is not None else _(
+            "evalgate gate: {verdict} against the baseline", **fields
+        )
+    print(head)
     if args.quiet:
         return
     for reason in comparison.reasons:
@@ -331,13 +350,14 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current:
     for suite in comparison.suites:
         for change in suite.changes:
             if change.kind in ("regressed", "broken_stable"):
-                words = "broke (a stable case)" if change.kind == "broken_stable" else "regressed"
-                flaky = flaky_words(change)
-                if flaky:
-                    words += f" ({flaky})"
-                print(f"  {suite.name}: {change.key.eval_set_id}/{change.key.eval_id} {words}")
+                fields = dict(suite=suite.name, case=f"{change.key.eval_set_id}/{change.key.eval_id}", flaky=flaky_words(change))
+                if change.kind == "broken_stable":
+                    text = _("{suite}: {case} broke (a stable case) ({flaky})", **fields) if fields["flaky"] else _("{suite}: {case} broke (a stable case)", **fields)
+                else:
+                    text = _("{suite}: {case} regressed ({flaky})", **fields) if fields["flaky"] else _("{suite}: {case} regressed", **fields)
+                print(f"  {text}")
     for line in lines(comparison, current) if current is not None else []:  # gate.confirm
-        print(f"  {line.suite}: {line.case} re-run: {line.text}")
+        print("  " + _("{suite}: {case} re-run: {what}", suite=line.suite, case=line.case, what=line.text))
     if comparison.gate_change:
-        print("  the working tree changes the gate's policy: judged under the base's (the diff is in comment.md)")
-    print(f"comment: {out / COMMENT_FILE}  report: {out / REPORT_FILE}")
+        print("  " + _("the working tree changes the gate's policy: judged under the base's (the diff is in comment.md)"))
+    print(_("comment: {comment}  report: {report}", comment=out / COMMENT_FILE, report=out / REPORT_FILE))
