@@ -55,7 +55,7 @@ def measure(
     dip_hazards, break_test). `values`: every case's recorded values when the criterion is
     continuous (a stable case's chance of falling under the threshold is then its own), else None."""
     streaks, own, broken, keys = [], [], [], []
-    for k, _, c in pairs:
+    for k, _base, c in pairs:
         recorded = stable_history(ledger.get(ledger_key(k, comp.criterion), []), policy)
         if recorded is None:
             continue
