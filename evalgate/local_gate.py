@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate import i18n
-from evalgate.errors import InputError, Problem
 from evalgate.i18n import _, mark
+from evalgate.errors import InputError, Problem
 
 COMMENT_FILE = "comment.md"
 # Where a shortened comment sends the reader: report.html beside comment.md (translated where

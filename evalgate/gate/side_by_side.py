@@ -61,13 +61,12 @@ class PairwiseComparison:
         unchanged = self.compared - self.changed
         if unchanged:
             text = _("{summary}, {unchanged} unchanged", summary=text, unchanged=unchanged)
-        extra = []
-        if self.not_evaluated:
-            extra.append(n_("{n} case not evaluated", "{n} cases not evaluated", self.not_evaluated))
-        if self.pairs.left_out:
-            extra.append(_("{n} left out by max_cases", n=len(self.pairs.left_out)))
-        if extra:
-            text = _("{summary} ({notes})", summary=text, notes=", ".join(extra))
+        unheard = n_("{n} case not evaluated", "{n} cases not evaluated", self.not_evaluated) if self.not_evaluated else None
+        left = _("{n} left out by max_cases", n=len(self.pairs.left_out)) if self.pairs.left_out else None
+        if unheard and left:
+            text = _("{summary} ({not_evaluated}, {left_out})", summary=text, not_evaluated=unheard, left_out=left)
+        elif unheard or left:
+            text = _("{summary} ({notes})", summary=text, notes=unheard or left)
         if self.p_adjusted is not None:
             text = _("{summary}; p = {p} after Holm", summary=text, p=fmt_p(self.p_adjusted))
         return text
