@@ -461,3 +461,58 @@ def test_the_bundled_examples_verdict_reasons(cli, tmp_path, code):
     assert note in err or "not in this clone" not in err, err
     where = {"en": "with the flake ledger of", "ko": "의 불안정성 기록 포함", "ja": "の不安定性の記録付き"}[code]
     assert where in err, err
+
+
+# --- notes beside the verdict: the local gate's, the base policy's, a fork's outputs ------
+
+
+def test_notes_beside_the_verdict_in_each_language():
+    import argparse
+
+    from evalgate.engine import SuitePlan
+    from evalgate.gate.absolute import absolute_verdict
+    from evalgate.gate.base_policy import MAX_DIFF_LINES, diff
+    from evalgate.local_gate import choose_base
+    from evalgate.trusted import NOTHING_FOR_SUITE, Outputs, attach_outputs
+
+    def notes() -> list[str]:
+        out = choose_base(argparse.Namespace(base_sha=None), None).notes
+        base = {"gate": {f"key_{i}": i for i in range(MAX_DIFF_LINES)}}
+        out.append(diff(base, {"gate": {f"key_{i}": i + 1 for i in range(MAX_DIFF_LINES)}}).splitlines()[-1])  # type: ignore[union-attr]
+        plan = SuitePlan("ホーム", [])
+        out += attach_outputs([plan], Outputs(skipped=3))
+        assert plan.agent_error == NOTHING_FOR_SUITE  # results.json keeps it in English
+        result = suite("ホーム", {}).model_copy(update={"cases": [crit_case()], "agent_error": plan.agent_error})
+        out += absolute_verdict(result)[1]
+        return out
+
+    got = {}
+    for code in i18n.LANGUAGES:
+        with i18n.language(code):
+            got[code] = notes()
+    assert got["en"] == [
+        "not in a git checkout, so there is no base commit: judged on absolute thresholds (pass --baseline FILE to compare with one)",
+        "... 84 more lines",  # 80 changed keys: 164 lines of unified diff, the first 80 shown
+        "suite ホーム: the pull request's outputs hold nothing for this suite, so none of its cases was scored",
+        "3 lines of the pull request's inference.jsonl were not inference records and were skipped",
+        "the pull request's outputs hold nothing for this suite, so none of its cases was scored",
+    ]
+    more = 84
+    assert got["ko"] == [
+        "git 체크아웃이 아니어서 기준 커밋이 없습니다: 절대 임계값으로 판정했습니다 (기준선과 비교하려면 --baseline FILE을 지정하세요)",
+        f"... {more}줄 더 있음",
+        "스위트 ホーム: 풀 리퀘스트의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
+        "풀 리퀘스트의 inference.jsonl 중 3줄은 추론 기록이 아니어서 건너뛰었습니다",
+        "풀 리퀘스트의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
+    ]
+    assert got["ja"] == [
+        "git のチェックアウトではないため、ベースコミットがありません: 絶対しきい値で判定しました (ベースラインと比較するには --baseline FILE を指定してください)",
+        f"... ほかに {more} 行",
+        "スイート ホーム: プルリクエストの出力にこのスイートのものがないため、どのケースも採点できませんでした",
+        "プルリクエストの inference.jsonl のうち 3 行は推論の記録ではないため、スキップしました",
+        "プルリクエストの出力にこのスイートのものがないため、どのケースも採点できませんでした",
+    ]
+
+
+def crit_case():
+    return one({"주문_조회": {"tool": 1.0}}).suites[0].cases[0]
