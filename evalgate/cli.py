@@ -555,7 +555,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare(baseline, current, gate, ledger, info, pairwise=_pairwise(args.config, gate, baseline, current))
     if current.selection is not None:
         s = current.selection
-        comparison.reasons.insert(0, f"a selection: {s.cases} of the config's {s.of} cases, chosen by run --case {' --case '.join(s.patterns)}")
+        comparison.reasons.insert(
+            0, i18n._("a selection: {cases} of the config's {total} cases, chosen by {command}", cases=s.cases, total=s.of, command="run --case " + " --case ".join(s.patterns))
+        )
     report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url, trend=trend)
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, display_path
+from evalgate.i18n import _, mark
 from evalgate.loaders.actual import InferenceRecord, record_keys
 from evalgate.reading import ignored_note, validate_known
 
@@ -156,6 +157,13 @@ def _lines(f: BinaryIO) -> Iterator[tuple[int, Optional[bytes]]]:
             yield n, raw
 
 
+
+# A suite's agent error: recorded in results.json in English, shown in the report's language
+# (evalgate.gate.absolute and verdict translate it where it becomes a reason).
+TRACES_NOT_RESCORED = mark(
+    "trace suites are not re-scored from a fork's run: their traces are files of the pull request, which the trusted job does not read"
+)
+NOTHING_FOR_SUITE = mark("the pull request's outputs hold nothing for this suite, so none of its cases was scored")
 NO_RUN = "the pull request's outputs have no run of this case"
 OTHER_DATA = "the pull request's run used other data for this case (its eval set differs from the default branch's)"
 
@@ -209,15 +217,15 @@ def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
         if any(case.trace is not None for case in plan.cases):
             for case in plan.cases:
                 case.trace = None  # the checkout's traces are the default branch's, not the pull request's
-            plan.agent_error = "trace suites are not re-scored from a fork's run: their traces are files of the pull request, which the trusted job does not read"
-            notes.append(f"suite {plan.name}: {plan.agent_error}")
+            plan.agent_error = TRACES_NOT_RESCORED
+            notes.append(_("suite {suite}: {error}", suite=plan.name, error=_(plan.agent_error)))
             continue
         if not outputs.has_suite(plan.name):
-            plan.agent_error = "the pull request's outputs hold nothing for this suite, so none of its cases was scored"
+            plan.agent_error = NOTHING_FOR_SUITE
             for case in plan.cases:
                 case.runs = [_missing(n, NO_RUN) for n in range(1, num_runs + 1)]
                 case.actual = None
-            notes.append(f"suite {plan.name}: {plan.agent_error}")
+            notes.append(_("suite {suite}: {error}", suite=plan.name, error=_(plan.agent_error)))
             continue
         reasons: Counter = Counter()
         for case in plan.cases:
@@ -251,11 +259,14 @@ def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
                     "pull request's outputs; a fork's outputs cannot show whether its agent failed them, so the suite cannot be judged from them"
                 )
     if outputs.skipped:
-        notes.append(f"{outputs.skipped} lines of the pull request's inference.jsonl were not inference records and were skipped")
+        notes.append(_("{n} lines of the pull request's inference.jsonl were not inference records and were skipped", n=outputs.skipped))
     if outputs.unknown_cases:
         notes.append(
-            f"{outputs.unknown_cases} records of unknown cases ignored: the pull request's inference.jsonl holds them for suites "
-            "or cases the default branch's config does not have"
+            _(
+                "{n} records of unknown cases ignored: the pull request's inference.jsonl holds them for suites "
+                "or cases the default branch's config does not have",
+                n=outputs.unknown_cases,
+            )
         )
     if outputs.ignored_keys:
         notes.append(outputs.ignored_keys)

@@ -49,8 +49,8 @@ def _quickstart_comment(code: str) -> str:
     base = local_gate.Base()
     local_gate._read_file(base, str(REPO / MAIN_BASELINE))  # the baseline, its store's ledger and trend, as the command reads them
     gate = loaded.config.gate  # the baseline's commit is not in this clone: the working tree's gate section
-    comparison = compare(base.results, current, gate, base.ledger, base.info)
-    with i18n.language(code):
+    with i18n.language(code):  # the gate's reasons are written in the language too
+        comparison = compare(base.results, current, gate, base.ledger, base.info)
         return render_comment(comparison, current, gate_id=gate.id, full_report_hint=local_gate.FULL_REPORT, trend=base.trend)
 
 

@@ -204,7 +204,7 @@ def test_gate_on_the_bundled_example_in_korean(cli, tmp_path):
     # The verdict, the lines a script may look for, the where-the-files-are line: in Korean,
     # with the tokens that are never translated kept.
     assert "evalgate gate: 기준선 대비 FAIL\n" in stdout
-    assert "shop_support/order-status-ko 깨짐(안정적인 케이스)" in stdout
+    assert "shop_support/order-status-ko 깨짐 (안정적인 케이스)" in stdout
     assert "코멘트: OUT/comment.md  리포트: OUT/report.html\n" in stdout
     assert f"기준 커밋: 3832eed6a8ce ({MAIN_BASELINE}가 저장된 커밋)\n" in err
     assert f"기준선: 3832eed6a8ce, 출처 {MAIN_BASELINE}, examples/quickstart/main/store의 불안정성 기록 포함\n" in err

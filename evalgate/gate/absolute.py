@@ -14,7 +14,7 @@ from typing import Optional
 
 from evalgate.gate.model import CriterionComparison, Verdict
 from evalgate.gate.values import criteria_of, is_evaluated
-from evalgate.gate.words import plural
+from evalgate.i18n import _, n_
 from evalgate.results import Status, SuiteResult
 
 
@@ -24,9 +24,9 @@ _INVOCATION_PREFIX = re.compile(r"^(\d+ of \d+ invocations not evaluated: )?(inv
 def _reason(error: Optional[str]) -> str:
     """A NOT_EVALUATED record's reason without per-invocation numbering, to group cases."""
     if not error:
-        return "not evaluated"
+        return _("not evaluated")
     parts = [_INVOCATION_PREFIX.sub("", p.strip()) for p in error.split("; ")]
-    return "; ".join(dict.fromkeys(p for p in parts if p)) or "not evaluated"
+    return "; ".join(dict.fromkeys(p for p in parts if p)) or _("not evaluated")
 
 
 def skipped(suite: SuiteResult) -> list[str]:
@@ -41,11 +41,12 @@ def skipped(suite: SuiteResult) -> list[str]:
         n = sum(counts.values())
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         if len(ranked) == 1:
-            out.append(f"{name}: {ranked[0][0]} ({plural(n, 'case')} NOT_EVALUATED)")
+            out.append(n_("{criterion}: {reason} ({n} case NOT_EVALUATED)", "{criterion}: {reason} ({n} cases NOT_EVALUATED)", n, criterion=name, reason=ranked[0][0]))
         else:
             shown = "; ".join(f"{r} ({c})" for r, c in ranked[:3])
-            more = f"; {len(ranked) - 3} other reasons" if len(ranked) > 3 else ""
-            out.append(f"{name}: {plural(n, 'case')} NOT_EVALUATED: {shown}{more}")
+            if len(ranked) > 3:
+                shown = _("{reasons}; {others} other reasons", reasons=shown, others=len(ranked) - 3)
+            out.append(n_("{criterion}: {n} case NOT_EVALUATED: {reasons}", "{criterion}: {n} cases NOT_EVALUATED: {reasons}", n, criterion=name, reasons=shown))
     return out
 
 
@@ -54,11 +55,11 @@ def not_evaluated_reasons(suite: SuiteResult) -> tuple[bool, list[str]]:
     n = suite.counts.incomplete
     if not n:
         return False, []
-    what = f"{n} of {plural(suite.counts.cases, 'case')} with criteria NOT_EVALUATED"
+    fields = dict(incomplete=n, cases=n_("{n} case", "{n} cases", suite.counts.cases))
     if suite.not_evaluated_policy == "fail":
-        return True, [f"{what}, and the suite's not_evaluated policy is `fail`"]
+        return True, [_("{incomplete} of {cases} with criteria NOT_EVALUATED, and the suite's not_evaluated policy is `fail`", **fields)]
     if suite.not_evaluated_policy == "warn":
-        return False, [f"{what} (not_evaluated: warn)"]
+        return False, [_("{incomplete} of {cases} with criteria NOT_EVALUATED (not_evaluated: warn)", **fields)]
     return False, []
 
 
@@ -69,7 +70,7 @@ def failing(suite: SuiteResult, name: str) -> tuple[int, int]:
 
 
 def below(failed: int, total: int, threshold: float) -> str:
-    return f"{failed} of {plural(total, 'case')} below the threshold {threshold:g}"
+    return _("{failed} of {cases} below the threshold {threshold}", failed=failed, cases=n_("{n} case", "{n} cases", total), threshold=f"{threshold:g}")
 
 
 def absolute_criterion(suite: SuiteResult, name: str, threshold: float, judge: bool) -> CriterionComparison:
@@ -96,13 +97,13 @@ def absolute_criterion(suite: SuiteResult, name: str, threshold: float, judge: b
 def absolute_verdict(suite: SuiteResult) -> tuple[Verdict, list[str]]:
     """ADK semantics: the suite's own status decides."""
     if not suite.cases:
-        return Verdict.ERROR, ["the suite has no cases"]
+        return Verdict.ERROR, [_("the suite has no cases")]
     if suite.agent_error:
-        return Verdict.ERROR, [suite.agent_error]
+        return Verdict.ERROR, [_(suite.agent_error)]  # English in results.json; a marked one in the report's language
     fails_ne, ne_reasons = not_evaluated_reasons(suite)
     if suite.status is Status.FAILED:
         reasons = []
-        for name, (threshold, _, _) in sorted(criteria_of(suite).items()):
+        for name, (threshold, _judge, _version) in sorted(criteria_of(suite).items()):
             failed, total = failing(suite, name)
             if failed:
                 reasons.append(f"{name}: {below(failed, total, threshold)}")
@@ -110,6 +111,6 @@ def absolute_verdict(suite: SuiteResult) -> tuple[Verdict, list[str]]:
     # Under `warn`, what was not evaluated makes the verdict INCONCLUSIVE: it passes, and says so.
     unheard = Verdict.INCONCLUSIVE if ne_reasons else Verdict.PASS
     if suite.status is Status.NOT_EVALUATED:
-        return unheard, ["no case was evaluated"] + ne_reasons
+        return unheard, [_("no case was evaluated")] + ne_reasons
     evaluated = suite.counts.cases - suite.counts.not_evaluated
-    return unheard, [f"all {plural(evaluated, 'evaluated case')} pass their thresholds"] + ne_reasons
+    return unheard, [n_("all {n} evaluated case pass their thresholds", "all {n} evaluated cases pass their thresholds", evaluated)] + ne_reasons

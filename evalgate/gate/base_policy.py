@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import yaml
 
+from evalgate.i18n import _
 from evalgate.results import RunResults
 
 # The longest diff the comment shows, in lines; the rest is counted.
@@ -68,7 +69,7 @@ def diff(base: dict[str, Any], pr: dict[str, Any]) -> Optional[str]:
         return None
     lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "base", "pull request", lineterm="", n=2))
     if len(lines) > MAX_DIFF_LINES:
-        lines = lines[:MAX_DIFF_LINES] + [f"... {len(lines) - MAX_DIFF_LINES} more lines"]
+        lines = lines[:MAX_DIFF_LINES] + [_("... {n} more lines", n=len(lines) - MAX_DIFF_LINES)]
     return "\n".join(lines)
 
 
@@ -98,7 +99,14 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
         # tell a drop from noise (a real regression would look inconclusive).
         base_runs = max((len(r.runs) for c in suite.cases for r in c.criteria.values() if r.runs), default=1)
         if plan.agent is not None and base_runs > plan.agent.num_runs:
-            notes.append(f"suite {plan.name}: the agent runs {base_runs} times per case, as in the baseline (the pull request sets num_runs: {plan.agent.num_runs})")
+            notes.append(
+                _(
+                    "suite {suite}: the agent runs {runs} times per case, as in the baseline (the pull request sets num_runs: {own})",
+                    suite=plan.name,
+                    runs=base_runs,
+                    own=plan.agent.num_runs,
+                )
+            )
             plan.agent = plan.agent.model_copy(update={"num_runs": base_runs})
         if not suite.criteria:
             continue
@@ -139,8 +147,13 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
             case.criteria = criteria
         for name, why in sorted(unreadable.items()):
             notes.append(
-                f"suite {plan.name}: the baseline's criterion {name} cannot be rebuilt by this evalgate ({why}); "
-                "the pull request's criterion of that name was used with the baseline's threshold, where it has one"
+                _(
+                    "suite {suite}: the baseline's criterion {criterion} cannot be rebuilt by this evalgate ({why}); "
+                    "the pull request's criterion of that name was used with the baseline's threshold, where it has one",
+                    suite=plan.name,
+                    criterion=name,
+                    why=why,
+                )
             )
     return notes
 

@@ -37,7 +37,8 @@ from evalgate.gate.stats import (
     share_break_test,
 )
 from evalgate.gate.values import outcome
-from evalgate.gate.words import case_names, fmt_p, plural
+from evalgate.gate.words import case_names, fmt_p
+from evalgate.i18n import _, n_
 from evalgate.results import CriterionResult
 
 
@@ -54,7 +55,7 @@ def measure(
     dip_hazards, break_test). `values`: every case's recorded values when the criterion is
     continuous (a stable case's chance of falling under the threshold is then its own), else None."""
     streaks, own, broken, keys = [], [], [], []
-    for k, _, c in pairs:
+    for k, _base, c in pairs:
         recorded = stable_history(ledger.get(ledger_key(k, comp.criterion), []), policy)
         if recorded is None:
             continue
@@ -94,22 +95,26 @@ def measure(
 
 def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     assert comp.expected_breaks is not None and comp.breakage_p is not None and comp.breakage_p_adjusted is not None
-    return (
-        f"{len(comp.broken)} of {plural(comp.stable, 'stable case')} broke (each passed all of its last "
-        f"{policy.stable_min_runs}+ runs): {case_names(sorted(comp.broken))}; by chance, history expects {comp.expected_breaks:.2f}; "
-        f"p = {fmt_p(comp.breakage_p)}, {fmt_p(comp.breakage_p_adjusted)} after Holm"
-        + ("; each case's chance its own, from its level and dips in history" if comp.hazards_from == "values" else "")
-        + _confirm_words(comp)
-    )
+    return _(
+        "{broken} of {stable} broke (each passed all of its last {runs}+ runs): {cases}; by chance, history expects {expected}; "
+        "p = {p}, {p_holm} after Holm",
+        broken=len(comp.broken),
+        stable=n_("{n} stable case", "{n} stable cases", comp.stable),
+        runs=policy.stable_min_runs,
+        cases=case_names(sorted(comp.broken)),
+        expected=f"{comp.expected_breaks:.2f}",
+        p=fmt_p(comp.breakage_p),
+        p_holm=fmt_p(comp.breakage_p_adjusted),
+    ) + (_("; each case's chance its own, from its level and dips in history") if comp.hazards_from == "values" else "") + _confirm_words(comp)
 
 
 def _confirm_words(comp: CriterionComparison) -> str:
     """What confirmation runs changed in the breakage test (evalgate.gate.confirm), or ""."""
     if not comp.confirm_runs:
         return ""
-    flaky = f"; {len(comp.flaky)} passed on re-run, flaky, not counted: {case_names(sorted(comp.flaky))}" if comp.flaky else ""
-    return (f"; each failed all {comp.confirm_runs} re-runs, and history says a chance failure repeats in the next run "
-            f"with chance {comp.repeat:.2f}{flaky}")
+    flaky = _("; {n} passed on re-run, flaky, not counted: {cases}", n=len(comp.flaky), cases=case_names(sorted(comp.flaky))) if comp.flaky else ""
+    return _("; each failed all {runs} re-runs, and history says a chance failure repeats in the next run with chance {repeat}{flaky}",
+             runs=comp.confirm_runs, repeat=f"{comp.repeat:.2f}", flaky=flaky)
 
 
 def decide(comp: CriterionComparison, policy: GatePolicy) -> Optional[str]:
@@ -121,7 +126,14 @@ def decide(comp: CriterionComparison, policy: GatePolicy) -> Optional[str]:
             comp.reasons.append(text)
             return text
         # Listed, but no warning: nondeterministic agents break a stable case now and then.
-        comp.reasons.append(f"{text}, not significant at alpha {policy.alpha:g}")
+        comp.reasons.append(_("{text}, not significant at alpha {alpha}", text=text, alpha=f"{policy.alpha:g}"))
     elif comp.flaky:
-        comp.reasons.append(f"{plural(len(comp.flaky), 'stable case')} broke and passed on re-run: flaky, not counted: {case_names(sorted(comp.flaky))}")
+        comp.reasons.append(
+            n_(
+                "{n} stable case broke and passed on re-run: flaky, not counted: {cases}",
+                "{n} stable cases broke and passed on re-run: flaky, not counted: {cases}",
+                len(comp.flaky),
+                cases=case_names(sorted(comp.flaky)),
+            )
+        )
     return None

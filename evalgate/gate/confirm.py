@@ -21,6 +21,8 @@ from typing import Any, Callable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalgate.i18n import _
+
 
 class ConfirmPolicy(BaseModel):
     """`gate.confirm`: re-run suspected breaks before deciding."""
@@ -252,8 +254,8 @@ def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -
     from evalgate.gate.stats import failed
 
     if not reruns:
-        return "not re-run"
-    kind = "re-draws of the judge" if reruns[0].how == "judge" else "re-runs"
+        return _("not re-run")
+    judged = reruns[0].how == "judge"
     fails = evaluated = 0
     for r in reruns:
         outs = [rerun_outcomes([r], n, judge.get(n, False)) for n in criteria]
@@ -263,10 +265,14 @@ def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -
         fails += any(failed(o[0]) for o in outs if o)
     n = len(reruns)
     if evaluated < n:
-        return f"{n - evaluated} of {n} {kind} not evaluated: not confirmed, the first run stands"
+        if judged:
+            return _("{missing} of {n} re-draws of the judge not evaluated: not confirmed, the first run stands", missing=n - evaluated, n=n)
+        return _("{missing} of {n} re-runs not evaluated: not confirmed, the first run stands", missing=n - evaluated, n=n)
     if fails == n:
-        return f"failed {fails} of {n} {kind}: broken"
-    return f"passed on {'re-draw' if kind != 're-runs' else 're-run'}: flaky, not counted ({n - fails} of {n} passed)"
+        return _("failed {fails} of {n} re-draws of the judge: broken", fails=fails, n=n) if judged else _("failed {fails} of {n} re-runs: broken", fails=fails, n=n)
+    if judged:
+        return _("passed on re-draw: flaky, not counted ({passed} of {n} passed)", passed=n - fails, n=n)
+    return _("passed on re-run: flaky, not counted ({passed} of {n} passed)", passed=n - fails, n=n)
 
 
 @dataclass
@@ -320,14 +326,17 @@ def confirm_run(
     current.run.agent = {**current.run.agent, "confirm": {"suspects": len(chosen), "left_out": left, **counts}}
     notes = []
     if counts["agent"] or counts["judge"]:
-        notes.append(f"confirmation: {len(chosen) - counts['none'] - counts['unstarted']} suspect case(s) re-run {policy.runs} time(s) each "
-                     f"({counts['agent']} agent runs, {counts['judge']} judge re-draws)")
+        notes.append(_("confirmation: {cases} suspect case(s) re-run {runs} time(s) each ({agent} agent runs, {judge} judge re-draws)",
+                       cases=len(chosen) - counts["none"] - counts["unstarted"], runs=policy.runs, agent=counts["agent"], judge=counts["judge"]))
     if counts.get("unstarted"):
-        notes.append(f"confirmation: the agent could not start here ({counts.get('why')}): {counts['unstarted']} suspect case(s) not re-run, the first run stands")
+        notes.append(_("confirmation: the agent could not start here ({why}): {cases} suspect case(s) not re-run, the first run stands",
+                       why=counts.get("why"), cases=counts["unstarted"]))
     if counts["none"]:
-        notes.append(f"confirmation: {counts['none']} suspect case(s) of recorded outputs and deterministic criteria: nothing to re-run, the first run stands")
+        notes.append(_("confirmation: {cases} suspect case(s) of recorded outputs and deterministic criteria: nothing to re-run, the first run stands",
+                       cases=counts["none"]))
     if left:
-        notes.append(f"confirmation: {left} more suspect case(s) beyond gate.confirm.max_cases were not re-run; their criteria keep the first run's test")
+        notes.append(_("confirmation: {cases} more suspect case(s) beyond gate.confirm.max_cases were not re-run; their criteria keep the first run's test",
+                       cases=left))
     return notes
 
 

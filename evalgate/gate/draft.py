@@ -13,7 +13,8 @@ from evalgate.gate.ledger import Ledger, flaky_history, own_histories
 from evalgate.gate.model import CaseChange, CaseKey, CriterionComparison, GatePolicy, Verdict
 from evalgate.gate.stats import EPSILON, ROUND
 from evalgate.gate.values import case_value, cases_by_key, criteria_of, has_samples, is_continuous, is_evaluated, sampling_of
-from evalgate.gate.words import case_names, plural
+from evalgate.gate.words import case_names
+from evalgate.i18n import _, n_
 from evalgate.results import CaseResult, Status, SuiteResult
 
 
@@ -79,7 +80,7 @@ def draft_suite(
 
     # No baseline for the suite (compare() says why), or nothing in common with it.
     absolute = baseline is None or not paired
-    absolute_reason = "no case in common with the baseline: judged on absolute thresholds" if baseline is not None and not paired else None
+    absolute_reason = _("no case in common with the baseline: judged on absolute thresholds") if baseline is not None and not paired else None
 
     criteria: list[CriterionComparison] = []
     new_criteria: set[str] = set()
@@ -90,10 +91,10 @@ def draft_suite(
             comp = absolute_criterion(current, name, threshold, judge)
             if not absolute:
                 new_criteria.add(name)
-                comp.reasons.insert(0, "new criterion (not in the baseline): judged on its threshold")
+                comp.reasons.insert(0, _("new criterion (not in the baseline): judged on its threshold"))
             criteria.append(comp)
             continue
-        b_threshold, _, b_version = base_specs[name]
+        b_threshold, _judge, b_version = base_specs[name]
         pairs = [
             (k, base_cases[k].criteria[name], cur_cases[k].criteria[name])
             for k in paired
@@ -108,14 +109,18 @@ def draft_suite(
         reasons = []
         if mixed:
             reasons.append(
-                f"judge samples were drawn differently (baseline: {sampling[0] or 'every sample'}, current: "
-                f"{sampling[1] or 'every sample'}): compared on majority-vote scores, which both rules decide alike, "
-                "not on sample means; set judge.early_stop the same for both runs to compare sample means"
+                _(
+                    "judge samples were drawn differently (baseline: {baseline}, current: {current}): compared on majority-vote "
+                    "scores, which both rules decide alike, not on sample means; set judge.early_stop the same for both runs "
+                    "to compare sample means",
+                    baseline=sampling[0] or _("every sample"),
+                    current=sampling[1] or _("every sample"),
+                )
             )
         if b_threshold != threshold:
-            reasons.append(f"threshold changed from {b_threshold:g} to {threshold:g}")
+            reasons.append(_("threshold changed from {baseline} to {current}", baseline=f"{b_threshold:g}", current=f"{threshold:g}"))
         if b_version != version:
-            reasons.append(f"criterion version changed from {b_version or '?'} to {version or '?'}")
+            reasons.append(_("criterion version changed from {baseline} to {current}", baseline=b_version or "?", current=version or "?"))
         comp = CriterionComparison(
             suite=current.name,
             criterion=name,
@@ -152,7 +157,7 @@ def draft_suite(
                 if continuous:
                     partial.measure(comp, diffs, own, policy)
         else:
-            comp.reasons.append("not compared: no case was evaluated in both runs")
+            comp.reasons.append(_("not compared: no case was evaluated in both runs"))
         if not judge:
             flipped = [k for k, b, c in pairs if b.status is Status.PASSED and c.status is Status.FAILED
                        and not confirmation.passed_again(cur_cases[k].reruns, name)]  # a re-run that passed: flaky
@@ -166,7 +171,7 @@ def draft_suite(
 
     gone = sorted(set(base_specs) - set(cur_specs))
     if gone and not absolute:
-        notes.append(f"not in this run, not compared: {', '.join(gone)}")
+        notes.append(_("not in this run, not compared: {criteria}", criteria=", ".join(gone)))
 
     changes = []
     if not absolute:
@@ -178,8 +183,12 @@ def draft_suite(
         not_compared = sorted(k for k in added + changed if cur_cases[k].status is Status.FAILED)
         if not_compared:
             notes.append(
-                f"{plural(len(not_compared), 'added or changed case')} fail, not gated (no baseline to compare with): "
-                + case_names(not_compared)
+                n_(
+                    "{n} added or changed case fail, not gated (no baseline to compare with): {cases}",
+                    "{n} added or changed cases fail, not gated (no baseline to compare with): {cases}",
+                    len(not_compared),
+                    cases=case_names(not_compared),
+                )
             )
     return Draft(
         current=current,

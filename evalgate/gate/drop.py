@@ -39,7 +39,8 @@ from evalgate.gate import level
 from evalgate.gate.ledger import Ledger, value_key
 from evalgate.gate.model import CaseKey, CriterionComparison, GatePolicy
 from evalgate.gate.stats import MIN_HISTORY, drop_interval, drop_test, run_variance
-from evalgate.gate.words import fmt, fmt_p, plural
+from evalgate.gate.words import fmt, fmt_p
+from evalgate.i18n import _, n_
 
 
 def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -> Optional[tuple[float, int, int]]:
@@ -53,7 +54,7 @@ def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -
     for runs in range(longest, MIN_HISTORY - 1, -1):
         rows = [[float(v) for v in h[-runs:]] for h in histories if len(h) >= runs and all(v is not None for v in h[-runs:])]
         if len(rows) >= max(2, len(keys) / 2):
-            variance, _, start = run_variance(rows)
+            variance, _means, start = run_variance(rows)
             return variance, runs, runs - start if start else 0
     return None
 
@@ -69,31 +70,48 @@ def measure(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], 
     comp.run_sd = math.sqrt(sigma2)
     run_df = level.run_df(comp)
     if len(diffs) < 2:
-        comp.reasons.append("one case compared: too few to test")
+        comp.reasons.append(_("one case compared: too few to test"))
         return
     comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge), 2 * sigma2, run_df)
     comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df)
-    comp.lower_bound, _ = drop_interval(diffs, 2 * sigma2, df, level=0.90)
+    comp.lower_bound, _upper = drop_interval(diffs, 2 * sigma2, df, level=0.90)
 
 
 def _variation_words(comp: CriterionComparison) -> str:
     """The run-to-run variation a criterion's test allowed for, and where it came from."""
     sd = comp.run_sd or 0.0
+    if comp.history and comp.run_moved:
+        return n_(
+            "run-to-run sd {sd} from {n} run of history, around the default branch's level before and after it moved {moved} runs back",
+            "run-to-run sd {sd} from {n} runs of history, around the default branch's level before and after it moved {moved} runs back",
+            comp.history,
+            sd=f"{sd:.3f}",
+            moved=comp.run_moved,
+        )
     if comp.history:
-        moved = f", around the default branch's level before and after it moved {comp.run_moved} runs back" if comp.run_moved else ""
-        return f"run-to-run sd {sd:.3f} from {plural(comp.history, 'run')} of history{moved}"
-    return f"run-to-run sd {sd:.3f} assumed (no history yet)" if sd else "no run-to-run variation assumed (no history yet)"
+        return n_("run-to-run sd {sd} from {n} run of history", "run-to-run sd {sd} from {n} runs of history", comp.history, sd=f"{sd:.3f}")
+    return _("run-to-run sd {sd} assumed (no history yet)", sd=f"{sd:.3f}") if sd else _("no run-to-run variation assumed (no history yet)")
 
 
 def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     assert comp.delta is not None
     margin = policy.margin(comp.judge)
-    interval = f", 95% CI [{fmt(comp.ci_low)}, {fmt(comp.ci_high)}]" if comp.ci_low is not None else ""
-    moved = f"dropped by {-comp.delta:.3f}" if comp.delta < 0 else f"rose by {comp.delta:.3f}" if comp.delta > 0 else "did not move"
-    return (
-        f"mean {'sample score' if comp.basis == 'samples' else 'score'} {moved} "
-        f"({fmt(comp.baseline_mean)} to {fmt(comp.current_mean)}{interval}; margin {margin:g}; {_variation_words(comp)})"
-    )
+    samples = comp.basis == "samples"
+    if comp.delta < 0:
+        by = f"{-comp.delta:.3f}"
+        moved = _("mean sample score dropped by {by}", by=by) if samples else _("mean score dropped by {by}", by=by)
+    elif comp.delta > 0:
+        by = f"{comp.delta:.3f}"
+        moved = _("mean sample score rose by {by}", by=by) if samples else _("mean score rose by {by}", by=by)
+    else:
+        moved = _("mean sample score did not move") if samples else _("mean score did not move")
+    means = dict(baseline=fmt(comp.baseline_mean), current=fmt(comp.current_mean))
+    if comp.ci_low is not None:
+        span = _("{baseline} to {current}, 95% CI [{low}, {high}]", **means, low=fmt(comp.ci_low), high=fmt(comp.ci_high))
+    else:
+        span = _("{baseline} to {current}", **means)
+    # TRANSLATORS: {moved}: "mean score dropped by 0.172"; {span}: "0.843 to 0.671, 95% CI [...]"; {variation}: the run-to-run sd.
+    return _("{moved} ({span}; margin {margin}; {variation})", moved=moved, span=span, margin=f"{margin:g}", variation=_variation_words(comp))
 
 
 def decide(comp: CriterionComparison, policy: GatePolicy) -> tuple[Optional[str], Optional[str]]:
@@ -104,19 +122,26 @@ def decide(comp: CriterionComparison, policy: GatePolicy) -> tuple[Optional[str]
     if comp.delta is not None and comp.p_adjusted is not None:
         what = _drop_words(comp, policy)
         if comp.p_adjusted < policy.alpha:
-            text = f"{what}: a significant drop, p = {fmt_p(comp.p_adjusted)} after Holm"
+            text = _("{what}: a significant drop, p = {p} after Holm", what=what, p=fmt_p(comp.p_adjusted))
             comp.reasons.append(text)
             return text, None
         if level.unsure(comp, policy):
-            text = f"{what}{level.words(comp)}: this run cannot rule out a drop bigger than {max(policy.resolution, margin):g} " + (
-                f"(95% lower bound {fmt(level.lower(comp))}); {level.what_would_settle(comp)}"
+            text = _(
+                "{what}{level}: this run cannot rule out a drop bigger than {resolution} (95% lower bound {bound}); {settle}",
+                what=what,
+                level=level.words(comp),
+                resolution=f"{max(policy.resolution, margin):g}",
+                bound=fmt(level.lower(comp)),
+                settle=level.what_would_settle(comp),
             )
             comp.reasons.append(text)
             return None, text
         if comp.delta < -margin or (comp.level_delta is not None and comp.level_delta < -margin):
-            comp.reasons.append(f"{what}{level.words(comp)}: within what an unchanged agent does (p = {fmt_p(comp.p_adjusted)} after Holm)")
+            comp.reasons.append(
+                _("{what}{level}: within what an unchanged agent does (p = {p} after Holm)", what=what, level=level.words(comp), p=fmt_p(comp.p_adjusted))
+            )
     elif comp.delta is not None and comp.n_pairs < 2 and comp.delta < 0:
-        text = "one case compared, and it dropped: too few to tell"
+        text = _("one case compared, and it dropped: too few to tell")
         comp.reasons.append(text)
         return None, text
     return None, None

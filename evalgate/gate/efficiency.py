@@ -81,14 +81,15 @@ from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CAL
 from evalgate.results import SuiteResult
 from evalgate.gate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
 from evalgate.gate.words import fmt_p
+from evalgate.i18n import _, mark, n_
 
 COUNTS = (TOOL_CALLS, MODEL_CALLS)  # compared as log((x + 1) / (y + 1))
 ASSUMED_RUN_SD = {TOOL_CALLS: 0.01, MODEL_CALLS: 0.01, TOKENS: 0.01, DURATION: 0.20}  # log scale, without history
-LABELS = {
-    TOKENS: "tokens per turn",
-    MODEL_CALLS: "model calls per turn",
-    TOOL_CALLS: "tool calls per turn",
-    DURATION: "agent seconds per turn",
+LABELS = {  # translated where shown (CostComparison.label)
+    TOKENS: mark("tokens per turn"),
+    MODEL_CALLS: mark("model calls per turn"),
+    TOOL_CALLS: mark("tool calls per turn"),
+    DURATION: mark("agent seconds per turn"),
 }
 
 
@@ -138,14 +139,17 @@ class CostComparison:
 
     @property
     def label(self) -> str:
-        return LABELS[self.metric]
+        """`tokens per turn`, in the report's language."""
+        return _(LABELS[self.metric])
 
     def summary(self) -> str:
         """`tokens per turn +34% [+28%, +40%] over 120 cases`."""
         if self.change is None:
-            return f"{self.label}: {_plural(self.n_pairs, 'case')} compared, too few to estimate"
-        interval = f" [{percent(self.ci_low)}, {percent(self.ci_high)}]" if self.ci_low is not None and self.ci_high is not None else ""
-        return f"{self.label} {percent(self.change)}{interval} over {_plural(self.n_pairs, 'case')}"
+            return n_("{what}: {n} case compared, too few to estimate", "{what}: {n} cases compared, too few to estimate", self.n_pairs, what=self.label)
+        change = percent(self.change)
+        if self.ci_low is not None and self.ci_high is not None:
+            change = f"{change} [{percent(self.ci_low)}, {percent(self.ci_high)}]"
+        return n_("{what} {change} over {n} case", "{what} {change} over {n} cases", self.n_pairs, what=self.label, change=change)
 
 
 def percent(x: Optional[float]) -> str:
@@ -155,10 +159,6 @@ def percent(x: Optional[float]) -> str:
     value = x * 100
     text = f"{value:+.1f}%" if abs(value) < 10 else f"{value:+.0f}%"
     return "+0%" if text in ("+0.0%", "-0.0%") else text
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def log_level(metric: str, value: Optional[float]) -> Optional[float]:
@@ -197,7 +197,7 @@ def run_spread(histories: Sequence[Optional[Sequence[Optional[float]]]], metric:
     for runs in range(longest, MIN_HISTORY - 1, -1):
         rows: list[list[float]] = [h[-runs:] for h in logs if len(h) >= runs and all(v is not None for v in h[-runs:])]  # type: ignore[misc]
         if len(rows) >= max(2, len(histories) / 2):
-            variance, _, start = run_variance(rows)
+            variance, _means, start = run_variance(rows)
             n = len(rows)
             case_means = [sum(r) / runs for r in rows]
             run_means = [sum(r[t] for r in rows) / n for t in range(runs)]
@@ -279,9 +279,11 @@ def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: Efficienc
         result = ratio_test(ratios, comp.tolerance, 2 * sigma2, run_df, spread)
         comp.change, comp.ci_low, comp.ci_high, comp.se, comp.p_value = (result[k] for k in ("change", "ci_low", "ci_high", "se", "p"))
         if zeros:
-            comp.reasons.append(f"{_plural(zeros, 'case')} with 0 on a side left out (a log ratio is undefined)")
+            comp.reasons.append(n_("{n} case with 0 on a side left out (a log ratio is undefined)", "{n} cases with 0 on a side left out (a log ratio is undefined)", zeros))
         comp.reasons.append(
-            f"run-to-run sd {comp.run_sd:.1%} measured on {comp.history} runs" if comp.history else f"run-to-run sd {comp.run_sd:.0%} assumed (no history)"
+            n_("run-to-run sd {sd} measured on {n} runs", "run-to-run sd {sd} measured on {n} runs", comp.history, sd=f"{comp.run_sd:.1%}")
+            if comp.history
+            else _("run-to-run sd {sd} assumed (no history)", sd=f"{comp.run_sd:.0%}")
         )
         out.append(comp)
     return out
@@ -292,18 +294,22 @@ def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[
     `gating` False (absolute mode): reported whatever the tolerance."""
     if comp.tolerance is None or not gating:
         comp.status = "reported"
-        comp.reasons.insert(0, comp.summary() + (" (reported, not gated)" if gating else " (absolute mode: reported, not gated)"))
+        if gating:
+            comp.reasons.insert(0, _("{summary} (reported, not gated)", summary=comp.summary()))
+        else:
+            comp.reasons.insert(0, _("{summary} (absolute mode: reported, not gated)", summary=comp.summary()))
         return None
-    tolerated = f"tolerated +{comp.tolerance * 100:g}% (gate.efficiency.{comp.metric})"
-    p = "" if comp.p_adjusted is None else f", p = {fmt_p(comp.p_adjusted)} after Holm"
+    fields = dict(summary=comp.summary(), tolerance=f"+{comp.tolerance * 100:g}%", key=f"gate.efficiency.{comp.metric}")
     if comp.p_adjusted is not None and comp.p_adjusted < alpha:
         comp.status = "fail"
-        text = f"{comp.summary()}: a significant increase beyond the {tolerated}{p}"
+        text = _("{summary}: a significant increase beyond the tolerated {tolerance} ({key}), p = {p} after Holm", **fields, p=fmt_p(comp.p_adjusted))
         comp.reasons.insert(0, text)
         return text
     comp.status = "pass"
     if comp.p_value is None:
-        comp.reasons.insert(0, f"{comp.summary()}: too few cases to test against the {tolerated}")
+        comp.reasons.insert(0, _("{summary}: too few cases to test against the tolerated {tolerance} ({key})", **fields))
+    elif comp.p_adjusted is None:
+        comp.reasons.insert(0, _("{summary}: within the tolerated {tolerance} ({key})", **fields))
     else:
-        comp.reasons.insert(0, f"{comp.summary()}: within the {tolerated}{p}")
+        comp.reasons.insert(0, _("{summary}: within the tolerated {tolerance} ({key}), p = {p} after Holm", **fields, p=fmt_p(comp.p_adjusted)))
     return None

@@ -19,7 +19,7 @@ from typing import Optional
 
 from evalgate.gate.model import CriterionComparison, GatePolicy
 from evalgate.gate.stats import drop_interval, level_differences, satterthwaite
-from evalgate.gate.words import plural
+from evalgate.i18n import _, n_
 
 
 def run_df(comp: CriterionComparison) -> float:
@@ -47,7 +47,7 @@ def measure(comp: CriterionComparison, base_values: list[float], cur_values: lis
     comp.level_cases = n
     comp.level_delta = mean
     comp.level_se = math.sqrt(within + run_var)
-    comp.level_lower_bound, _ = drop_interval(diffs, run_var, df, level=0.90)
+    comp.level_lower_bound, _upper = drop_interval(diffs, run_var, df, level=0.90)
 
 
 def by_level(comp: CriterionComparison) -> bool:
@@ -73,14 +73,20 @@ def words(comp: CriterionComparison) -> str:
     """`; 0.040 below the default branch's level (...)`, or "" when the level was not measured."""
     if comp.level_delta is None:
         return ""
-    moved = f"{-comp.level_delta:.3f} below" if comp.level_delta < 0 else f"{comp.level_delta:.3f} above"
+    below = comp.level_delta < 0
+    by = f"{abs(comp.level_delta):.3f}"
     if comp.level_runs == 1:
-        return f"; the default branch moved at its last run, so the baseline run alone is its level ({moved} it)"
-    since = f", since it moved {comp.level_runs} runs back" if comp.level_shift else ""
-    return (
-        f"; {moved} the default branch's level (its last {comp.level_runs} runs, baseline included{since}, "
-        f"over the {plural(comp.level_cases, 'case')} they share)"
-    )
+        if below:
+            return _("; the default branch moved at its last run, so the baseline run alone is its level ({by} below it)", by=by)
+        return _("; the default branch moved at its last run, so the baseline run alone is its level ({by} above it)", by=by)
+    fields = dict(by=by, runs=comp.level_runs, cases=n_("{n} case", "{n} cases", comp.level_cases or 0))
+    if comp.level_shift and below:
+        return _("; {by} below the default branch's level (its last {runs} runs, baseline included, since it moved {runs} runs back, over the {cases} they share)", **fields)
+    if comp.level_shift:
+        return _("; {by} above the default branch's level (its last {runs} runs, baseline included, since it moved {runs} runs back, over the {cases} they share)", **fields)
+    if below:
+        return _("; {by} below the default branch's level (its last {runs} runs, baseline included, over the {cases} they share)", **fields)
+    return _("; {by} above the default branch's level (its last {runs} runs, baseline included, over the {cases} they share)", **fields)
 
 
 def what_would_settle(comp: CriterionComparison) -> str:
@@ -89,12 +95,12 @@ def what_would_settle(comp: CriterionComparison) -> str:
     se = comp.level_se if levelled else comp.se
     run_var = (comp.run_sd or 0.0) ** 2 * ((1 + 1 / comp.level_runs) if levelled else 2)
     if lower(comp) is None or not se:
-        return f"{comp.n_pairs} cases are too few for an interval: add cases"
+        return n_("{n} cases are too few for an interval: add cases", "{n} cases are too few for an interval: add cases", comp.n_pairs)
     if run_var >= se**2 / 2:  # run-to-run variation is at least half of it
         if comp.history:
-            return (
+            return _(
                 "most of the width is run-to-run variation, which more cases cannot average away: "
                 "it narrows as the ledger holds more runs, or with a steadier judge (temperature 0, a fixed model version)"
             )
-        return "most of the width is the run-to-run variation assumed without history: it is measured once the ledger holds 3 runs"
-    return "more cases, num_samples (judge criteria) or num_runs would narrow it"
+        return _("most of the width is the run-to-run variation assumed without history: it is measured once the ledger holds 3 runs")
+    return _("more cases, num_samples (judge criteria) or num_runs would narrow it")

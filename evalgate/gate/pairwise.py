@@ -32,6 +32,7 @@ from typing import Any, Callable, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalgate.i18n import _, n_
 from evalgate.results import CaseResult, InvocationSummary, RunResults, SuiteResult
 
 CRITERION = "pairwise"  # the runtime's stats and the cache key name it so
@@ -307,8 +308,8 @@ def judge_suite(
     judged: list[tuple[CaseResult, CaseResult, list[int]]] = []
     for b, c in shared:
         if not c.invocations or not b.invocations:
-            which = "this run" if not c.invocations else "the baseline"
-            out.cases.append(CasePair(c.eval_set_id, c.eval_id, "not_evaluated", error=f"{which} has no answers for this case"))
+            why = _("this run has no answers for this case") if not c.invocations else _("the baseline has no answers for this case")
+            out.cases.append(CasePair(c.eval_set_id, c.eval_id, "not_evaluated", error=why))
             continue
         idx = changed_invocations(b, c)
         if not idx:
@@ -361,8 +362,14 @@ def judge_suite(
         scores = [p.score() for p in inv_pairs]
         missing = [p for p, s in zip(inv_pairs, scores) if s is None]
         if missing:
-            reasons = sorted({e for p in missing for e in p.errors()}) or ["no verdict in both orders"]
-            error = f"{len(missing)} of {len(inv_pairs)} changed answers got no verdict in both orders: " + "; ".join(reasons)
+            reasons = sorted({e for p in missing for e in p.errors()}) or [_("no verdict in both orders")]
+            error = n_(
+                "{missing} of {n} changed answers got no verdict in both orders: {reasons}",
+                "{missing} of {n} changed answers got no verdict in both orders: {reasons}",
+                len(inv_pairs),
+                missing=len(missing),
+                reasons="; ".join(reasons),
+            )
             out.cases.append(CasePair(c.eval_set_id, c.eval_id, "not_evaluated", inv_pairs, 0, error))
             continue
         net = sum(s for s in scores if s is not None)
@@ -398,6 +405,6 @@ def run_pairwise(
 
         runtime = JudgeRuntime()
     else:
-        runtime, _ = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=judge_concurrency, no_cache=False), cache_policy)
+        runtime, _workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=judge_concurrency, no_cache=False), cache_policy)
     with runtime:
         return judge_pairs(baseline, current, policy, runtime)

@@ -18,7 +18,8 @@ from typing import Optional
 
 from evalgate.gate.model import CriterionComparison, GatePolicy
 from evalgate.gate.stats import SHIFT_Z, case_scales, lopsided_test, steady_drop_test, steady_run_variance
-from evalgate.gate.words import fmt_p, plural
+from evalgate.gate.words import fmt_p
+from evalgate.i18n import n_
 
 
 def measure(comp: CriterionComparison, diffs: list[float], own: tuple[list[int], list[list[float]]], policy: GatePolicy) -> None:
@@ -41,12 +42,26 @@ def measure(comp: CriterionComparison, diffs: list[float], own: tuple[list[int],
 
 def _partial_words(comp: CriterionComparison) -> str:
     assert comp.lopsided_p is not None and comp.steady_p is not None and comp.partial_p_adjusted is not None
-    return (
-        f"some cases fell: {comp.fell} of {comp.partial_cases} cases fell by more than {SHIFT_Z:g} times their own "
-        f"run-to-run spread and {comp.rose} rose, the run's common shift set aside (p = {fmt_p(comp.lopsided_p)}); "
-        f"in units of each case's spread, outliers capped, allowing runs to move them by {comp.steady_run_sd or 0.0:.2f} "
-        f"of a spread (sd, from {plural(comp.partial_runs, 'run')}), the scores fell with p = {fmt_p(comp.steady_p)}; "
-        f"together p = {fmt_p(comp.partial_p_adjusted)} after Holm"
+    return n_(
+        "some cases fell: {fell} of {cases} cases fell by more than {z} times their own "
+        "run-to-run spread and {rose} rose, the run's common shift set aside (p = {p_lopsided}); "
+        "in units of each case's spread, outliers capped, allowing runs to move them by {sd} "
+        "of a spread (sd, from {n} run), the scores fell with p = {p_steady}; "
+        "together p = {p} after Holm",
+        "some cases fell: {fell} of {cases} cases fell by more than {z} times their own "
+        "run-to-run spread and {rose} rose, the run's common shift set aside (p = {p_lopsided}); "
+        "in units of each case's spread, outliers capped, allowing runs to move them by {sd} "
+        "of a spread (sd, from {n} runs), the scores fell with p = {p_steady}; "
+        "together p = {p} after Holm",
+        comp.partial_runs or 0,
+        fell=comp.fell,
+        cases=comp.partial_cases,
+        z=f"{SHIFT_Z:g}",
+        rose=comp.rose,
+        p_lopsided=fmt_p(comp.lopsided_p),
+        sd=f"{comp.steady_run_sd or 0.0:.2f}",
+        p_steady=fmt_p(comp.steady_p),
+        p=fmt_p(comp.partial_p_adjusted),
     )
 
 

@@ -10,7 +10,8 @@ from typing import Optional
 from evalgate.gate.model import GatePolicy, Verdict
 from evalgate.gate.pairwise import SuitePairs
 from evalgate.gate.stats import binomial_upper, sign_test
-from evalgate.gate.words import fmt_p, plural
+from evalgate.gate.words import fmt_p, name_list
+from evalgate.i18n import _, n_
 
 
 @dataclass
@@ -49,22 +50,25 @@ class PairwiseComparison:
     def summary(self) -> str:
         """`judged side by side: 14 of 20 changed answers worse than the baseline's, 3 better, 3 equal`."""
         equal = self.changed - self.losses - self.wins
-        text = (
-            f"judged side by side: {self.losses} of {plural(self.changed, 'changed answer')} worse than the baseline's, "
-            f"{self.wins} better, {equal} equal"
+        text = n_(
+            "judged side by side: {losses} of {n} changed answer worse than the baseline's, {wins} better, {equal} equal",
+            "judged side by side: {losses} of {n} changed answers worse than the baseline's, {wins} better, {equal} equal",
+            self.changed,
+            losses=self.losses,
+            wins=self.wins,
+            equal=equal,
         )
         unchanged = self.compared - self.changed
         if unchanged:
-            text += f", {unchanged} unchanged"
-        extra = []
-        if self.not_evaluated:
-            extra.append(f"{plural(self.not_evaluated, 'case')} not evaluated")
-        if self.pairs.left_out:
-            extra.append(f"{len(self.pairs.left_out)} left out by max_cases")
-        if extra:
-            text += " (" + ", ".join(extra) + ")"
+            text = _("{summary}, {unchanged} unchanged", summary=text, unchanged=unchanged)
+        unheard = n_("{n} case not evaluated", "{n} cases not evaluated", self.not_evaluated) if self.not_evaluated else None
+        left = _("{n} left out by max_cases", n=len(self.pairs.left_out)) if self.pairs.left_out else None
+        if unheard and left:
+            text = _("{summary} ({not_evaluated}, {left_out})", summary=text, not_evaluated=unheard, left_out=left)
+        elif unheard or left:
+            text = _("{summary} ({notes})", summary=text, notes=unheard or left)
         if self.p_adjusted is not None:
-            text += f"; p = {fmt_p(self.p_adjusted)} after Holm"
+            text = _("{summary}; p = {p} after Holm", summary=text, p=fmt_p(self.p_adjusted))
         return text
 
 
@@ -100,31 +104,44 @@ def decide(comp: PairwiseComparison, policy: GatePolicy) -> tuple[Optional[str],
     margin = policy.pairwise.margin
     what = comp.summary()
     if comp.not_evaluated:
-        failed_cases = [c for c in comp.pairs.cases if c.outcome == "not_evaluated"]
-        comp.reasons.append(
-            f"{plural(len(failed_cases), 'case')} not evaluated side by side: "
-            + ", ".join(f"{c.eval_set_id}/{c.eval_id}" for c in failed_cases[:3])
-            + (f" and {len(failed_cases) - 3} more" if len(failed_cases) > 3 else "")
-            + f" ({failed_cases[0].error})"
-        )
+        comp.reasons.append(_unheard(comp))
     if comp.pairs.left_out:
         names = [f"{a}/{b}" for a, b in comp.pairs.left_out]
         comp.reasons.append(
-            f"{plural(len(names), 'changed case')} not judged side by side (beyond gate.pairwise.max_cases): " + ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+            n_(
+                "{n} changed case not judged side by side (beyond gate.pairwise.max_cases): {cases}",
+                "{n} changed cases not judged side by side (beyond gate.pairwise.max_cases): {cases}",
+                len(names),
+                cases=name_list(names, 10),
+            )
         )
     drop = None if comp.delta is None else -comp.delta
     if comp.p_adjusted is not None and comp.p_adjusted < policy.alpha:
         comp.status = Verdict.FAIL
-        text = f"{what}: the pull request's answers lose significantly more often than they win (drop {drop:.3f}, beyond the margin {margin:g})"
+        text = _(
+            "{what}: the pull request's answers lose significantly more often than they win (drop {drop}, beyond the margin {margin})",
+            what=what,
+            drop=f"{drop:.3f}",
+            margin=f"{margin:g}",
+        )
         comp.reasons.insert(0, text)
         return text, None
     if drop is not None and drop > margin and (comp.drop_upper is None or comp.drop_upper > max(policy.resolution, margin)):
         comp.status = Verdict.INCONCLUSIVE
-        bound = "" if comp.drop_upper is None else f" (95% upper bound {comp.drop_upper:.3f})"
-        text = (
-            f"{what}: losing more often than winning (drop {drop:.3f}, margin {margin:g}), not significantly; this run cannot "
-            f"rule out a drop bigger than {max(policy.resolution, margin):g}{bound}; more changed cases would settle it"
-        )
+        fields = dict(what=what, drop=f"{drop:.3f}", margin=f"{margin:g}", resolution=f"{max(policy.resolution, margin):g}")
+        if comp.drop_upper is None:
+            text = _(
+                "{what}: losing more often than winning (drop {drop}, margin {margin}), not significantly; this run cannot "
+                "rule out a drop bigger than {resolution}; more changed cases would settle it",
+                **fields,
+            )
+        else:
+            text = _(
+                "{what}: losing more often than winning (drop {drop}, margin {margin}), not significantly; this run cannot "
+                "rule out a drop bigger than {resolution} (95% upper bound {bound}); more changed cases would settle it",
+                **fields,
+                bound=f"{comp.drop_upper:.3f}",
+            )
         comp.reasons.insert(0, text)
         return None, text
     comp.status = Verdict.PASS
@@ -139,7 +156,7 @@ def apply(verdict: Verdict, reasons: list[str], comp: PairwiseComparison, policy
     fail, unsure = decide(comp, policy)
     if verdict is Verdict.ERROR:
         return verdict
-    unheard = next((r for r in comp.reasons if "not evaluated side by side" in r), None)
+    unheard = _unheard(comp) if comp.not_evaluated else None
     if fail:
         reasons.insert(0, fail)
         return Verdict.FAIL
@@ -153,7 +170,20 @@ def apply(verdict: Verdict, reasons: list[str], comp: PairwiseComparison, policy
         reasons.append(unsure)
         if verdict is Verdict.PASS:
             if policy.inconclusive == "fail":
-                reasons.append("inconclusive, and the gate's `inconclusive` policy is `fail`")
+                reasons.append(_("inconclusive, and the gate's `inconclusive` policy is `fail`"))
                 return Verdict.FAIL
             return Verdict.INCONCLUSIVE
     return verdict
+
+
+def _unheard(comp: PairwiseComparison) -> str:
+    """The reason for the cases the judge could not decide side by side (decide() lists it;
+    apply() folds it into the verdict under the suite's `not_evaluated` policy)."""
+    failed_cases = [c for c in comp.pairs.cases if c.outcome == "not_evaluated"]
+    return n_(
+        "{n} case not evaluated side by side: {cases} ({error})",
+        "{n} cases not evaluated side by side: {cases} ({error})",
+        len(failed_cases),
+        cases=name_list([f"{c.eval_set_id}/{c.eval_id}" for c in failed_cases], 3),
+        error=failed_cases[0].error,
+    )

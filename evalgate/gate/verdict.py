@@ -40,7 +40,8 @@ from evalgate.gate.efficiency import CostComparison
 from evalgate.gate.model import CriterionComparison, GatePolicy, SuiteComparison, Verdict
 from evalgate.gate.side_by_side import PairwiseComparison
 from evalgate.gate.values import cases_by_key
-from evalgate.gate.words import case_names, plural
+from evalgate.gate.words import case_names
+from evalgate.i18n import _, n_
 from evalgate.results import SuiteResult
 
 
@@ -48,16 +49,16 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
     """A suite compared with its baseline: each criterion's status from its tests, and the suite's verdict and reasons."""
     suite = draft.current
     if not suite.cases:
-        return Verdict.ERROR, ["the suite has no cases"]
+        return Verdict.ERROR, [_("the suite has no cases")]
     if suite.agent_error:
-        return Verdict.ERROR, [suite.agent_error]
+        return Verdict.ERROR, [_(suite.agent_error)]  # English in results.json; a marked one in the report's language
     fail: list[str] = []
     unsure: list[str] = []
     for comp in draft.criteria:
         name = comp.criterion
         if name in draft.new_criteria:
             if comp.status is Verdict.FAIL:
-                fail.append(f"{name}: new criterion, {below(*failing(suite, name), comp.threshold)}")
+                fail.append(_("{criterion}: new criterion, {reason}", criterion=name, reason=below(*failing(suite, name), comp.threshold)))
             continue
         flipped = _flips(comp, draft, policy)
         dropped, doubt = drop.decide(comp, policy)  # only the drop can leave a doubt
@@ -74,16 +75,21 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
         return Verdict.FAIL, fail + unsure + ([] if fails_ne else ne_reasons) + draft.notes
     if unsure:
         if policy.inconclusive == "fail":
-            return Verdict.FAIL, unsure + ["inconclusive, and the gate's `inconclusive` policy is `fail`"] + ne_reasons + draft.notes
+            return Verdict.FAIL, unsure + [_("inconclusive, and the gate's `inconclusive` policy is `fail`")] + ne_reasons + draft.notes
         return Verdict.INCONCLUSIVE, unsure + ne_reasons + draft.notes
     if ne_reasons:  # `warn`: criteria that were not heard cannot be called a pass
         return Verdict.INCONCLUSIVE, ne_reasons + draft.notes
     compared = [c for c in draft.criteria if c.n_pairs]
     n_pairs = max((c.n_pairs for c in compared), default=0)
     summary = (
-        f"no drop beyond the margin in {plural(len(compared), 'criterion', 'criteria')} over {plural(n_pairs, 'case')} compared"
+        n_(
+            "no drop beyond the margin in {n} criterion over {cases} compared",
+            "no drop beyond the margin in {n} criteria over {cases} compared",
+            len(compared),
+            cases=n_("{n} case", "{n} cases", n_pairs),
+        )
         if compared
-        else "nothing to compare: no case was evaluated in both runs"
+        else _("nothing to compare: no case was evaluated in both runs")
     )
     return Verdict.PASS, [summary] + ne_reasons + draft.notes
 
@@ -93,7 +99,12 @@ def _flips(comp: CriterionComparison, draft: Draft, policy: GatePolicy) -> Optio
     flipped = draft.flips.get(comp.criterion, []) if policy.deterministic_flips == "fail" else []
     if not flipped:
         return None
-    text = f"{plural(len(flipped), 'case')} went from PASSED to FAILED (a deterministic criterion: no noise to allow for): {case_names(flipped)}"
+    text = n_(
+        "{n} case went from PASSED to FAILED (a deterministic criterion: no noise to allow for): {cases}",
+        "{n} cases went from PASSED to FAILED (a deterministic criterion: no noise to allow for): {cases}",
+        len(flipped),
+        cases=case_names(flipped),
+    )
     comp.reasons.append(text)
     return text
 
@@ -122,7 +133,7 @@ def suite_verdict(
             reasons.insert(0, fail)
     if policy.removed_cases == "fail" and d.removed and verdict is not Verdict.ERROR:
         verdict = Verdict.FAIL
-        reasons.insert(0, f"{plural(len(d.removed), 'baseline case')} removed (gate.removed_cases: fail)")
+        reasons.insert(0, n_("{n} baseline case removed (gate.removed_cases: fail)", "{n} baseline cases removed (gate.removed_cases: fail)", len(d.removed)))
     return verdict, reasons
 
 
@@ -135,7 +146,7 @@ def _absolute_suite(d: Draft, has_baseline: bool) -> tuple[Verdict, list[str]]:
     elif d.absolute_reason:
         reasons.insert(0, d.absolute_reason)
     elif has_baseline and d.baseline is None:
-        reasons.insert(0, "new suite (not in the baseline): judged on absolute thresholds")
+        reasons.insert(0, _("new suite (not in the baseline): judged on absolute thresholds"))
     else:
         reasons += d.notes
     for comp in d.criteria:
@@ -153,8 +164,19 @@ def removed_suite(old: SuiteResult, policy: GatePolicy) -> SuiteComparison:
     return SuiteComparison(
         name=old.name,
         verdict=Verdict.FAIL if removed_fails else Verdict.PASS,
-        reasons=[f"not in this run (removed from the config): {plural(len(old.cases), 'baseline case')} not compared"
-                 + (" (gate.removed_cases: fail)" if removed_fails else "")],
+        reasons=[
+            n_(
+                "not in this run (removed from the config): {n} baseline case not compared (gate.removed_cases: fail)",
+                "not in this run (removed from the config): {n} baseline cases not compared (gate.removed_cases: fail)",
+                len(old.cases),
+            )
+            if removed_fails
+            else n_(
+                "not in this run (removed from the config): {n} baseline case not compared",
+                "not in this run (removed from the config): {n} baseline cases not compared",
+                len(old.cases),
+            )
+        ],
         criteria=[],
         changes=[],
         added=[],
@@ -170,11 +192,11 @@ def overall(
     """The run's verdict: FAIL if any suite FAILs or is an ERROR, else INCONCLUSIVE if any is, else PASS; and why."""
     reasons = []
     if not has_baseline:
-        reasons.append("no baseline found: absolute thresholds only")
+        reasons.append(_("no baseline found: absolute thresholds only"))
     elif mode == "absolute":
-        reasons.append("mode absolute: every case must pass every threshold; changes from the baseline are listed for information")
+        reasons.append(_("mode absolute: every case must pass every threshold; changes from the baseline are listed for information"))
     if config_changed:
-        reasons.append("the config changed since the baseline: compared on the criteria both share")
+        reasons.append(_("the config changed since the baseline: compared on the criteria both share"))
     verdicts = [s.verdict for s in suites]
     if Verdict.FAIL in verdicts or Verdict.ERROR in verdicts:
         verdict = Verdict.FAIL
@@ -184,7 +206,8 @@ def overall(
         verdict = Verdict.PASS
     for s in suites:
         if s.verdict is not Verdict.PASS:
-            reasons.append(f"{s.name}: {s.verdict.value}: {s.reasons[0] if s.reasons else 'see the suite'}")
+            first = s.reasons[0] if s.reasons else _("see the suite")
+            reasons.append(f"{s.name}: {s.verdict.value}: {first}")
     if verdict is Verdict.PASS and not suites:
-        reasons.append("no suites")
+        reasons.append(_("no suites"))
     return verdict, reasons

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from evalgate.i18n import n_
+
 if TYPE_CHECKING:
     from evalgate.gate.model import CaseKey
 
@@ -24,10 +26,19 @@ def _name(key: CaseKey) -> str:
 
 def case_names(keys: list[CaseKey], limit: int = 5) -> str:
     """`set/a, set/b and 3 more`."""
-    shown = ", ".join(_name(k) for k in keys[:limit])
-    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+    return name_list([_name(k) for k in keys], limit)
+
+
+def name_list(names: list[str], limit: int = 5) -> str:
+    """`a, b and 3 more`: the first `limit` names, and how many more, in the report's language."""
+    shown = ", ".join(names[:limit])
+    if len(names) <= limit:
+        return shown
+    # TRANSLATORS: {names} is a list of case names, {n} how many more were not listed.
+    return n_("{names} and {n} more", "{names} and {n} more", len(names) - limit, names=shown)
 
 
 def plural(n: int, word: str, plural: str = "") -> str:
-    """`1 case`, `3 cases`; `plural` for an irregular one (`criteria`)."""
+    """`1 case`, `3 cases`; `plural` for an irregular one (`criteria`). English only: a
+    reader's text uses its own `n_` message."""
     return f"{n} {word if n == 1 else plural or word + 's'}"
