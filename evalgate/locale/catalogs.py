@@ -188,9 +188,9 @@ def problems(package: Path = PACKAGE) -> list[str]:
     for code in LANGUAGES:
         catalog = read(code, root)
         have = {_key(m) for m in catalog if m.id}
-        for msgid in sorted(ids - have):
+        for msgid in sorted(ids - have, key=str):
             found.append(f"{code}: no entry for {msgid!r}: run `python -m evalgate.locale.catalogs update`, then translate it")
-        for msgid in sorted(have - ids):
+        for msgid in sorted(have - ids, key=str):
             found.append(f"{code}: {msgid!r} is no longer in the code: run `python -m evalgate.locale.catalogs update`")
         for m in catalog:
             if not m.id:
