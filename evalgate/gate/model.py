@@ -182,6 +182,23 @@ class CaseChange:
 
 
 @dataclass
+class Crash:
+    """A case the baseline passed whose agent run failed now (evalgate.gate.crash): its criteria
+    are NOT_EVALUATED, which alone the `not_evaluated` policy would let pass."""
+
+    key: CaseKey
+    criteria: list[str]  # the criteria the baseline PASSED that the failed run left NOT_EVALUATED
+    error: str  # why the agent's run failed (the case's agent_error)
+    reruns: int = 0  # confirmation runs evaluated for it (gate.confirm)
+    failed: int = 0  # ... of them, the ones where the agent failed again or failed one of `criteria`
+    # broken: it failed in the run and in every re-run, and fails the gate; flaky: a re-run
+    # passed, not counted; unconfirmed: a re-run could not be evaluated (a judge outage);
+    # not_rerun: nothing re-ran it (gate.confirm.runs 0, recorded outputs, max_cases, an
+    # agent that cannot start here): a warning.
+    verdict: Literal["broken", "flaky", "unconfirmed", "not_rerun"] = "not_rerun"
+
+
+@dataclass
 class SuiteComparison:
     name: str
     verdict: Verdict
@@ -194,6 +211,7 @@ class SuiteComparison:
     skipped_criteria: list[str]  # e.g. "hallucinations_v1: no judge credentials (12 cases NOT_EVALUATED)"
     pairwise: Optional[PairwiseComparison] = None  # gate.pairwise: the changed answers judged side by side
     costs: list[CostComparison] = field(default_factory=list)  # efficiency per turn against the baseline (evalgate.gate.efficiency)
+    crashes: list[Crash] = field(default_factory=list)  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
 
 
 @dataclass

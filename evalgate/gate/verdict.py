@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from evalgate.gate import breakage, drop, efficiency, partial, side_by_side
+from evalgate.gate import breakage, crash, drop, efficiency, partial, side_by_side
 from evalgate.gate.absolute import absolute_verdict, below, failing, not_evaluated_reasons
 from evalgate.gate.draft import Draft
 from evalgate.gate.efficiency import CostComparison
@@ -67,7 +67,11 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
             unsure.append(f"{name}: {doubt}")
         comp.status = Verdict.FAIL if fails else Verdict.INCONCLUSIVE if doubt else Verdict.PASS
 
-    fails_ne, ne_reasons = not_evaluated_reasons(suite)
+    crashed, crash_notes = crash.decide(draft.crashes, policy)
+    if crashed:
+        fail.append(crashed)
+    fails_ne, unheard = not_evaluated_reasons(suite)
+    ne_reasons = crash_notes + unheard  # said first: cases the baseline passed that the agent failed on
     if fails_ne:
         fail += ne_reasons
     if fail:
@@ -76,7 +80,7 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
         if policy.inconclusive == "fail":
             return Verdict.FAIL, unsure + ["inconclusive, and the gate's `inconclusive` policy is `fail`"] + ne_reasons + draft.notes
         return Verdict.INCONCLUSIVE, unsure + ne_reasons + draft.notes
-    if ne_reasons:  # `warn`: criteria that were not heard cannot be called a pass
+    if unheard:  # `warn`: criteria that were not heard cannot be called a pass
         return Verdict.INCONCLUSIVE, ne_reasons + draft.notes
     compared = [c for c in draft.criteria if c.n_pairs]
     n_pairs = max((c.n_pairs for c in compared), default=0)
