@@ -12,7 +12,7 @@ from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
 from evalgate.gate.model import CaseChange, CaseKey, Crash, CriterionComparison, GatePolicy, Verdict
 from evalgate.gate.stats import EPSILON, ROUND
-from evalgate.gate.values import case_value, cases_by_key, criteria_of, has_samples, is_continuous, is_evaluated, sampling_of
+from evalgate.gate.values import case_value, cases_by_key, criteria_of, has_samples, is_continuous, is_evaluated, sampling_of, score_range
 from evalgate.gate.words import case_names, plural
 from evalgate.results import CaseResult, Status, SuiteResult
 
@@ -134,11 +134,13 @@ def draft_suite(
             reasons=reasons,
             basis=basis,  # type: ignore[arg-type]
         )
+        low, high = score_range(name)
+        comp.span = high - low
         continuous = False  # the values are scores (some strictly between 0 and 1), not judged
         if pairs:
             base_values = [case_value(b, basis) for _, b, _ in pairs]
             cur_values = [case_value(c, basis) for _, _, c in pairs]
-            continuous = not judge and is_continuous(base_values + cur_values)
+            continuous = not judge and is_continuous([(v - low) / comp.span for v in base_values + cur_values])
             diffs = [round(c - b, ROUND) for b, c in zip(base_values, cur_values)]
             comp.baseline_mean = sum(base_values) / len(pairs)
             comp.current_mean = sum(cur_values) / len(pairs)

@@ -64,14 +64,14 @@ def measure(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], 
     if measured is not None:
         sigma2, comp.history, comp.run_moved = measured
     else:
-        sigma2 = (policy.run_sd_judge if comp.judge else policy.run_sd_deterministic) ** 2
+        sigma2 = policy.run_sd(comp.judge, comp.span) ** 2
         comp.history = 0
     comp.run_sd = math.sqrt(sigma2)
     run_df = level.run_df(comp)
     if len(diffs) < 2:
         comp.reasons.append("one case compared: too few to test")
         return
-    comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge), 2 * sigma2, run_df)
+    comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge, comp.span), 2 * sigma2, run_df)
     comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df)
     comp.lower_bound, _ = drop_interval(diffs, 2 * sigma2, df, level=0.90)
 
@@ -87,7 +87,7 @@ def _variation_words(comp: CriterionComparison) -> str:
 
 def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     assert comp.delta is not None
-    margin = policy.margin(comp.judge)
+    margin = policy.margin(comp.judge, comp.span)
     interval = f", 95% CI [{fmt(comp.ci_low)}, {fmt(comp.ci_high)}]" if comp.ci_low is not None else ""
     moved = f"dropped by {-comp.delta:.3f}" if comp.delta < 0 else f"rose by {comp.delta:.3f}" if comp.delta > 0 else "did not move"
     return (
@@ -100,7 +100,7 @@ def decide(comp: CriterionComparison, policy: GatePolicy) -> tuple[Optional[str]
     """(why the criterion FAILs, why it is INCONCLUSIVE), each None when not, after Holm; the
     reasons go to comp.reasons too. FAIL against the baseline run; INCONCLUSIVE against the
     default branch's level when measured (evalgate.gate.level), else against the baseline run."""
-    margin = policy.margin(comp.judge)
+    margin = policy.margin(comp.judge, comp.span)
     if comp.delta is not None and comp.p_adjusted is not None:
         what = _drop_words(comp, policy)
         if comp.p_adjusted < policy.alpha:
@@ -108,7 +108,7 @@ def decide(comp: CriterionComparison, policy: GatePolicy) -> tuple[Optional[str]
             comp.reasons.append(text)
             return text, None
         if level.unsure(comp, policy):
-            text = f"{what}{level.words(comp)}: this run cannot rule out a drop bigger than {max(policy.resolution, margin):g} " + (
+            text = f"{what}{level.words(comp)}: this run cannot rule out a drop bigger than {max(policy.resolution_of(comp.span), margin):g} " + (
                 f"(95% lower bound {fmt(level.lower(comp))}); {level.what_would_settle(comp)}"
             )
             comp.reasons.append(text)

@@ -92,9 +92,18 @@ class GatePolicy(BaseModel):
     permutations: int = Field(default=10000, ge=100, description="Unused: the tests are closed form now (kept so that configs that set it stay valid).")
     seed: int = Field(default=20240601, description="Unused: the tests are closed form and deterministic (kept so that configs that set it stay valid).")
 
-    def margin(self, judge: bool) -> float:
-        """The drop a criterion tolerates: margin_judge or margin_deterministic."""
-        return self.margin_judge if judge else self.margin_deterministic
+    def margin(self, judge: bool, span: float = 1.0) -> float:
+        """The drop a criterion tolerates: margin_judge or margin_deterministic, as a fraction
+        of its score range `span` (1 for scores in [0, 1]; evalgate.gate.values.score_range)."""
+        return (self.margin_judge if judge else self.margin_deterministic) * span
+
+    def resolution_of(self, span: float = 1.0) -> float:
+        """`resolution` on a criterion's scale, `span` its score range."""
+        return self.resolution * span
+
+    def run_sd(self, judge: bool, span: float = 1.0) -> float:
+        """The run-to-run sd assumed without history, `span` the criterion's score range."""
+        return (self.run_sd_judge if judge else self.run_sd_deterministic) * span
 
 
 @dataclass(frozen=True, order=True)
@@ -122,6 +131,9 @@ class CriterionComparison:
     p_adjusted: Optional[float]  # Holm, across all criteria of all suites
     status: Verdict
     reasons: list[str] = field(default_factory=list)
+    # Its scores' range, highest - lowest (4 for response_evaluation_score's 1 to 5): the
+    # numbers here are on its own scale, the margins and resolution fractions of the range.
+    span: float = 1.0
     # What the means, delta and test are over: "scores" (the criterion's case scores) or
     # "samples" (per case, the mean of its judge samples; see the module docstring).
     basis: Literal["scores", "samples"] = "scores"

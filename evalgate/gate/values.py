@@ -101,6 +101,20 @@ def case_value(result: CriterionResult, basis: str) -> float:
     return result.score
 
 
+def score_range(name: str) -> tuple[float, float]:
+    """The scale of a criterion's scores, lowest to highest, as its module declares it
+    (`Criterion.score_range`): (0, 1) for all but response_evaluation_score (1 to 5) and for
+    names evalgate does not know (custom metrics). The gate compares a criterion as if its
+    scores were mapped to [0, 1], (score - lowest) / (highest - lowest), by taking its
+    margins, resolution and assumed run-to-run sd as fractions of the range: the same tests
+    (differences scale by the range, the lowest cancels), with every number shown on the
+    scale its users know."""
+    from evalgate.criteria import REGISTRY
+
+    cls = REGISTRY.get(name)
+    return cls.score_range if cls is not None else (0.0, 1.0)
+
+
 def is_evaluated(result: Optional[CriterionResult]) -> bool:
     """Scored with a verdict: an INFORMATIONAL value (a custom metric may return one) is
     shown, never compared, as ADK never lets one decide a case."""
