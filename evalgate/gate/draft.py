@@ -12,7 +12,17 @@ from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
 from evalgate.gate.model import CaseChange, CaseKey, Crash, CriterionComparison, GatePolicy, Verdict
 from evalgate.gate.stats import EPSILON, ROUND
-from evalgate.gate.values import case_value, cases_by_key, criteria_of, has_samples, is_continuous, is_evaluated, sampling_of, score_range
+from evalgate.gate.values import (
+    case_value,
+    cases_by_key,
+    criteria_of,
+    has_samples,
+    is_continuous,
+    is_evaluated,
+    run_scores,
+    sampling_of,
+    score_range,
+)
 from evalgate.gate.words import case_names, plural
 from evalgate.results import CaseResult, Status, SuiteResult
 
@@ -140,7 +150,9 @@ def draft_suite(
         if pairs:
             base_values = [case_value(b, basis) for _, b, _ in pairs]
             cur_values = [case_value(c, basis) for _, _, c in pairs]
-            continuous = not judge and is_continuous([(v - low) / comp.span for v in base_values + cur_values])
+            # Per run, not the runs' mean: a pass/fail criterion run 3 times has means 0, 1/3,
+            # 2/3 and 1, shares of runs that passed, not scores (evalgate.gate.breakage).
+            continuous = not judge and is_continuous([(v - low) / comp.span for _, b, c in pairs for v in run_scores(b) + run_scores(c)])
             diffs = [round(c - b, ROUND) for b, c in zip(base_values, cur_values)]
             comp.baseline_mean = sum(base_values) / len(pairs)
             comp.current_mean = sum(cur_values) / len(pairs)

@@ -15,8 +15,9 @@ Agent runs (num_runs)
     A case the agent ran several times has each run's score in `runs`, and its score is the
     mean over all runs' invocations. A criterion without judge samples then takes the runs
     as its samples: the ledger records the share of runs that passed, and broken-stable
-    testing applies to it as to a judge criterion, so an agent's nondeterminism is measured
-    from its runs rather than assumed.
+    testing applies to it (evalgate.gate.breakage says when such a case broke), so an
+    agent's nondeterminism is measured from its runs rather than assumed. Whether its values
+    are scores is read from each run's score (`run_scores`), never from their mean.
 """
 
 from __future__ import annotations
@@ -119,6 +120,16 @@ def is_evaluated(result: Optional[CriterionResult]) -> bool:
     """Scored with a verdict: an INFORMATIONAL value (a custom metric may return one) is
     shown, never compared, as ADK never lets one decide a case."""
     return result is not None and result.status not in (Status.NOT_EVALUATED, Status.INFORMATIONAL) and result.score is not None
+
+
+def run_scores(result: CriterionResult) -> list[float]:
+    """What a criterion scored in each of a case's agent runs (num_runs), or its one score:
+    whether a criterion's values are scores or pass/fail is read from these, never from a
+    mean over runs (0, 1/3, 2/3 and 1 are the share of runs a pass/fail criterion passed)."""
+    runs = _run_scores(result)
+    if runs is not None:
+        return runs
+    return [result.score] if result.score is not None else []
 
 
 def is_continuous(values: Iterable[float]) -> bool:
