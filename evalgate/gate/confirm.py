@@ -56,8 +56,8 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
     """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
     Stable cases that broke come first, those of the most significant breakage test first;
     then cases the baseline passed whose agent run failed now (evalgate.gate.crash: "agent
-    run failed on a case the baseline passed"; a judge's failure is not one); then, with `flips`, cases whose deterministic criteria went from PASSED to FAILED, by
-    suite and name. The gate asks for flips only under `deterministic_flips: fail`, where a
+    run failed on a case the baseline passed"; a judge's failure is not one); then, with
+    `flips`, cases whose deterministic criteria went from PASSED to FAILED, by suite and name. The gate asks for flips only under `deterministic_flips: fail`, where a
     flip decides the verdict: elsewhere the tests that read flips (the mean drop) read the
     first run only, so their re-runs would change nothing and cost agent runs (bench_gate
     --confirm, unchanged PRs of its flaky agent: 12% more agent runs with every flip a

@@ -15,6 +15,9 @@ Verdicts
       Otherwise it PASSes, with the drop and the variation it allowed for in its
       reasons. An INCONCLUSIVE criterion always warns, and fails the suite when
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
+      A case the baseline passed whose agent failed in the run and in every confirmation
+      run FAILs the suite whatever that policy (evalgate.gate.crash); one nothing re-ran is a
+      warning among the reasons.
       With `gate.efficiency`, a suite FAILs when a gated efficiency value (tokens, calls,
       seconds per turn) rose significantly beyond its tolerance (evalgate.gate.efficiency;
       ungated ones and absolute mode: reported only).
