@@ -138,7 +138,7 @@ def decide(crashes: list[Crash], policy: GatePolicy) -> tuple[Optional[str], lis
     warnings = []
     left = sorted(c.key for c in crashes if c.verdict == "not_rerun")
     if left:
-        why = _(" (gate.confirm.runs is 0)") if policy.confirm.runs < 1 else ""
+        why = " " + _("(gate.confirm.runs is 0)") if policy.confirm.runs < 1 else ""
         first = next(c for c in crashes if c.verdict == "not_rerun")
         warnings.append(n_(
             "warning: {n} case the baseline passed was not evaluated: the agent failed on it in this run and it was not re-run{why}: {cases} ({error})",
