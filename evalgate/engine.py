@@ -312,6 +312,7 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
         # Informational: shown beside the criteria, never part of the case's status.
         efficiency=efficiency.compute(r.invocations if r.error is None else None for r in case.agent_runs()),
         agent_logs=_agent_logs(case),
+        agent_error=next((r.error for r in case.runs if r.error is not None), None),
     )
 
 

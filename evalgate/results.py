@@ -159,6 +159,14 @@ class CaseResult(_Model):
         description="The agent ran here: what it wrote during each run that wrote anything, as pytest keeps a test's "
         "output. Not part of the comparable payload (logs differ from run to run).",
     )
+    agent_error: Optional[str] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="The agent's run of this case failed (it raised, exited with an error or timed out): why, the "
+        "first failed run's reason. That run's criteria are NOT_EVALUATED; unlike a criterion's own error (a judge or "
+        "API failure, the judge's not the agent's), the gate re-runs such a case when the baseline passed it "
+        "(gate.confirm). Absent when every run of the case ran.",
+    )
     reruns: Optional[list[Rerun]] = Field(
         None,
         exclude_if=lambda v: v is None,

@@ -14,7 +14,7 @@ from evalgate.gate import GatePolicy, Verdict, compare, ledger_key
 from evalgate.gate.confirm import ConfirmPolicy, suspects, verdicts, words
 from evalgate.engine import case_status
 from evalgate.reports.markdown import render_comment
-from evalgate.results import Rerun
+from evalgate.results import CriterionResult, InvocationResult, Rerun, RunResults, Status
 from evalgate.gate.stats import repeat_factors, repeat_share
 from test_compare import K, crit, one
 
@@ -160,3 +160,41 @@ def test_the_comment_says_per_suspect_what_the_re_runs_showed():
     assert "### Confirmation runs" in comment
     assert "- set/c001 (traj): failed 2 of 2 re-runs: broken" in comment
     assert "- set/c009 (traj): passed on re-run: flaky, not counted (1 of 2 passed)" in comment
+
+
+# --- several agent runs per case (num_runs): pass/fail runs, not a score -----------------
+
+
+def _runs(*outcomes: float) -> CriterionResult:
+    """A deterministic criterion over len(outcomes) agent runs (threshold 1), as engine.score_runs writes it."""
+    per = [InvocationResult(score=o, status=Status.PASSED if o >= 1.0 else Status.FAILED) for o in outcomes]
+    mean = sum(outcomes) / len(outcomes)
+    return CriterionResult(score=mean, status=Status.PASSED if mean >= 1.0 else Status.FAILED, threshold=1.0, per_invocation=per, runs=list(outcomes))
+
+
+def _three_runs(now: dict[str, tuple]) -> "RunResults":
+    results = one({e: {"traj": 1.0} for e in IDS}, thresholds={"traj": 1.0})
+    for case in results.suites[0].cases:
+        case.criteria["traj"] = _runs(*now.get(case.eval_id, (1.0, 1.0, 1.0)))
+        case.status = case_status(case.criteria)
+    return results
+
+
+def test_with_num_runs_a_case_broke_when_most_of_its_runs_failed_and_hazards_come_from_outcomes():
+    """Run means 0, 1/3, 2/3, 1 are shares of runs that passed, not scores: the breakage test
+    reads them as pass/fail (a broken case failed most of its runs), not as a continuous value
+    whose every dip under a threshold of 1 is a chance break."""
+    flaky = {"c030": (1.0, 0.0, 1.0), "c031": (1.0, 1.0, 0.0)}  # one run of three failed: not broken
+    broke = {"c001": (0.0, 0.0, 0.0), "c007": (0.0, 0.0, 0.0), "c009": (0.0, 1.0, 0.0)}  # two of three: broken
+    ledger = {}
+    for e in IDS:
+        history = [1.0, 2 / 3, 1.0, 1.0, 2 / 3, 1.0, 1.0, 1.0, 1.0, 1.0] if e in ("c020", "c021", "c022") else [1.0] * 10
+        ledger[ledger_key(K(e), "traj")] = history
+        ledger[ledger_key(K(e), "traj") + "\x1fvalue"] = history
+    policy = GatePolicy(confirm=ConfirmPolicy(runs=0))
+    comparison = compare(_three_runs({}), _three_runs({**flaky, **broke}), policy, ledger=ledger)
+    [comp] = comparison.suites[0].criteria
+    assert comp.hazards_from == "outcomes" and comp.partial_p is None  # pass/fail, no partial-drop test
+    assert sorted(k.eval_id for k in comp.broken) == ["c001", "c007", "c009"] and comp.stable == 40
+    assert comp.breakage_p_adjusted is not None and comp.breakage_p_adjusted < policy.alpha
+    assert any("3 of 40 stable cases broke" in r for r in comp.reasons)

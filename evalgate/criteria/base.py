@@ -64,6 +64,9 @@ class Criterion(BaseModel):
     # "case": the criterion judges the conversation as a whole (`score_case`) and gives the
     # case's verdict itself; the engine does not average its turns.
     scope: ClassVar[Scope] = "invocation"
+    # The scale of its scores, lowest to highest (the threshold is on it): the gate's margins,
+    # resolution and assumed run-to-run sd are fractions of this range (evalgate.gate.values.score_range).
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
 
     threshold: float = Field(ge=0.0, le=1.0, description="Pass when the score is at least this.")
     include_intermediate_responses_in_final: bool = Field(

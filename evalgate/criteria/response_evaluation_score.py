@@ -50,6 +50,7 @@ class ResponseEvaluationScore(VertexCriterion):
     name: ClassVar[str] = "response_evaluation_score"
     metric: ClassVar[str] = "coherence"  # the metric's name in the Vertex SDK (no managed metric has it)
     needs_expected: ClassVar[bool] = True
+    score_range: ClassVar[tuple[float, float]] = (LOWEST, HIGHEST)
 
     threshold: float = Field(ge=LOWEST, le=HIGHEST, description="Pass when the coherence rating (1 to 5) is at least this.")
 

@@ -4,7 +4,7 @@ Broken stable cases (any criterion, with a ledger)
     A case is stable for a criterion when the ledger has at least `stable_min_runs`
     recorded outcomes for it (the last `history_runs`), all above 0.5 (a majority of its
     samples, or its one run, passed in every run). It has broken when its outcome now is
-    0: every sample (or run) failed. The stable cases of a criterion are tested together:
+    0: every sample failed (agent runs: below). The stable cases of a criterion are tested together:
     each has a chance of breaking by chance, from the population of failure rates fitted
     to every case's history of that criterion (a nonparametric mixture; lower the longer
     its clean streak) times the share of failed runs that failed every sample; the number
@@ -15,6 +15,19 @@ Broken stable cases (any criterion, with a ledger)
     `CaseResult.reruns`) and every stable case that broke re-run, a break counts only when
     it failed every re-run too, and its chance is multiplied by how often the ledger's
     failures repeated in the next run (stats).
+
+Several agent runs per case (`num_runs`)
+    A deterministic criterion's runs are pass/fail outcomes, not a score: its value in a
+    run of the gate is the share of the case's runs that passed (0, 1/3, 2/3 or 1 for three
+    runs), and the criterion is continuous only when its runs' own scores are (never their
+    mean). A case is stable when most of its runs passed in each of its recorded runs, and
+    it broke when most of its runs failed now: the same reading both ways, so a break is
+    exactly a run that would have cost the case its stability, and every such failure in
+    history counts as a break (no share of "total" failures to measure). Chosen over "every
+    run failed", which misses a change that breaks a case in two runs of three, and over
+    ADK's aggregated status (the runs' mean score against the threshold: with a threshold
+    of 1, one failing run in three), which makes a single chance failure of a stable case a
+    break and so triples the chance breaks the test must allow for.
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from evalgate.gate.ledger import Ledger, ledger_key, stable_history, value_key
 from evalgate.gate.model import CaseKey, CriterionComparison, GatePolicy
 from evalgate.gate.stats import (
     MIN_HISTORY,
+    failed,
     break_hazards,
     break_share,
     break_test,
@@ -55,6 +69,8 @@ def measure(
     dip_hazards, break_test). `values`: every case's recorded values when the criterion is
     continuous (a stable case's chance of falling under the threshold is then its own), else None."""
     streaks, own, broken, keys = [], [], [], []
+    by_runs = not comp.judge and any(len(c.runs or []) > 1 for _k, _b, c in pairs)  # num_runs: module docstring
+    broke_now = failed if by_runs else broke
     for k, _base, c in pairs:
         recorded = stable_history(ledger.get(ledger_key(k, comp.criterion), []), policy)
         if recorded is None:
@@ -64,7 +80,7 @@ def measure(
         streaks.append(len(recorded))
         own.append([float(v) for v in ledger.get(value_key(k, comp.criterion)) or [] if v is not None][-policy.history_runs :])
         now = outcome(c, comp.judge)
-        broken.append(now is not None and broke(now))  # every sample (or run) failed
+        broken.append(now is not None and broke_now(now))  # every sample failed; with num_runs, most runs
         if broken[-1]:
             comp.broken.append(k)
     if not comp.stable:
@@ -88,7 +104,7 @@ def measure(
         comp.expected_breaks = sum(hazards) * scale
         comp.breakage_p = sum(break_test(broken, [h * x for h in hazards]) for x in factors) / len(factors)
         return
-    fails, share = fail_hazards(recent, streaks), break_share(recent)
+    fails, share = fail_hazards(recent, streaks), None if by_runs else break_share(recent)
     comp.expected_breaks = sum(break_hazards(fails, share)) * scale
     comp.breakage_p = sum(share_break_test(broken, [f * x for f in fails], share) for x in factors) / len(factors)
 

@@ -84,6 +84,7 @@ def compare(
                 skipped_criteria=skipped(d.current),
                 pairwise=pw,
                 costs=costs.get(name, []),
+                crashes=d.crashes,
             )
         )
     for name in sorted(set(base_suites) - {s.name for s in current.suites}):

@@ -45,8 +45,9 @@ class Suspect:
     eval_set_id: str
     eval_id: str
     criteria: list[str]  # the criteria that made it a suspect
-    stable: bool  # a stable case that broke (else it went from PASSED to FAILED)
+    stable: bool  # a stable case that broke (else it went from PASSED to FAILED, or crashed)
     judged: list[str] = field(default_factory=list)  # of `criteria`, the judge criteria
+    crashed: bool = False  # the agent failed on it where the baseline passed (evalgate.gate.crash)
 
     @property
     def name(self) -> str:
@@ -56,8 +57,9 @@ class Suspect:
 def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) -> tuple[list[Suspect], int]:
     """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
     Stable cases that broke come first, those of the most significant breakage test first;
-    then, with `flips`, cases whose deterministic criteria went from PASSED to FAILED, by
-    suite and name. The gate asks for flips only under `deterministic_flips: fail`, where a
+    then cases the baseline passed whose agent run failed now (evalgate.gate.crash: "agent
+    run failed on a case the baseline passed"; a judge's failure is not one); then, with
+    `flips`, cases whose deterministic criteria went from PASSED to FAILED, by suite and name. The gate asks for flips only under `deterministic_flips: fail`, where a
     flip decides the verdict: elsewhere the tests that read flips (the mean drop) read the
     first run only, so their re-runs would change nothing and cost agent runs (bench_gate
     --confirm, unchanged PRs of its flaky agent: 12% more agent runs with every flip a
@@ -76,6 +78,14 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
                     s = found[key] = Suspect(*key, criteria=[], stable=True)
                     ranked.append(((0, comp.breakage_p if comp.breakage_p is not None else 1.0, key), key))
                 s.criteria.append(comp.criterion)
+        for c in suite.crashes:
+            key = (c.key.suite, c.key.eval_set_id, c.key.eval_id)
+            s = found.get(key)
+            if s is None:
+                s = found[key] = Suspect(*key, criteria=[], stable=False)
+                ranked.append(((1, 1.0, key), key))
+            s.crashed = True
+            s.criteria += [n for n in c.criteria if n not in s.criteria]
         for change in suite.changes if flips else []:
             if change.kind not in ("regressed", "broken_stable"):
                 continue
@@ -86,7 +96,7 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
             s = found.get(key)
             if s is None:
                 s = found[key] = Suspect(*key, criteria=[], stable=False)
-                ranked.append(((1, 1.0, key), key))
+                ranked.append(((2, 1.0, key), key))
             s.criteria += [n for n in fell if n not in s.criteria]
         for s in found.values():
             if s.suite == suite.name:
@@ -107,7 +117,7 @@ def how(plan: Any, s: Suspect) -> Optional[Literal["agent", "judge"]]:
     outputs (evalgate.gate.stats says why not on an agent's); None: nothing to re-run."""
     if plan.agent is not None:
         return "agent"
-    return "judge" if s.judged else None
+    return "judge" if s.judged and not s.crashed else None  # a failed run's outputs: nothing to re-judge
 
 
 def rerun(
@@ -287,14 +297,21 @@ class Line:
 def lines(comparison: Any, current: Any) -> list[Line]:
     """One line per case the gate re-ran, in suite and case order: what its re-runs showed
     for the criteria it was suspected on (the comparison's broken / flaky lists)."""
+    from evalgate.gate import crash
+
     out = []
     for suite in comparison.suites:
         judge = {c.criterion: c.judge for c in suite.criteria}
+        crashes = {(c.key.eval_set_id, c.key.eval_id): c for c in suite.crashes}
         result = next((s for s in current.suites if s.name == suite.name), None)
         if result is None:
             continue
         for case in result.cases:
             if not case.reruns:
+                continue
+            crashed = crashes.get((case.eval_set_id, case.eval_id))
+            if crashed is not None:  # the agent failed on it in the run (evalgate.gate.crash)
+                out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", crashed.criteria, False, crash.words(crashed, len(case.reruns))))
                 continue
             names = sorted(n for n in case.criteria if case.criteria[n].status.value == "FAILED" and n in judge)
             stable = any(c.criterion in names and any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for k in c.broken + c.flaky) for c in suite.criteria)

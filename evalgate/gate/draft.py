@@ -6,13 +6,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from evalgate.gate import breakage, drop, level, partial
+from evalgate.gate import breakage, crash, drop, level, partial
 from evalgate.gate import confirm as confirmation
 from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
-from evalgate.gate.model import CaseChange, CaseKey, CriterionComparison, GatePolicy, Verdict
+from evalgate.gate.model import CaseChange, CaseKey, Crash, CriterionComparison, GatePolicy, Verdict
 from evalgate.gate.stats import EPSILON, ROUND
-from evalgate.gate.values import case_value, cases_by_key, criteria_of, has_samples, is_continuous, is_evaluated, sampling_of
+from evalgate.gate.values import (
+    case_value,
+    cases_by_key,
+    criteria_of,
+    has_samples,
+    is_continuous,
+    is_evaluated,
+    run_scores,
+    sampling_of,
+    score_range,
+)
 from evalgate.gate.words import case_names
 from evalgate.i18n import _, n_
 from evalgate.results import CaseResult, Status, SuiteResult
@@ -34,6 +44,7 @@ class Draft:
     removed: list[CaseKey]
     changed: list[CaseKey]
     notes: list[str]  # warnings that do not decide the verdict
+    crashes: list[Crash]  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
 
 
 KIND_ORDER = {"broken_stable": 0, "regressed": 1, "fixed": 2, "score_drop": 3, "score_rise": 4}
@@ -138,11 +149,15 @@ def draft_suite(
             reasons=reasons,
             basis=basis,  # type: ignore[arg-type]
         )
+        low, high = score_range(name)
+        comp.span = high - low
         continuous = False  # the values are scores (some strictly between 0 and 1), not judged
         if pairs:
             base_values = [case_value(b, basis) for _, b, _ in pairs]
             cur_values = [case_value(c, basis) for _, _, c in pairs]
-            continuous = not judge and is_continuous(base_values + cur_values)
+            # Per run, not the runs' mean: a pass/fail criterion run 3 times has means 0, 1/3,
+            # 2/3 and 1, shares of runs that passed, not scores (evalgate.gate.breakage).
+            continuous = not judge and is_continuous([(v - low) / comp.span for _, b, c in pairs for v in run_scores(b) + run_scores(c)])
             diffs = [round(c - b, ROUND) for b, c in zip(base_values, cur_values)]
             comp.baseline_mean = sum(base_values) / len(pairs)
             comp.current_mean = sum(cur_values) / len(pairs)
@@ -174,8 +189,11 @@ def draft_suite(
         notes.append(_("not in this run, not compared: {criteria}", criteria=", ".join(gone)))
 
     changes = []
+    crashes: list[Crash] = []
     if not absolute:
         shared = sorted(set(cur_specs) & set(base_specs))
+        if policy.mode != "absolute":
+            crashes = crash.measure(paired, base_cases, cur_cases, shared, policy, ledger)
         for k in paired:
             change = case_change(k, base_cases[k], cur_cases[k], shared)
             if change is not None:
@@ -203,6 +221,7 @@ def draft_suite(
         removed=removed,
         changed=changed,
         notes=notes,
+        crashes=crashes,
     )
 
 
@@ -227,6 +246,12 @@ def case_changes(d: Draft, ledger: Optional[Ledger]) -> list[CaseChange]:
                 change.kind = "broken_stable"
                 change.p_value = comp.breakage_p
                 change.p_adjusted = comp.breakage_p_adjusted
+    for c in d.crashes:  # failed in the run and every re-run: regressed, as the verdict counts it
+        if c.verdict == "broken" and c.key not in by_key:
+            change = by_key[c.key] = CaseChange(
+                key=c.key, kind="regressed", criteria={n: (base_cases[c.key].criteria[n].score, None) for n in c.criteria}
+            )
+            changes.append(change)
     if ledger:
         for change in changes:
             if change.kind == "regressed":

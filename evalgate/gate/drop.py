@@ -65,14 +65,14 @@ def measure(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], 
     if measured is not None:
         sigma2, comp.history, comp.run_moved = measured
     else:
-        sigma2 = (policy.run_sd_judge if comp.judge else policy.run_sd_deterministic) ** 2
+        sigma2 = policy.run_sd(comp.judge, comp.span) ** 2
         comp.history = 0
     comp.run_sd = math.sqrt(sigma2)
     run_df = level.run_df(comp)
     if len(diffs) < 2:
         comp.reasons.append(_("one case compared: too few to test"))
         return
-    comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge), 2 * sigma2, run_df)
+    comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge, comp.span), 2 * sigma2, run_df)
     comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df)
     comp.lower_bound, _upper = drop_interval(diffs, 2 * sigma2, df, level=0.90)
 
@@ -95,7 +95,7 @@ def _variation_words(comp: CriterionComparison) -> str:
 
 def _drop_words(comp: CriterionComparison, policy: GatePolicy) -> str:
     assert comp.delta is not None
-    margin = policy.margin(comp.judge)
+    margin = policy.margin(comp.judge, comp.span)
     samples = comp.basis == "samples"
     if comp.delta < 0:
         by = f"{-comp.delta:.3f}"
@@ -118,7 +118,7 @@ def decide(comp: CriterionComparison, policy: GatePolicy) -> tuple[Optional[str]
     """(why the criterion FAILs, why it is INCONCLUSIVE), each None when not, after Holm; the
     reasons go to comp.reasons too. FAIL against the baseline run; INCONCLUSIVE against the
     default branch's level when measured (evalgate.gate.level), else against the baseline run."""
-    margin = policy.margin(comp.judge)
+    margin = policy.margin(comp.judge, comp.span)
     if comp.delta is not None and comp.p_adjusted is not None:
         what = _drop_words(comp, policy)
         if comp.p_adjusted < policy.alpha:
@@ -130,7 +130,7 @@ def decide(comp: CriterionComparison, policy: GatePolicy) -> tuple[Optional[str]
                 "{what}{level}: this run cannot rule out a drop bigger than {resolution} (95% lower bound {bound}); {settle}",
                 what=what,
                 level=level.words(comp),
-                resolution=f"{max(policy.resolution, margin):g}",
+                resolution=f"{max(policy.resolution_of(comp.span), margin):g}",
                 bound=fmt(level.lower(comp)),
                 settle=level.what_would_settle(comp),
             )

@@ -63,10 +63,10 @@ def lower(comp: CriterionComparison) -> Optional[float]:
 
 def unsure(comp: CriterionComparison, policy: GatePolicy) -> bool:
     """The drop is beyond the margin and the run cannot rule out one beyond the resolution."""
-    margin = policy.margin(comp.judge)
+    margin = policy.margin(comp.judge, comp.span)
     drop = comp.level_delta if by_level(comp) else comp.delta
     bound = lower(comp)
-    return drop is not None and drop < -margin and (bound is None or bound < -max(policy.resolution, margin))
+    return drop is not None and drop < -margin and (bound is None or bound < -max(policy.resolution_of(comp.span), margin))
 
 
 def words(comp: CriterionComparison) -> str:

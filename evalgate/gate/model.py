@@ -92,9 +92,18 @@ class GatePolicy(BaseModel):
     permutations: int = Field(default=10000, ge=100, description="Unused: the tests are closed form now (kept so that configs that set it stay valid).")
     seed: int = Field(default=20240601, description="Unused: the tests are closed form and deterministic (kept so that configs that set it stay valid).")
 
-    def margin(self, judge: bool) -> float:
-        """The drop a criterion tolerates: margin_judge or margin_deterministic."""
-        return self.margin_judge if judge else self.margin_deterministic
+    def margin(self, judge: bool, span: float = 1.0) -> float:
+        """The drop a criterion tolerates: margin_judge or margin_deterministic, as a fraction
+        of its score range `span` (1 for scores in [0, 1]; evalgate.gate.values.score_range)."""
+        return (self.margin_judge if judge else self.margin_deterministic) * span
+
+    def resolution_of(self, span: float = 1.0) -> float:
+        """`resolution` on a criterion's scale, `span` its score range."""
+        return self.resolution * span
+
+    def run_sd(self, judge: bool, span: float = 1.0) -> float:
+        """The run-to-run sd assumed without history, `span` the criterion's score range."""
+        return (self.run_sd_judge if judge else self.run_sd_deterministic) * span
 
 
 @dataclass(frozen=True, order=True)
@@ -122,6 +131,9 @@ class CriterionComparison:
     p_adjusted: Optional[float]  # Holm, across all criteria of all suites
     status: Verdict
     reasons: list[str] = field(default_factory=list)
+    # Its scores' range, highest - lowest (4 for response_evaluation_score's 1 to 5): the
+    # numbers here are on its own scale, the margins and resolution fractions of the range.
+    span: float = 1.0
     # What the means, delta and test are over: "scores" (the criterion's case scores) or
     # "samples" (per case, the mean of its judge samples; see the module docstring).
     basis: Literal["scores", "samples"] = "scores"
@@ -182,6 +194,23 @@ class CaseChange:
 
 
 @dataclass
+class Crash:
+    """A case the baseline passed whose agent run failed now (evalgate.gate.crash): its criteria
+    are NOT_EVALUATED, which alone the `not_evaluated` policy would let pass."""
+
+    key: CaseKey
+    criteria: list[str]  # the criteria the baseline PASSED that the failed run left NOT_EVALUATED
+    error: str  # why the agent's run failed (the case's agent_error)
+    reruns: int = 0  # confirmation runs evaluated for it (gate.confirm)
+    failed: int = 0  # ... of them, the ones where the agent failed again or failed one of `criteria`
+    # broken: it failed in the run and in every re-run, and fails the gate; flaky: a re-run
+    # passed, not counted; unconfirmed: a re-run could not be evaluated (a judge outage);
+    # not_rerun: nothing re-ran it (gate.confirm.runs 0, recorded outputs, max_cases, an
+    # agent that cannot start here): a warning.
+    verdict: Literal["broken", "flaky", "unconfirmed", "not_rerun"] = "not_rerun"
+
+
+@dataclass
 class SuiteComparison:
     name: str
     verdict: Verdict
@@ -194,6 +223,7 @@ class SuiteComparison:
     skipped_criteria: list[str]  # e.g. "hallucinations_v1: no judge credentials (12 cases NOT_EVALUATED)"
     pairwise: Optional[PairwiseComparison] = None  # gate.pairwise: the changed answers judged side by side
     costs: list[CostComparison] = field(default_factory=list)  # efficiency per turn against the baseline (evalgate.gate.efficiency)
+    crashes: list[Crash] = field(default_factory=list)  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
 
 
 @dataclass

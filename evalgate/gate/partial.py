@@ -31,7 +31,7 @@ def measure(comp: CriterionComparison, diffs: list[float], own: tuple[list[int],
         return
     scales = case_scales(rows)
     moved = [diffs[i] for i in chosen]
-    margin = policy.margin(comp.judge)
+    margin = policy.margin(comp.judge, comp.span)
     comp.partial_cases, comp.partial_runs = len(chosen), len(rows[0])
     comp.lopsided_p, comp.fell, comp.rose = lopsided_test(moved, scales, margin)
     run_var, run_df = steady_run_variance(rows, scales)

@@ -637,7 +637,7 @@ def failed(outcome: float) -> bool:
 
 
 def broke(outcome: float) -> bool:
-    """A run's outcome is a break: every sample (or run) failed."""
+    """A run's outcome is a break: every sample failed (a criterion's agent runs: evalgate.gate.breakage)."""
     return outcome <= 0.0
 
 

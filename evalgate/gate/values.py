@@ -15,8 +15,9 @@ Agent runs (num_runs)
     A case the agent ran several times has each run's score in `runs`, and its score is the
     mean over all runs' invocations. A criterion without judge samples then takes the runs
     as its samples: the ledger records the share of runs that passed, and broken-stable
-    testing applies to it as to a judge criterion, so an agent's nondeterminism is measured
-    from its runs rather than assumed.
+    testing applies to it (evalgate.gate.breakage says when such a case broke), so an
+    agent's nondeterminism is measured from its runs rather than assumed. Whether its values
+    are scores is read from each run's score (`run_scores`), never from their mean.
 """
 
 from __future__ import annotations
@@ -101,10 +102,34 @@ def case_value(result: CriterionResult, basis: str) -> float:
     return result.score
 
 
+def score_range(name: str) -> tuple[float, float]:
+    """The scale of a criterion's scores, lowest to highest, as its module declares it
+    (`Criterion.score_range`): (0, 1) for all but response_evaluation_score (1 to 5) and for
+    names evalgate does not know (custom metrics). The gate compares a criterion as if its
+    scores were mapped to [0, 1], (score - lowest) / (highest - lowest), by taking its
+    margins, resolution and assumed run-to-run sd as fractions of the range: the same tests
+    (differences scale by the range, the lowest cancels), with every number shown on the
+    scale its users know."""
+    from evalgate.criteria import REGISTRY
+
+    cls = REGISTRY.get(name)
+    return cls.score_range if cls is not None else (0.0, 1.0)
+
+
 def is_evaluated(result: Optional[CriterionResult]) -> bool:
     """Scored with a verdict: an INFORMATIONAL value (a custom metric may return one) is
     shown, never compared, as ADK never lets one decide a case."""
     return result is not None and result.status not in (Status.NOT_EVALUATED, Status.INFORMATIONAL) and result.score is not None
+
+
+def run_scores(result: CriterionResult) -> list[float]:
+    """What a criterion scored in each of a case's agent runs (num_runs), or its one score:
+    whether a criterion's values are scores or pass/fail is read from these, never from a
+    mean over runs (0, 1/3, 2/3 and 1 are the share of runs a pass/fail criterion passed)."""
+    runs = _run_scores(result)
+    if runs is not None:
+        return runs
+    return [result.score] if result.score is not None else []
 
 
 def is_continuous(values: Iterable[float]) -> bool:

@@ -15,6 +15,9 @@ Verdicts
       Otherwise it PASSes, with the drop and the variation it allowed for in its
       reasons. An INCONCLUSIVE criterion always warns, and fails the suite when
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
+      A case the baseline passed whose agent failed in the run and in every confirmation
+      run FAILs the suite whatever that policy (evalgate.gate.crash); one nothing re-ran is a
+      warning among the reasons.
       With `gate.efficiency`, a suite FAILs when a gated efficiency value (tokens, calls,
       seconds per turn) rose significantly beyond its tolerance (evalgate.gate.efficiency;
       ungated ones and absolute mode: reported only).
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from evalgate.gate import breakage, drop, efficiency, partial, side_by_side
+from evalgate.gate import breakage, crash, drop, efficiency, partial, side_by_side
 from evalgate.gate.absolute import absolute_verdict, below, failing, not_evaluated_reasons
 from evalgate.gate.draft import Draft
 from evalgate.gate.efficiency import CostComparison
@@ -68,7 +71,11 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
             unsure.append(f"{name}: {doubt}")
         comp.status = Verdict.FAIL if fails else Verdict.INCONCLUSIVE if doubt else Verdict.PASS
 
-    fails_ne, ne_reasons = not_evaluated_reasons(suite)
+    crashed, crash_notes = crash.decide(draft.crashes, policy)
+    if crashed:
+        fail.append(crashed)
+    fails_ne, unheard = not_evaluated_reasons(suite)
+    ne_reasons = crash_notes + unheard  # said first: cases the baseline passed that the agent failed on
     if fails_ne:
         fail += ne_reasons
     if fail:
@@ -77,7 +84,7 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
         if policy.inconclusive == "fail":
             return Verdict.FAIL, unsure + [_("inconclusive, and the gate's `inconclusive` policy is `fail`")] + ne_reasons + draft.notes
         return Verdict.INCONCLUSIVE, unsure + ne_reasons + draft.notes
-    if ne_reasons:  # `warn`: criteria that were not heard cannot be called a pass
+    if unheard:  # `warn`: criteria that were not heard cannot be called a pass
         return Verdict.INCONCLUSIVE, ne_reasons + draft.notes
     compared = [c for c in draft.criteria if c.n_pairs]
     n_pairs = max((c.n_pairs for c in compared), default=0)

@@ -36,9 +36,3 @@ def name_list(names: list[str], limit: int = 5) -> str:
         return shown
     # TRANSLATORS: {names} is a list of case names, {n} how many more were not listed.
     return n_("{names} and {n} more", "{names} and {n} more", len(names) - limit, names=shown)
-
-
-def plural(n: int, word: str, plural: str = "") -> str:
-    """`1 case`, `3 cases`; `plural` for an irregular one (`criteria`). English only: a
-    reader's text uses its own `n_` message."""
-    return f"{n} {word if n == 1 else plural or word + 's'}"
