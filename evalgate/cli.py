@@ -232,7 +232,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"  {args.shards} shards hold {describe(plans, args.shards)}")
     for plan in plans:
         for warning in plan.warnings:
-            print(f"warning: {plan.name}: {warning}", file=sys.stderr)
+            print(_("warning: {text}", text=f"{plan.name}: {warning}"), file=sys.stderr)
     return EXIT_PASSED
 
 
@@ -391,6 +391,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from evalgate.merge import merge_folders
 
     out = Path(args.out)
+    _merge_language()
     try:
         with _gc_paused():
             run, shards = merge_folders([Path(p) for p in args.shards], out)
@@ -404,13 +405,22 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
 
 
+def _merge_language() -> None:
+    """`merge` speaks the config's report.language, like the runs it merges, when the config is
+    in this folder (--language, if given, wins): the merged suites' warnings are derived again here."""
+    from evalgate.config import CONFIG_NAMES, find_config, load_config
+
+    if any(Path(n).exists() for n in CONFIG_NAMES):
+        i18n.configured(load_config(find_config(None)).config.report.language)
+
+
 def _warn_ignored(*read: Any) -> None:
     """The keys of files another evalgate version wrote that were ignored (evalgate.reading)."""
     from evalgate.reading import read_note
 
     for value in read:
         if read_note(value):
-            print(f"warning: {read_note(value)}", file=sys.stderr)
+            print(_("warning: {text}", text=read_note(value)), file=sys.stderr)
 
 
 def _gate_config(config_arg: str | None, required: bool = False):
@@ -492,14 +502,14 @@ def _not_a_selection(run, shown: str) -> None:
 def _selected_baseline(baseline, selection):
     """The baseline's cases that `selection`'s patterns choose, as `run --case` would have run
     them: suites derived again from those cases, and the digest a selection of it would carry."""
-    from evalgate.engine import finish_run, finish_suite, incomplete_warning
+    from evalgate.engine import derived_warnings, finish_run, finish_suite
     from evalgate.plan import case_matches, selected_digest
 
     suites = []
     for suite in baseline.suites:
         cases = [c for c in suite.cases if case_matches(c.eval_id, selection.patterns)]
         if cases:
-            kept = [w for w in suite.warnings if w not in (suite.agent_error, incomplete_warning(suite.counts))]
+            kept = [w for w in suite.warnings if w not in derived_warnings(suite)]
             suites.append(finish_suite(suite.name, suite.not_evaluated_policy, cases, suite.criteria, kept, suite.agent_error))
     out = finish_run(suites, selected_digest(baseline.config_digest, selection.patterns), baseline.run)
     out.evalgate_version, out.selection = baseline.evalgate_version, selection

@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from evalgate.gate import GatePolicy
 from evalgate import efficiency
+from evalgate.i18n import _
 from evalgate.criteria import REGISTRY, Criterion
 from evalgate.simulated_user import UserSimulatorConfig
 from evalgate.errors import (
@@ -561,7 +562,14 @@ def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[s
     unused = [name for name in custom if name not in raw]
     if unused and warnings is not None:
         for name in unused:
-            warnings.append(f"{shown}: custom metric '{name}' is not named in criteria, so it never runs (nor under adk eval); add it to criteria with a threshold to run it")
+            warnings.append(
+                _(
+                    "{file}: custom metric '{name}' is not named in criteria, so it never runs (nor under adk eval); "
+                    "add it to criteria with a threshold to run it",
+                    file=shown,
+                    name=name,
+                )
+            )
     parsed = parse_custom_criteria(
         raw, custom, shown, lambda *loc: json_path(("criteria",) + loc), lambda *loc: json_path(("custom_metrics",) + loc), path
     )

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Optional
 
-from evalgate import efficiency
+from evalgate import efficiency, i18n
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
 from evalgate.judge.request import CASE_TALLY, CaseTally
@@ -389,8 +389,23 @@ def score_suite(
     return finish_suite(plan.name, plan.not_evaluated, results, specs, warnings, plan.agent_error)
 
 
-def incomplete_warning(counts: Counts) -> str:
-    return f"{counts.incomplete} of {counts.cases} cases have criteria that were not evaluated"
+INCOMPLETE = i18n.mark("{incomplete} of {cases} cases have criteria that were not evaluated")
+
+
+def incomplete_warning(counts: Counts, code: Optional[str] = None) -> str:
+    """The suite's warning about its incomplete cases, in the current language (or `code`'s)."""
+    text = i18n.translations(code).gettext(INCOMPLETE) if code else i18n._(INCOMPLETE)
+    return text.format(incomplete=counts.incomplete, cases=counts.cases)
+
+
+def derived_warnings(suite: SuiteResult) -> set[str]:
+    """The warnings of a stored suite that `finish_suite` derives from its cases (the agent
+    error, the incomplete cases), in whichever language the run that wrote it used: whoever
+    derives a suite again from some of its cases drops these first, so they are not doubled."""
+    derived = {incomplete_warning(suite.counts, code) for code in i18n.LANGUAGES}
+    if suite.agent_error:
+        derived.add(suite.agent_error)
+    return derived
 
 
 def finish_suite(
@@ -440,16 +455,24 @@ def credential_warnings(runtime: Any, cases: list[CaseInput]) -> list[str]:
     for service in services:
         reason = check[service]()
         if reason:
-            out.append(f"{'judge' if service == 'gemini' else 'Vertex AI'} criteria: {reason}; only cached results were used")
+            if service == "gemini":
+                out.append(i18n._("judge criteria: {reason}; only cached results were used", reason=reason))
+            else:
+                out.append(i18n._("Vertex AI criteria: {reason}; only cached results were used", reason=reason))
     return out
 
 
 def cache_warning(refused: int) -> str:
     """The suite's warning when stored judge verdicts were found but not believed."""
-    return (f"judge cache: {refused} stored verdict{'s were' if refused != 1 else ' was'} not believed "
-            "(a file tracked by git, or written by a run this one does not trust: pull request runs believe "
-            "only what default-branch runs wrote); the judge was asked instead. Keep the cache out of the "
-            "repository (git rm -r --cached it) and let actions/cache restore it.")
+    return i18n.n_(
+        "judge cache: {n} stored verdict was not believed (a file tracked by git, or written by a run this one "
+        "does not trust: pull request runs believe only what default-branch runs wrote); the judge was asked "
+        "instead. Keep the cache out of the repository (git rm -r --cached it) and let actions/cache restore it.",
+        "judge cache: {n} stored verdicts were not believed (a file tracked by git, or written by a run this one "
+        "does not trust: pull request runs believe only what default-branch runs wrote); the judge was asked "
+        "instead. Keep the cache out of the repository (git rm -r --cached it) and let actions/cache restore it.",
+        refused,
+    )
 
 
 def _stats_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

@@ -28,6 +28,7 @@ from evalgate.efficiency import token_details
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.config import LoadedConfig
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
+from evalgate.i18n import _
 from evalgate.loaders.actual import InferenceRecord
 from evalgate.reading import validate_known
 from evalgate.simulated_user import CRITERION as SIMULATOR
@@ -216,7 +217,7 @@ async def _infer(
             if runtime is not None and plan.agent is not None and any(c.scenario is not None for c in plan.cases):
                 reason = runtime.credentials()
                 if reason:
-                    plan.warnings.append(f"simulated users: {reason}; conversation_scenario cases were not run")
+                    plan.warnings.append(_("simulated users: {reason}; conversation_scenario cases were not run", reason=reason))
         hidden = _known_secrets(secrets)
         await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden) for p, case, n in todo))
     finally:
@@ -248,9 +249,12 @@ def agent_error(reasons: Counter) -> str:
     request): say so once, plainly, besides every case's own NOT_EVALUATED reason. Ties go
     to the reason that sorts first, so the text does not depend on the order runs ended."""
     common, n = max(sorted(reasons.items()), key=lambda item: item[1])
-    return (
-        f"the agent failed on every case run, so nothing it does was scored; without its model's key (a fork's "
-        f"pull request has no secrets) the gate cannot judge it here. The error of {n} of {sum(reasons.values())} runs: {common}"
+    return _(
+        "the agent failed on every case run, so nothing it does was scored; without its model's key (a fork's "
+        "pull request has no secrets) the gate cannot judge it here. The error of {n} of {runs} runs: {error}",
+        n=n,
+        runs=sum(reasons.values()),
+        error=common,
     )
 
 

@@ -295,13 +295,13 @@ def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: lis
 def shard_of_results(results: Any, shard: Any) -> Any:
     """The results of the cases shard K of N holds (evalgate.shards), counts and statuses
     recomputed: a baseline cut to what `run --shard` ran, so no other case reads as removed."""
-    from evalgate.engine import finish_run, finish_suite, incomplete_warning
+    from evalgate.engine import derived_warnings, finish_run, finish_suite
     from evalgate.shards import shard_of
 
     suites = []
     for suite in results.suites:
         cases = [c for c in suite.cases if shard_of(suite.name, c.eval_set_id, c.eval_id, shard.count) == shard.index]
-        derived = {suite.agent_error, incomplete_warning(suite.counts)}  # finish_suite derives these again
+        derived = derived_warnings(suite)  # finish_suite derives these again
         warnings = [w for w in suite.warnings if w not in derived]
         suites.append(finish_suite(suite.name, suite.not_evaluated_policy, cases, suite.criteria, warnings, suite.agent_error if cases else None))  # type: ignore[arg-type]
     cut = finish_run(suites, results.config_digest, results.run)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalgate import results as results_io
-from evalgate.engine import finish_run, finish_suite, incomplete_warning
+from evalgate.engine import derived_warnings, finish_run, finish_suite
 from evalgate.errors import InputError, Problem, display_path, load_json_file, read_jsonl, read_text
 from evalgate.results import CaseResult, CriterionSpec, RunInfo, RunResults, SuiteResult
 from evalgate.shards import shard_of
@@ -164,7 +164,7 @@ def _suite(name: str, shards: list[ShardOutput]) -> SuiteResult:
     cases = sorted(((c, s.index) for s, x in parts for c in x.cases), key=lambda item: (item[0].eval_set_id, item[0].eval_id))
     warnings: list[str] = []
     for _, x in parts:
-        own = {x.agent_error, incomplete_warning(x.counts)}
+        own = derived_warnings(x)  # in any language: finish_suite derives them again
         for w in x.warnings:
             if w not in own and w not in warnings:
                 warnings.append(w)

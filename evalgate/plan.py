@@ -20,7 +20,7 @@ from evalgate.confine import config_path_problems, outside
 from evalgate.criteria import Criterion
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
-from evalgate.i18n import n_
+from evalgate.i18n import _, n_
 from evalgate.loaders.actual import ActualRecord, load_actual
 from evalgate.loaders.evalsets import EVALSET_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
 from evalgate.results import digest
@@ -240,7 +240,14 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     unused = actual_index.unused()
     if unused:
         sample = ", ".join(f"'{r.eval_id}'" for r in unused[:3])
-        warnings.append(f"{len(unused)} actual records match no eval case (e.g. {sample}); they were not scored")
+        warnings.append(
+            n_(
+                "{n} actual record matches no eval case ({ids}); it was not scored",
+                "{n} actual records match no eval case (e.g. {ids}); they were not scored",
+                len(unused),
+                ids=sample,
+            )
+        )
     where = ("suites", i, "agent") if suite.agent else ("agent",)
     return SuitePlan(name=suite.name, cases=cases, not_evaluated=suite.not_evaluated, warnings=warnings, agent=agent, agent_where=where)
 

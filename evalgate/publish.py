@@ -88,9 +88,9 @@ def publish(
         try:
             out.comment_url, out.comment_created = client.upsert_comment(pr_number, comment, marker(gate_id))
         except GitHubForbidden:
-            out.warnings.append("the token may not comment on this pull request (a fork's read-only token?); the report is in the job summary")
+            out.warnings.append(_("the token may not comment on this pull request (a fork's read-only token?); the report is in the job summary"))
         except GitHubError as e:
-            out.warnings.append(f"could not post the PR comment: {e}")
+            out.warnings.append(_("could not post the PR comment: {error}", error=e))
 
     regressions = sum(1 for s in comparison.suites for c in s.changes if c.kind in ("regressed", "broken_stable"))
     targets = [(context, comparison.verdict, status_description(comparison.verdict, *counts, regressions, rescored))]
@@ -104,8 +104,8 @@ def publish(
             client.set_status(head_sha, state, ctx, description, target_url)
             out.statuses.append((ctx, state))
         except GitHubForbidden:
-            out.warnings.append(f"the token may not set commit statuses ({ctx}); the verdict is in the job summary and the exit code")
+            out.warnings.append(_("the token may not set commit statuses ({context}); the verdict is in the job summary and the exit code", context=ctx))
             break
         except GitHubError as e:
-            out.warnings.append(f"could not set the commit status {ctx}: {e}")
+            out.warnings.append(_("could not set the commit status {context}: {error}", context=ctx, error=e))
     return out

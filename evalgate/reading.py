@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from evalgate.errors import _UNION_TAGS, json_path
+from evalgate.i18n import _, n_
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -86,13 +87,22 @@ def _without(data: Any, loc: tuple) -> Any:
 
 
 def ignored_note(shown: str, place: str | None, keys: list[str], more: int = 0) -> str:
-    """One warning for a file's unknown keys: the first place that had them, and how many more."""
+    """One warning for a file's unknown keys: the first place that had them, and how many more.
+    In the report's language; `place` is a location as error messages write it (`line 3`)."""
     where = f"{shown}: {place}" if place else shown
-    names = ", ".join(f"'{k}'" for k in keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-    also = f"; {more} more {'places' if more > 1 else 'place'} in it had unknown keys too" if more else ""
-    return (
-        f"{where}: ignored {'keys' if len(keys) > 1 else 'key'} {names}, which this evalgate does not know "
-        f"(written by another evalgate version?){also}. Read with the evalgate version that wrote it to use them."
+    names = ", ".join(f"'{k}'" for k in keys[:5])
+    if len(keys) > 5:
+        names = _("{names} and {n} more", names=names, n=len(keys) - 5)
+    also = n_("; {n} more place in it had unknown keys too", "; {n} more places in it had unknown keys too", more) if more else ""
+    return n_(
+        "{where}: ignored key {names}, which this evalgate does not know (written by another evalgate version?){also}. "
+        "Read with the evalgate version that wrote it to use them.",
+        "{where}: ignored keys {names}, which this evalgate does not know (written by another evalgate version?){also}. "
+        "Read with the evalgate version that wrote it to use them.",
+        len(keys),
+        where=where,
+        names=names,
+        also=also,
     )
 
 
