@@ -505,6 +505,7 @@ RECORDED = {
     "recorded outputs, flips: fail": dict(WORLDS["flaky agent"], rouge_drift=0.0, recorded=True, policy={"deterministic_flips": "fail"}),
 }
 ABLATE_WORLDS = {**WORLDS, **RECORDED}
+MOVED_ABLATE = "moody judge, the branch moved (--moved)"  # --moved's rows as one more world
 ONE_BROKEN = f"1 stable {TRAJ} broken"  # recorded worlds only: where one flip is already a regression
 
 
@@ -665,6 +666,8 @@ def simulate_ablate(job: tuple[int, str, int, tuple]) -> list[dict]:
         _remember_stats()
     _cache.clear()
     _cache[None] = None  # installed
+    if world_name == MOVED_ABLATE:
+        return [_ablate_moved(seed, m, index, names) for m in range(len(MOVES))]
     rng = random.Random(f"{seed}/{world_name}/{index}/ablate")
     params = ABLATE_WORLDS[world_name]
     world = World(rng, params)
@@ -682,24 +685,43 @@ def simulate_ablate(job: tuple[int, str, int, tuple]) -> list[dict]:
         if scenario.startswith("ROUGE -0.1"):
             drop = set(rng.sample(range(n), n // 4))
         current = world.run(rng, broken, drop)
-        row = {}
-        for ablation in (None, *names):
-            if ablation == "flips" and "policy" not in params:
-                continue  # the default policy has no flips rule to switch off
-            with _switched_off(ablation):
-                row[ablation] = _ablated_verdicts(world, baseline, current, ledger, _gate_policy(params, ablation), broken, drop,
-                                                  f"{seed}/{world_name}/{index}/{s}")
-        out.append(row)
+        out.append(_each_ablation(world, params, baseline, current, ledger, broken, drop, names, f"{seed}/{world_name}/{index}/{s}"))
     return out
 
 
+def _ablate_moved(seed: int, move: int, index: int, names: tuple) -> dict:
+    """One PR of --moved's row `move` (the branch's judge level moved 3 runs back), under each ablation."""
+    _, step, now, _ = MOVES[move]
+    rng = random.Random(f"{seed}/moved/{move}/{index}/ablate")
+    params = WORLDS[MOVED_WORLD]
+    world = World(rng, params)
+    baseline, ledger = _history(world, rng, GatePolicy(), [-step] * (params["history"] - 3) + [0.0] * 3)
+    world.judge_offset = now
+    current = world.run(rng)
+    return _each_ablation(world, params, baseline, current, ledger, {}, set(), names, f"{seed}/moved/{move}/{index}")
+
+
+def _each_ablation(world: World, params: dict, baseline: RunResults, current: RunResults, ledger: dict,
+                   broken: dict[str, set[int]], drop: set[int], names: tuple, tag: str) -> dict:
+    """{configuration: _ablated_verdicts(...)} of one PR's run, the full gate under None."""
+    row = {}
+    for ablation in (None, *names):
+        if ablation == "flips" and "policy" not in params:
+            continue  # the default policy has no flips rule to switch off
+        with _switched_off(ablation):
+            row[ablation] = _ablated_verdicts(world, baseline, current, ledger, _gate_policy(params, ablation), broken, drop, tag)
+    return row
+
+
 def _ablate_scenarios(world_name: str) -> tuple[str, ...]:
+    if world_name == MOVED_ABLATE:
+        return tuple(f"the branch {branch} 3 runs back, the PR {pr}" for branch, _, _, pr in MOVES)
     return SCENARIOS + ((ONE_BROKEN,) if world_name in RECORDED else ())
 
 
 def ablate_table(args: argparse.Namespace) -> int:
     names = tuple(args.test or ABLATIONS)
-    worlds = args.world or list(ABLATE_WORLDS)
+    worlds = args.world or [*ABLATE_WORLDS, MOVED_ABLATE]
     t0 = time.perf_counter()
     jobs = [(args.seed, w, i, names) for w in worlds for i in range(args.prs)]
     if args.workers > 1:
@@ -764,8 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prs", type=int, default=500, help="simulated pull requests per world (default 500)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--world", action="append", choices=sorted(ABLATE_WORLDS),
-                        help="only this world (repeatable; default: all; the recorded-output worlds with --ablate only)")
+    parser.add_argument("--world", action="append", choices=sorted([*ABLATE_WORLDS, MOVED_ABLATE]),
+                        help="only this world (repeatable; default: all; the recorded-output and moved worlds with --ablate only)")
     parser.add_argument("--early-stop", action="store_true", help="judge samples stop once the majority is decided")
     parser.add_argument("--moved", action="store_true", help=f"instead: PRs after the branch's judge level moved ({MOVED_WORLD})")
     parser.add_argument("--confirm", action="store_true", help="instead: confirmation runs (gate.confirm) beside a fixed num_runs: 3 design")
@@ -775,7 +797,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ablate:
         return ablate_table(args)
-    if any(w in RECORDED for w in args.world or ()):
+    if any(w in RECORDED or w == MOVED_ABLATE for w in args.world or ()):
         parser.error("the recorded-output worlds are simulated with --ablate only")
     if args.confirm and args.rules:
         return rules_table(args)
