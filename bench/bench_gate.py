@@ -778,6 +778,22 @@ def print_ablation(jobs: list[tuple], results: list[list[dict]]) -> int:
         where = changed[name]
         measured = any(name in r[0] for r in results)
         print(f"- {name}: " + ("; ".join(where) if where else "none: it changed no verdict in these worlds" if measured else "not measured here"))
+    print()
+    print("In one table: PRs whose verdict changed in the scenario where the most did, first run alone / with confirmation "
+          "runs / without history (0: none anywhere; -: not measured)")
+    print()
+    print("| switched off | " + " | ".join(worlds) + " |")
+    print("|---|" + "---:|" * len(worlds))
+    for name in names:
+        cells = []
+        for w in worlds:
+            rows = [r for job, r in zip(jobs, results) if job[1] == w]
+            if name not in rows[0][0]:
+                cells.append("-")
+                continue
+            most = [max(sum(r[s][name][col] != r[s][None][col] for r in rows) for s in range(len(rows[0]))) for col in (0, 1, 2)]
+            cells.append("/".join(map(str, most)) if any(most) else "0")
+        print(f"| {name} | " + " | ".join(cells) + " |")
     return 0
 
 
@@ -798,7 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ablate:
         return ablate_table(args)
     if any(w in RECORDED or w == MOVED_ABLATE for w in args.world or ()):
-        parser.error("the recorded-output worlds are simulated with --ablate only")
+        parser.error("the recorded-output and moved worlds of --ablate are simulated with --ablate only")
     if args.confirm and args.rules:
         return rules_table(args)
     if args.moved:
