@@ -6,6 +6,7 @@ only (plus evalgate).
     python bench/bench_gate.py --moved --prs 100 --early-stop   # the branch moved within the window
     python bench/bench_gate.py --confirm --prs 15   # confirmation runs (gate.confirm) beside num_runs: 3
     python bench/bench_gate.py --confirm --rules --prs 100   # judge early stopping: evalgate's rule beside the plain one
+    python bench/bench_gate.py --ablate --prs 100 --workers 1   # each gate test switched off in turn, same draws
 
 Every case carries three criteria at once, as real suites do:
 
@@ -48,6 +49,23 @@ the PR's run, with its judge mood and serving drift, as `CaseResult.reruns`, the
 again); and a fixed `num_runs: 3` design (its own 10 runs of history and a PR run with every
 case run 3 times, scored as `evalgate run` scores several runs). Extra agent runs are
 counted per PR run as a share of the run's cases.
+
+With `--ablate`: each of the gate's tests switched off in turn (ABLATIONS: the mean-drop test,
+its FAIL alone, the level test, the breakage test, its value-based chances, the partial-drop
+test and each of its halves, and the opt-in `deterministic_flips: fail`), on the same PRs:
+the runs are drawn once per PR and every configuration compares the same ones; confirmation
+re-runs draw from a stream per case, so every configuration that re-runs a case sees the same
+re-runs. Per world and scenario: FAIL / INCONCLUSIVE counts of the full gate and of each
+ablation, and how many PRs' verdicts changed, on the first run alone, with confirmation runs
+and without history. Besides WORLDS: two worlds of recorded outputs (`actual:`: the flaky
+agent's outputs drawn once and replayed in every run, only the judge draws afresh; a
+suspect's re-runs re-draw its judge samples, a deterministic suspect keeps its first run, as
+evalgate.gate.confirm does), one of them under `deterministic_flips: fail`, with one more
+scenario (a single stable trajectory broken); and `--moved`'s rows. This is an ablation
+study, not a test of the gate: a test is switched off by replacing that one function of the
+gate for the bench process only (`_switched_off`); and pure functions of
+evalgate.gate.stats that every configuration calls with the same arguments are remembered
+within a PR (`_remember_stats`), which changes no result.
 
 Under each world's table, a bound on the trajectory-breakage row: the same pooled test
 (`stats.break_test`) alone at alpha / 7 (the gate's Holm family in these worlds), given
@@ -113,6 +131,11 @@ class World:
         self.rouge = [rng.uniform(0.55, 0.95) for _ in range(n)]
         self.rouge_sd = [rng.uniform(0.01, params["rouge_sd"]) for _ in range(n)]
         self.judge_logit = [_logit(rng.uniform(0.97, 1.0) if rng.random() < 0.85 else rng.uniform(0.5, 0.8)) for _ in range(n)]
+        # Recorded outputs (`actual:`, --ablate's RECORDED worlds): each case's output drawn once,
+        # the same in every run; only the judge's samples are drawn afresh.
+        self.recorded = None
+        if params.get("recorded"):
+            self.recorded = [self._output(i, rng, 0.0) for i in range(n)]
 
     def run(self, rng: random.Random, broken: dict[str, set[int]] | None = None, rouge_drop: set[int] | None = None, num_runs: int = 1) -> RunResults:
         """One run of every case (`num_runs` agent runs each, scored as `evalgate run` does:
@@ -159,9 +182,8 @@ class World:
 
     def _draw(self, i: int, rng: random.Random, mood: float, drift: float, broken: dict[str, set[int]], rouge_drop: set[int] | None) -> tuple:
         """One agent run of case i: (trajectory, ROUGE, judge samples, their majority vote)."""
-        off = rng.random() < self.flip[i]
+        off, rouge = self.recorded[i] if self.recorded is not None else self._output(i, rng, drift)
         traj = 0.0 if off or i in broken.get(TRAJ, ()) else 1.0
-        rouge = self.rouge[i] + drift + rng.gauss(0, self.rouge_sd[i]) - (rng.uniform(0.2, 0.5) if off else 0.0)
         if i in broken.get(ROUGE, ()):
             rouge = min(rouge, rng.uniform(0.1, 0.45))
         if rouge_drop and i in rouge_drop:
@@ -183,6 +205,12 @@ class World:
             samples = draws
         vote = 1.0 if sum(samples) * 2 > len(samples) else 0.0  # the full vote's, either way
         return traj, rouge, samples, vote
+
+
+    def _output(self, i: int, rng: random.Random, drift: float) -> tuple[bool, float]:
+        """What case i's agent did in one run: (it went off, its ROUGE before any PR's change)."""
+        off = rng.random() < self.flip[i]
+        return off, self.rouge[i] + drift + rng.gauss(0, self.rouge_sd[i]) - (rng.uniform(0.2, 0.5) if off else 0.0)
 
 
 def _criterion(score: float, name: str, details: dict | None = None) -> dict:
@@ -464,17 +492,329 @@ def moved(args: argparse.Namespace) -> int:
     return 0
 
 
+# --ablate: each of the gate's tests switched off in turn, on the same draws.
+#
+# An ablation study, not a test of the gate: to switch a test off, the bench replaces that one
+# function of the gate (a test's `measure` in evalgate/gate/) for the bench process only (`_switched_off`), runs the same PRs,
+# and puts the function back. Nothing outside this process sees the replacement.
+RECORDED = {
+    # Recorded outputs (`actual:` in the eval sets): the agent's outputs are the same in every
+    # run, only the judge draws afresh; the flaky agent's outputs, recorded once per PR.
+    "recorded outputs": dict(WORLDS["flaky agent"], rouge_drift=0.0, recorded=True),
+    # The same, under the policy docs/gate.md recommends for replayed outputs.
+    "recorded outputs, flips: fail": dict(WORLDS["flaky agent"], rouge_drift=0.0, recorded=True, policy={"deterministic_flips": "fail"}),
+}
+ABLATE_WORLDS = {**WORLDS, **RECORDED}
+MOVED_ABLATE = "moody judge, the branch moved (--moved)"  # --moved's rows as one more world
+ONE_BROKEN = f"1 stable {TRAJ} broken"  # recorded worlds only: where one flip is already a regression
+
+
+def _no_drop(original):
+    def test_drop(comp, diffs, keys, policy, ledger):
+        original(comp, diffs, keys, policy, ledger)  # run_sd and history stay: the level test reads them
+        comp.p_value = None  # no Holm entry, no FAIL, no INCONCLUSIVE (which the verdict asks only of a tested drop)
+    return test_drop
+
+
+def _no_drop_fail(original):
+    def test_drop(comp, diffs, keys, policy, ledger):
+        original(comp, diffs, keys, policy, ledger)
+        if comp.p_value is not None:
+            comp.p_value = 1.0  # never significant; its INCONCLUSIVE stays (and its place in Holm)
+    return test_drop
+
+
+def _no_partial_half(keep: str):
+    def replace(original):
+        def test_partial(comp, diffs, own, policy):
+            original(comp, diffs, own, policy)
+            if comp.partial_p is not None:
+                comp.partial_p = getattr(comp, keep)  # the other half gone, and with it the Bonferroni factor 2
+        return test_partial
+    return replace
+
+
+def _outcome_hazards(original):
+    def test_breakage(comp, pairs, policy, ledger, outcomes, values, reruns=None):
+        original(comp, pairs, policy, ledger, outcomes, None, reruns)  # continuous criteria too: chances from pass/fail histories
+    return test_breakage
+
+
+def _nothing(original):
+    return lambda *args, **kwargs: None
+
+
+# name -> (what is switched off, the function replaced (module:name), its replacement
+# given the original; or a gate policy change instead of a function).
+ABLATIONS: dict[str, tuple[str, str, object]] = {
+    "drop": ("the mean-drop test (its FAIL, its Holm entry, and the INCONCLUSIVE it asks)", "evalgate.gate.drop:measure", _no_drop),
+    "drop FAIL": ("the mean-drop test's FAIL only (its INCONCLUSIVE kept)", "evalgate.gate.drop:measure", _no_drop_fail),
+    "level": ("the level test (INCONCLUSIVE against the baseline run alone)", "evalgate.gate.level:measure", _nothing),
+    "breakage": ("the breakage test (and with it every suspect to confirm)", "evalgate.gate.breakage:measure", _nothing),
+    "breakage: values": ("a continuous criterion's chances from its own values (from outcomes instead)", "evalgate.gate.breakage:measure", _outcome_hazards),
+    "partial": ("the partial-drop test", "evalgate.gate.partial:measure", _nothing),
+    "partial: lopsided": ("the partial-drop test's count of cases fell against rose", "evalgate.gate.partial:measure", _no_partial_half("steady_p")),
+    "partial: steady": ("the partial-drop test's drop in units of each case's spread", "evalgate.gate.partial:measure", _no_partial_half("lopsided_p")),
+    "flips": ("deterministic_flips: fail (opt-in; where a world's policy sets it, back to test)", "", {"deterministic_flips": "test"}),
+}
+
+
+class _switched_off:
+    """`with _switched_off(name):` the gate with one test switched off (ABLATIONS), for this process."""
+
+    def __init__(self, name: str | None):
+        self.name = name
+        self.saved = None
+
+    def __enter__(self):
+        if self.name is not None and ABLATIONS[self.name][1]:
+            import importlib
+
+            where, replace = ABLATIONS[self.name][1:]
+            path, attribute = where.split(":")
+            module = importlib.import_module(path)
+            self.saved = (module, attribute, getattr(module, attribute))
+            setattr(module, attribute, replace(self.saved[2]))
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            setattr(*self.saved)
+
+
+# Pure functions of evalgate.gate.stats that every configuration calls with the same arguments
+# (the breakage test's chances and tails do not depend on which other test is off): the
+# bench remembers their results within one PR, which changes no result and saves most of the
+# time. Where a module imported one by name, its copy there is replaced too.
+_CACHED = {"break_test": ("evalgate.gate.stats", "evalgate.gate.breakage"), "rate_mixture": ("evalgate.gate.stats",),
+           "beta_quantile": ("evalgate.gate.stats",), "_beta_inc": ("evalgate.gate.stats",)}
+_cache: dict = {}
+
+
+def _key(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted(value.items()))
+    return value
+
+
+def _remembered(name: str, original):
+    def function(*args):
+        key = (name, _key(args))
+        if key not in _cache:
+            _cache[key] = original(*args)
+        return _cache[key]
+    return function
+
+
+def _remember_stats() -> None:
+    import importlib
+
+    for name, modules in _CACHED.items():
+        original = getattr(importlib.import_module(modules[0]), name)
+        for module in modules:
+            setattr(importlib.import_module(module), name, _remembered(name, original))
+
+
+def _gate_policy(params: dict, ablation: str | None) -> GatePolicy:
+    """The world's gate policy (the default, or its `policy`), with a policy ablation applied."""
+    settings = dict(params.get("policy", {}))
+    if ablation is not None and not ABLATIONS[ablation][1]:
+        settings.update(ABLATIONS[ablation][2])  # type: ignore[arg-type]
+    return GatePolicy(**settings)
+
+
+def _ablated_verdicts(world: World, baseline: RunResults, current: RunResults, ledger: dict, policy: GatePolicy,
+                      broken: dict[str, set[int]], drop: set[int], tag: str) -> tuple[str, str, str, int]:
+    """(first run alone, with confirmation runs, without history, agent or judge re-runs made)
+    under the gate as it is switched now. Re-runs draw from a stream of their own per case
+    (`tag`), so every configuration that re-runs a case sees the same re-runs."""
+    for case in current.suites[0].cases:
+        case.reruns = None
+    first = compare(baseline, current, policy, ledger=ledger)
+    alone = first.verdict.value
+    chosen, _ = suspects(first, current, policy.confirm.max_cases, flips=policy.deterministic_flips == "fail")
+    mood, drift = world.last
+    cases = {c.eval_id: c for c in current.suites[0].cases}
+    made = 0
+    for s in chosen:
+        how = "agent" if world.recorded is None else "judge" if s.judged else None  # evalgate.confirm.how
+        if how is None:
+            continue  # recorded outputs, deterministic criteria: nothing to re-run, the first run stands
+        i = int(s.eval_id[4:])
+        rng = random.Random(f"{tag}/{s.eval_id}/rerun")
+        reruns = []
+        for r in range(1, policy.confirm.runs + 1):
+            # A recorded case's re-draw keeps its outputs (World.recorded): only the judge's samples are new.
+            criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, drop).items()}
+            reruns.append(Rerun(run=r, how=how, status=case_status(criteria), criteria=criteria))
+        cases[s.eval_id].reruns = reruns
+        made += 1
+    confirmed = compare(baseline, current, policy, ledger=ledger).verdict.value if made else alone
+    for case in current.suites[0].cases:
+        case.reruns = None
+    return alone, confirmed, compare(baseline, current, policy).verdict.value, made
+
+
+def simulate_ablate(job: tuple[int, str, int, tuple]) -> list[dict]:
+    """One simulated PR: per scenario, {configuration: (first run alone, with confirmation,
+    without history, re-runs)}, the full gate under None and each ablation under its name.
+    The runs are drawn once per PR; every configuration compares the same ones."""
+    seed, world_name, index, names = job
+    if not _cache:
+        _remember_stats()
+    _cache.clear()
+    _cache[None] = None  # installed
+    if world_name == MOVED_ABLATE:
+        return [_ablate_moved(seed, m, index, names) for m in range(len(MOVES))]
+    rng = random.Random(f"{seed}/{world_name}/{index}/ablate")
+    params = ABLATE_WORLDS[world_name]
+    world = World(rng, params)
+    policy = _gate_policy(params, None)
+    baseline, ledger = _history(world, rng, policy, [0.0] * params["history"])
+    n = params["cases"]
+    out = []
+    for s, scenario in enumerate(_ablate_scenarios(world_name)):
+        broken: dict[str, set[int]] = {}
+        drop: set[int] = set()
+        for name in (TRAJ, ROUGE, JUDGE):
+            if name in scenario:
+                stable = _stable(ledger, name, n, policy)
+                broken[name] = set(rng.sample(stable, 1 if scenario == ONE_BROKEN else max(1, round(0.04 * len(stable)))))
+        if scenario.startswith("ROUGE -0.1"):
+            drop = set(rng.sample(range(n), n // 4))
+        current = world.run(rng, broken, drop)
+        out.append(_each_ablation(world, params, baseline, current, ledger, broken, drop, names, f"{seed}/{world_name}/{index}/{s}"))
+    return out
+
+
+def _ablate_moved(seed: int, move: int, index: int, names: tuple) -> dict:
+    """One PR of --moved's row `move` (the branch's judge level moved 3 runs back), under each ablation."""
+    _, step, now, _ = MOVES[move]
+    rng = random.Random(f"{seed}/moved/{move}/{index}/ablate")
+    params = WORLDS[MOVED_WORLD]
+    world = World(rng, params)
+    baseline, ledger = _history(world, rng, GatePolicy(), [-step] * (params["history"] - 3) + [0.0] * 3)
+    world.judge_offset = now
+    current = world.run(rng)
+    return _each_ablation(world, params, baseline, current, ledger, {}, set(), names, f"{seed}/moved/{move}/{index}")
+
+
+def _each_ablation(world: World, params: dict, baseline: RunResults, current: RunResults, ledger: dict,
+                   broken: dict[str, set[int]], drop: set[int], names: tuple, tag: str) -> dict:
+    """{configuration: _ablated_verdicts(...)} of one PR's run, the full gate under None."""
+    row = {}
+    for ablation in (None, *names):
+        if ablation == "flips" and "policy" not in params:
+            continue  # the default policy has no flips rule to switch off
+        with _switched_off(ablation):
+            row[ablation] = _ablated_verdicts(world, baseline, current, ledger, _gate_policy(params, ablation), broken, drop, tag)
+    return row
+
+
+def _ablate_scenarios(world_name: str) -> tuple[str, ...]:
+    if world_name == MOVED_ABLATE:
+        return tuple(f"the branch {branch} 3 runs back, the PR {pr}" for branch, _, _, pr in MOVES)
+    return SCENARIOS + ((ONE_BROKEN,) if world_name in RECORDED else ())
+
+
+def ablate_table(args: argparse.Namespace) -> int:
+    names = tuple(args.test or ABLATIONS)
+    worlds = args.world or [*ABLATE_WORLDS, MOVED_ABLATE]
+    t0 = time.perf_counter()
+    jobs = [(args.seed, w, i, names) for w in worlds for i in range(args.prs)]
+    if args.workers > 1:
+        with multiprocessing.Pool(args.workers) as pool:
+            results = pool.map(simulate_ablate, jobs, chunksize=1)
+    else:
+        results = [simulate_ablate(j) for j in jobs]
+    print(f"{args.prs} simulated PRs per world, seed {args.seed}; {time.perf_counter() - t0:.0f} s with {args.workers} worker(s)")
+    return print_ablation(jobs, results)
+
+
+def print_ablation(jobs: list[tuple], results: list[list[dict]]) -> int:
+    """The --ablate tables of simulate_ablate's `results` for `jobs`."""
+    names = jobs[0][3]
+    worlds = list(dict.fromkeys(job[1] for job in jobs))
+    policy = GatePolicy()
+    print(f"Each test switched off in turn on the same draws; judge samples: all {SAMPLES}; confirmation: "
+          f"{policy.confirm.runs} re-runs per suspect, at most {policy.confirm.max_cases}")
+    print()
+    print("Switched off:")
+    for name in names:
+        print(f"- {name}: {ABLATIONS[name][0]}")
+    print()
+    print("Cells: FAIL / INCONCLUSIVE verdicts (PASS the rest) of the PRs; beside an ablation, (how many PRs' verdicts "
+          "changed against the full gate's) when any did. Columns: first run alone | with confirmation runs | without history.")
+    changed: dict[str, list[str]] = {name: [] for name in names}
+    for w in worlds:
+        rows = [r for job, r in zip(jobs, results) if job[1] == w]
+        shown = [None] + [a for a in names if a in rows[0][0]]
+        print()
+        print(f"### {w}")
+        print()
+        print("| scenario | " + " | ".join("full gate" if a is None else f"- {a}" for a in shown) + " |")
+        print("|---|" + "---|" * len(shown))
+        for s, scenario in enumerate(_ablate_scenarios(w)):
+            cells = []
+            for a in shown:
+                parts = []
+                for col, label in ((0, "alone"), (1, "confirmed"), (2, "no history")):
+                    fails = sum(r[s][a][col] == "FAIL" for r in rows)
+                    unsure = sum(r[s][a][col] == "INCONCLUSIVE" for r in rows)
+                    moved = sum(r[s][a][col] != r[s][None][col] for r in rows)
+                    parts.append(f"{fails}/{unsure}" + (f" ({moved})" if a is not None and moved else ""))
+                    if a is not None and moved:
+                        changed[a].append(f"{w}, {scenario}, {label}: {moved}")
+                cells.append(" \\| ".join(parts))
+            print(f"| {scenario} | " + " | ".join(cells) + " |")
+        reruns = sum(r[0][None][3] for r in rows) / len(rows)
+        print()
+        print(f"Suspects re-run per unchanged PR (full gate): {reruns:.2f}")
+    print()
+    print("Verdicts each switched-off test changed (PRs, of the full gate's):")
+    for name in names:
+        where = changed[name]
+        measured = any(name in r[0] for r in results)
+        print(f"- {name}: " + ("; ".join(where) if where else "none: it changed no verdict in these worlds" if measured else "not measured here"))
+    print()
+    print("In one table: PRs whose verdict changed in the scenario where the most did, first run alone / with confirmation "
+          "runs / without history (0: none anywhere; -: not measured)")
+    print()
+    print("| switched off | " + " | ".join(worlds) + " |")
+    print("|---|" + "---:|" * len(worlds))
+    for name in names:
+        cells = []
+        for w in worlds:
+            rows = [r for job, r in zip(jobs, results) if job[1] == w]
+            if name not in rows[0][0]:
+                cells.append("-")
+                continue
+            most = [max(sum(r[s][name][col] != r[s][None][col] for r in rows) for s in range(len(rows[0]))) for col in (0, 1, 2)]
+            cells.append("/".join(map(str, most)) if any(most) else "0")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prs", type=int, default=500, help="simulated pull requests per world (default 500)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--world", action="append", choices=sorted(WORLDS), help="only this world (repeatable; default: all)")
+    parser.add_argument("--world", action="append", choices=sorted([*ABLATE_WORLDS, MOVED_ABLATE]),
+                        help="only this world (repeatable; default: all; the recorded-output and moved worlds with --ablate only)")
     parser.add_argument("--early-stop", action="store_true", help="judge samples stop once the majority is decided")
     parser.add_argument("--moved", action="store_true", help=f"instead: PRs after the branch's judge level moved ({MOVED_WORLD})")
     parser.add_argument("--confirm", action="store_true", help="instead: confirmation runs (gate.confirm) beside a fixed num_runs: 3 design")
     parser.add_argument("--rules", action="store_true", help="with --confirm: judge early stopping, evalgate's rule beside the plain majority rule, same draws")
+    parser.add_argument("--ablate", action="store_true", help="instead: each test of the gate switched off in turn, same draws")
+    parser.add_argument("--test", action="append", choices=list(ABLATIONS), help="with --ablate: only this ablation (repeatable; default: all)")
     args = parser.parse_args(argv)
+    if args.ablate:
+        return ablate_table(args)
+    if any(w in RECORDED or w == MOVED_ABLATE for w in args.world or ()):
+        parser.error("the recorded-output and moved worlds of --ablate are simulated with --ablate only")
     if args.confirm and args.rules:
         return rules_table(args)
     if args.moved:
