@@ -4,7 +4,8 @@ and its HTML report.
     python docs/images/render.py
 
 writes docs/images/comment.png and docs/images/report.png (run it from any folder, in a
-checkout). Refresh them whenever the comment's or the report's look changes (the templates,
+checkout); `--language ko` writes comment.ko.png and report.ko.png, the same in Korean (the
+README links comment.ko.png: refresh it with the others). Refresh them whenever the comment's or the report's look changes (the templates,
 report.css, report.js) or examples/quickstart changes: run the command and commit the two
 PNGs. `--out DIR` writes them elsewhere; `--markdown FILE` renders any comment.md instead of
 the example's (to look at a comment before it is posted); `--keep` keeps the temp folder.
@@ -77,12 +78,14 @@ def evalgate(*args: str, cwd: Path, check_codes=(0, 1)) -> str:
     return p.stdout + p.stderr
 
 
-def gate_example(tmp: Path) -> Path:
-    """Gate the example as the README's first command does; the folder holding its
-    comment.md and report.html."""
+def gate_example(tmp: Path, language: str = "en") -> Path:
+    """Gate the example as the README's first command does (in `language`); the folder
+    holding its comment.md and report.html."""
     [baseline] = sorted((EXAMPLE / "main" / "store" / "baselines" / "evalgate").glob("*.json.gz"))
     out = tmp / "gate"
-    said = evalgate("gate", "--config", str(EXAMPLE / "evalgate.yaml"), "--baseline", str(baseline), "--out", str(out), "--quiet", cwd=ROOT)
+    said = evalgate(
+        "gate", "--config", str(EXAMPLE / "evalgate.yaml"), "--baseline", str(baseline), "--out", str(out), "--quiet", "--language", language, cwd=ROOT
+    )
     print(said.strip().splitlines()[0] if said.strip() else "gated")
     return out
 
@@ -215,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE, help="folder for comment.png and report.png (default: docs/images)")
     parser.add_argument("--markdown", type=Path, help="render this comment.md (comment.png only) instead of gating the example")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder (the gate's outputs) and print its path")
+    parser.add_argument("--language", choices=["en", "ko", "ja"], default="en", help="the reports' language; other than en, the files are comment.LANG.png and report.LANG.png")
     args = parser.parse_args(argv)
     try:
         from playwright.sync_api import sync_playwright
@@ -228,14 +232,16 @@ def main(argv: list[str] | None = None) -> int:
             browser = launch(p)
             # Made and optimised in the temp folder, then copied: the pictures in docs/images
             # are replaced only when both came out (and optimisers never work in place there).
+            suffix = "" if args.language == "en" else f".{args.language}"
+            comment_png, report_png = tmp / f"comment{suffix}.png", tmp / f"report{suffix}.png"
             if args.markdown:
-                render_comment(browser, args.markdown.read_text(encoding="utf-8"), tmp / "comment.png")
-                shots.append(tmp / "comment.png")
+                render_comment(browser, args.markdown.read_text(encoding="utf-8"), comment_png)
+                shots.append(comment_png)
             else:
-                gated = gate_example(tmp)
-                render_comment(browser, (gated / "comment.md").read_text(encoding="utf-8"), tmp / "comment.png")
-                screenshot_report(browser, gated / "report.html", tmp / "report.png")
-                shots += [tmp / "comment.png", tmp / "report.png"]
+                gated = gate_example(tmp, args.language)
+                render_comment(browser, (gated / "comment.md").read_text(encoding="utf-8"), comment_png)
+                screenshot_report(browser, gated / "report.html", report_png)
+                shots += [comment_png, report_png]
             browser.close()
         done = [(png, optimise(png)) for png in shots]
         args.out.mkdir(parents=True, exist_ok=True)
