@@ -158,6 +158,12 @@ def test_a_runs_warnings_speak_its_language(code, cli, tmp_path):
     with i18n.language(code):
         comment = render_comment(comparison, run, gate_id="evalgate")
     assert f"- エージェント: ERROR: {agent_error}\n" in comment.replace("\\", "")
+    # ... and every other warning of the run under each suite it concerns, marked as one (the
+    # agent error is not said twice).
+    flat = comment.replace("\\", "")
+    for w in {w for ws in WARNINGS[code].values() for w in ws}:
+        suites = sum(w in ws for ws in WARNINGS[code].values())
+        assert flat.count(f"- :warning: {w}\n") == (0 if w == agent_error else suites), w
 
 
 def test_the_configs_language_is_set_before_anything_is_made(cli, tmp_path):

@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 from urllib.parse import quote
 
 from evalgate.gate import (
@@ -218,6 +218,7 @@ MAX_TOOL_LINES = 30
 MAX_INVOCATIONS = 3  # invocations shown per case
 MAX_SCENARIO_TURNS = 8  # turns shown of a simulated conversation
 MAX_REASONS = 20
+MAX_WARNINGS = 5  # a suite's run warnings in the comment (all are in report.html and results.json)
 MAX_JUDGE_REASONS = 5
 MAX_RUBRICS = 12
 LIST_COLLAPSE = 10  # a case list longer than this is folded into a <details> block
@@ -252,6 +253,7 @@ class _Suite:
     reasons: list[str]
     rows: list[_Row]
     hidden_rows: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -738,7 +740,12 @@ def _losses(comparison: Comparison, budget: _Budget, show_suite: bool) -> tuple[
     return out, len(found)
 
 
-def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget, trends: dict[tuple[str, str], Series]) -> _Suite:
+def _suite_view(
+    s: SuiteComparison, with_baseline: bool, budget: _Budget, trends: dict[tuple[str, str], Series], warnings: Sequence[str] = ()
+) -> _Suite:
+    """A suite's section. `warnings`: the run's warnings for the suite (records that matched no
+    case, a refused cache, another version's keys...), each once, those a reason already says
+    left out."""
     reasons = list(s.reasons)
     for c in s.criteria:
         if c.status is not Verdict.PASS:
@@ -754,7 +761,8 @@ def _suite_view(s: SuiteComparison, with_baseline: bool, budget: _Budget, trends
     if not budget.passing_rows:
         hidden = sum(r.passing for r in rows)
         rows = [r for r in rows if not r.passing]
-    return _Suite(s.name, _status_cell(s.verdict, None), reasons[:MAX_REASONS], rows, hidden)
+    shown = [w for w in dict.fromkeys(warnings) if w not in reasons and not any(w in r for r in reasons)]
+    return _Suite(s.name, _status_cell(s.verdict, None), reasons[:MAX_REASONS], rows, hidden, shown[:MAX_WARNINGS])
 
 
 def _baseline_line(comparison: Comparison, current: RunResults) -> list[Any]:
@@ -1000,6 +1008,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
     more = _("More regressed cases") if plan.with_baseline else _("More failed cases")
     lists = [_case_list(t, note, items, budget) for t, note, items in plan.lists]
     reasons = plan.comparison.reasons
+    warnings = {suite.name: suite.warnings for suite in plan.current.suites}
     trends = {(t.suite, t.criterion): t for t in plan.trends}
     charts = []
     if plan.charts and not budget.minimal and budget.passing_rows:
@@ -1017,7 +1026,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         rescored=plan.current.run.outputs is not None,
         gate_change=plan.comparison.gate_change,
         baseline=_baseline_line(plan.comparison, plan.current),
-        suites=[_suite_view(s, plan.with_baseline, budget, trends) for s in plan.comparison.suites],
+        suites=[_suite_view(s, plan.with_baseline, budget, trends, warnings.get(s.name, ())) for s in plan.comparison.suites],
         attention=_List(Markdown(_("{title} ({n})", title=title, n=f"{len(plan.attention):,}")), None, detailed, len(plan.attention), False)
         if plan.attention
         else None,
