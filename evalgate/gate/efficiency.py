@@ -79,11 +79,23 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import SuiteResult
-from evalgate.gate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
+from evalgate.gate.stats import (
+    EPSILON,
+    HUBER_K,
+    MIN_HISTORY,
+    case_scales,
+    run_variance,
+    satterthwaite,
+    steady_run_variance,
+    steady_weights,
+    t_quantile,
+    t_sf,
+)
 from evalgate.gate.words import fmt_p
 from evalgate.i18n import _, mark, n_
 
 COUNTS = (TOOL_CALLS, MODEL_CALLS)  # compared as log((x + 1) / (y + 1))
+WEIGHED_MIN_CASES = 10  # cases with an own history needed for the weighed test
 ASSUMED_RUN_SD = {TOOL_CALLS: 0.01, MODEL_CALLS: 0.01, TOKENS: 0.01, DURATION: 0.20}  # log scale, without history
 LABELS = {  # translated where shown (CostComparison.label)
     TOKENS: mark("tokens per turn"),
@@ -129,7 +141,11 @@ class CostComparison:
     change: Optional[float] = None  # exp(mean log ratio) - 1
     ci_low: Optional[float] = None  # 95% interval of the change
     ci_high: Optional[float] = None
-    p_value: Optional[float] = None  # one-sided: the increase is beyond the tolerance (None without a tolerance)
+    p_value: Optional[float] = None  # one-sided: the increase is beyond the tolerance (None without a tolerance); with weighed_p, 2 * min of the two
+    mean_p: Optional[float] = None  # the typical case's test (mean log ratio) alone
+    weighed_p: Optional[float] = None  # the cases weighed by their own spread, outliers capped (None: not enough history)
+    weighed_cases: int = 0  # cases with an own history in that test
+    weighed_runs: int = 0  # ... over this many runs before the baseline's
     p_adjusted: Optional[float] = None  # Holm, in the gate's family
     se: Optional[float] = None  # of the mean log ratio: the cases' spread and the run-to-run part together
     run_sd: Optional[float] = None  # run-to-run sd of the log level
@@ -244,6 +260,49 @@ def ratio_test(
     return out
 
 
+def own_rows(
+    histories: Sequence[Optional[Sequence[Optional[float]]]], baseline: Sequence[float], metric: str
+) -> tuple[list[int], list[list[float]]]:
+    """(positions, rows): the cases' log levels over the most recent runs before the
+    baseline's that at least half the cases (and WEIGHED_MIN_CASES) have complete, at least
+    MIN_HISTORY of them; ([], []) when too few. The baseline's run is set aside where the
+    ledger's last value of every case is its baseline value: a case whose baseline was an
+    outlier must not measure its own spread (evalgate.gate.ledger.own_histories, the same rule)."""
+    raw = [list(h or []) for h in histories]
+    with_last = [(h[-1], b) for h, b in zip(raw, baseline) if h]
+    if with_last and all(v is not None and abs(v - b) <= EPSILON * max(1.0, abs(b)) for v, b in with_last):
+        raw = [h[:-1] for h in raw]
+    logs = [[log_level(metric, v) for v in h] for h in raw]
+    longest = max((len(h) for h in logs), default=0)
+    for runs in range(longest, MIN_HISTORY - 1, -1):
+        chosen = [i for i, h in enumerate(logs) if len(h) >= runs and all(v is not None for v in h[-runs:])]
+        if len(chosen) >= max(WEIGHED_MIN_CASES, len(histories) / 2):
+            return chosen, [[float(v) for v in logs[i][-runs:]] for i in chosen]  # type: ignore[arg-type]
+    return [], []
+
+
+def weighed_test(ratios: Sequence[float], scales: Sequence[float], tolerance: float, run_var: float, run_df: float) -> float:
+    """One-sided p that the log ratios, each case weighed by its own run-to-run spread and
+    outliers capped, lie beyond log(1 + tolerance) (module docstring: "Cases that vary
+    little"). Each case's (d - log(1 + tolerance)) / (scale * sqrt 2) is clipped at +-HUBER_K
+    and weighed by stats.steady_weights; the sum's variance is the model's: each clipped,
+    standardized difference at most 1 (a case's spread as the ledger measured it, not the
+    differences' own, which would count how differently the cases changed as noise), plus
+    the run-level part n^2 * run_var (stats.steady_run_variance)."""
+    if len(ratios) != len(scales) or len(ratios) < 2:
+        raise ValueError("weighed_test needs at least 2 log ratios, one scale each")
+    edge = math.log1p(tolerance)
+    total = within = 0.0
+    for d, s, w in zip(ratios, scales, steady_weights(scales)):
+        z = (d - edge) / max(s * math.sqrt(2), EPSILON)
+        total += w * max(-HUBER_K, min(HUBER_K, z))
+        within += w * w
+    n = len(ratios)
+    run = n * n * run_var
+    df = satterthwaite(within / (n * n), n, run / (n * n), run_df)
+    return t_sf(total / math.sqrt(within + run), df)
+
+
 HistoryOf = Callable[[str, str, str], Optional[Sequence[Optional[float]]]]  # (eval_set_id, eval_id, metric) -> ledger values
 
 
@@ -277,7 +336,8 @@ def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: Efficienc
             sigma2, run_df = ASSUMED_RUN_SD[metric] ** 2, math.inf
         comp.run_sd = math.sqrt(sigma2)
         result = ratio_test(ratios, comp.tolerance, 2 * sigma2, run_df, spread)
-        comp.change, comp.ci_low, comp.ci_high, comp.se, comp.p_value = (result[k] for k in ("change", "ci_low", "ci_high", "se", "p"))
+        comp.change, comp.ci_low, comp.ci_high, comp.se, comp.mean_p = (result[k] for k in ("change", "ci_low", "ci_high", "se", "p"))
+        comp.p_value = comp.mean_p
         if zeros:
             comp.reasons.append(n_("{n} case with 0 on a side left out (a log ratio is undefined)", "{n} cases with 0 on a side left out (a log ratio is undefined)", zeros))
         comp.reasons.append(
@@ -285,8 +345,39 @@ def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: Efficienc
             if comp.history
             else _("run-to-run sd {sd} assumed (no history)", sd=f"{comp.run_sd:.0%}")
         )
+        if comp.tolerance is not None and comp.mean_p is not None and history is not None:
+            _weigh(comp, ratios, [history(s, e, metric) for s, e in keys], [base[k].efficiency[metric].value for k in keys])
         out.append(comp)
     return out
+
+
+def _weigh(comp: CostComparison, ratios: list[float], histories: list[Optional[Sequence[Optional[float]]]], baseline: list[float]) -> None:
+    """The weighed test beside the mean's (module docstring), when the cases' own histories
+    allow it: p_value becomes 2 * min of the two (one entry in Holm)."""
+    chosen, rows = own_rows(histories, baseline, comp.metric)
+    if not chosen:
+        return
+    scales = case_scales(rows)
+    if sorted(scales)[len(scales) // 2] <= EPSILON:  # most cases never move: the mean's test sees any change
+        return
+    run_var, run_df = steady_run_variance(rows, scales)
+    assert comp.tolerance is not None and comp.mean_p is not None
+    comp.weighed_p = weighed_test([ratios[i] for i in chosen], scales, comp.tolerance, run_var, run_df)
+    comp.weighed_cases, comp.weighed_runs = len(chosen), len(rows[0])
+    comp.p_value = min(1.0, 2 * min(comp.mean_p, comp.weighed_p))
+    comp.reasons.append(
+        n_(
+            "{n} case weighed by its own run-to-run spread on {runs} runs, outliers capped: p = {p_weighed}; "
+            "the typical case: p = {p_mean}; together p = {p}",
+            "{n} cases, each weighed by its own run-to-run spread on {runs} runs, outliers capped: p = {p_weighed}; "
+            "the typical case: p = {p_mean}; together p = {p}",
+            comp.weighed_cases,
+            runs=comp.weighed_runs,
+            p_weighed=fmt_p(comp.weighed_p),
+            p_mean=fmt_p(comp.mean_p),
+            p=fmt_p(comp.p_value),
+        )
+    )
 
 
 def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[str]:
@@ -302,7 +393,15 @@ def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[
     fields = dict(summary=comp.summary(), tolerance=f"+{comp.tolerance * 100:g}%", key=f"gate.efficiency.{comp.metric}")
     if comp.p_adjusted is not None and comp.p_adjusted < alpha:
         comp.status = "fail"
-        text = _("{summary}: a significant increase beyond the tolerated {tolerance} ({key}), p = {p} after Holm", **fields, p=fmt_p(comp.p_adjusted))
+        if comp.weighed_p is not None and comp.mean_p is not None and comp.weighed_p < comp.mean_p:
+            text = _(
+                "{summary}: an increase beyond the tolerated {tolerance} ({key}), significant with each case weighed by "
+                "its own run-to-run spread, p = {p} after Holm",
+                **fields,
+                p=fmt_p(comp.p_adjusted),
+            )
+        else:
+            text = _("{summary}: a significant increase beyond the tolerated {tolerance} ({key}), p = {p} after Holm", **fields, p=fmt_p(comp.p_adjusted))
         comp.reasons.insert(0, text)
         return text
     comp.status = "pass"
