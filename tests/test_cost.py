@@ -237,6 +237,80 @@ def test_the_ledger_keeps_efficiency_values_and_the_gate_measures_run_to_run_noi
     assert assumed.history == 0 and assumed.run_sd == cost.ASSUMED_RUN_SD[DURATION]
 
 
+def _wandering_world(seed: int = 11, runs: int = 9):
+    """40 cases: 30 whose tokens vary 1% from run to run, 10 (every fourth) that take an extra
+    model call at random (x1.5 or x2). Returns the default branch's runs (the baseline last)."""
+    rng = random.Random(seed)
+    sizes = [800 * (1 + i % 9) for i in range(40)]
+
+    def one() -> list[float]:
+        return [round(s * rng.lognormvariate(0, 0.01) * (rng.choice((1.0, 1.5, 2.0)) if i % 4 == 0 else 1.0)) for i, s in enumerate(sizes)]
+
+    return [one() for _ in range(runs)], one
+
+
+def test_a_case_whose_history_wanders_weighs_less_than_a_steady_one():
+    history, one = _wandering_world()
+    ledger = _ledger_with([_suite(t) for t in history])
+    base = _run(_suite(history[-1]))
+    policy = _policy(token_usage_v1=0.05)
+    # +10% on every steady case: far beyond their 1% spread. The wandering cases' noise hides
+    # it from the typical case's test; weighed by their own spread, the steady cases show it.
+    pr = one()
+    steady_up = [round(t * 1.10) if i % 4 else t for i, t in enumerate(pr)]
+    result = compare(base, _run(_suite(steady_up)), policy, ledger=ledger)
+    row = result.suites[0].costs[0]
+    assert row.weighed_cases == 40 and row.weighed_runs == 8  # the baseline's run set aside
+    assert row.mean_p > 0.01 and row.weighed_p < 1e-4 and row.p_value == pytest.approx(2 * row.weighed_p)
+    assert result.verdict is Verdict.FAIL and row.status == "fail"
+    assert "significant with each case weighed by its own run-to-run spread" in result.suites[0].reasons[0]
+    assert any(r.startswith("40 cases, each weighed by its own run-to-run spread on 8 runs") for r in row.reasons)
+    # The same +10% on the wandering cases instead (each x1.5 away from its baseline): they
+    # weigh little and their outliers are capped, so it is no FAIL.
+    wander_up = [round(t * 1.5) if i % 4 == 0 else t for i, t in enumerate(pr)]
+    row = compare(base, _run(_suite(wander_up)), policy, ledger=ledger).suites[0].costs[0]
+    assert row.weighed_p > 0.05 and row.status == "pass"
+    # Weights, by hand: a wandering case's scale is many times a steady case's.
+    chosen, rows = cost.own_rows([ledger[value_key(CaseKey("홈", "한국어_세트", IDS[i]), TOKENS)] for i in range(40)], history[-1], TOKENS)
+    scales = cost.case_scales(rows)
+    weights = cost.steady_weights(scales)
+    assert chosen == list(range(40)) and len(rows[0]) == 8
+    assert max(weights[i] for i in range(0, 40, 4)) < 0.2 * min(weights[i] for i in range(40) if i % 4)
+
+
+def test_exactly_at_the_tolerance_is_no_fail_with_the_weighed_test():
+    history, _one = _wandering_world()
+    ledger = _ledger_with([_suite(t) for t in history])
+    edge = [t * 1.05 for t in history[-1]]
+    row = compare(_run(_suite(history[-1])), _run(_suite(edge)), _policy(token_usage_v1=0.05), ledger=ledger).suites[0].costs[0]
+    assert row.weighed_p == pytest.approx(0.5) and row.mean_p == pytest.approx(0.5, abs=0.01) and row.status == "pass"
+
+
+def test_weighed_test_by_hand():
+    # Two cases of scale 0.01 and 0.04: weights 1/scale scaled to mean 1 (1.6, 0.4); z's
+    # clipped at 2.5; the variance is the model's (sum of squared weights), no run part.
+    edge = math.log1p(0.05)
+    ratios = [edge + 0.01 * math.sqrt(2), edge + 1.0]
+    p = cost.weighed_test(ratios, [0.01, 0.04], 0.05, 0.0, math.inf)
+    stat = (1.6 * 1.0 + 0.4 * 2.5) / math.sqrt(1.6**2 + 0.4**2)
+    assert p == pytest.approx(_t1_sf(stat), rel=1e-6)
+
+
+def _t1_sf(t: float) -> float:
+    # The Satterthwaite df of two cases without a run part is 1: Student's t on 1 df (Cauchy).
+    return 0.5 - math.atan(t) / math.pi
+
+
+def test_own_rows_set_the_baselines_run_aside_only_when_it_is_there():
+    hist = [[10.0, 11.0, 12.0, 13.0], [20.0, 21.0, 22.0, 23.0]] * 6
+    base = [13.0, 23.0] * 6
+    chosen, rows = cost.own_rows(hist, base, TOKENS)
+    assert chosen == list(range(12)) and rows[0] == [math.log(10.0), math.log(11.0), math.log(12.0)]
+    chosen, rows = cost.own_rows(hist, [14.0, 23.0] * 6, TOKENS)  # the ledger does not hold the baseline's run
+    assert len(rows[0]) == 4
+    assert cost.own_rows(hist[:5], base[:5], TOKENS) == ([], [])  # fewer than WEIGHED_MIN_CASES
+
+
 # --- the config ----------------------------------------------------------------------------
 
 

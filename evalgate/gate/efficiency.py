@@ -51,11 +51,48 @@ The test: paired, with the run-to-run variation
     degrees of freedom; closed form. The 95% interval is mean d +- t * se. With a tolerance
     the p-value joins the gate's Holm family (weight 1), and the suite FAILs when the
     adjusted p is below alpha. A run-level sigma_r estimated from 10 runs is uncertain (9
-    df), and the t's heavy tails pay for it. Measured (bench/bench_cost.py, 150 cases,
-    tolerance 5%, 7 tests in Holm): no unchanged PR failed in any world, nor one exactly at
-    the tolerance; +20% tokens on half the cases failed 98.5% of PRs where tokens vary by
-    the answer's length, 78.5% where a fifth of the cases take extra model calls at random
-    (98% at 300 cases), 34.5% with a 1% run-level wobble.
+    df), and the t's heavy tails pay for it.
+
+Cases that vary little: the weighed test beside it (with history)
+    The mean weighs every case alike, so a few cases whose trajectory wanders (0-2 extra
+    model calls at random, each +35% of the turn's tokens) set its noise: in
+    bench/bench_cost.py's wandering world a fifth of the cases give 91% of the variance of
+    mean d, and the mean's test caught +20% on half the cases in 78.5% of PRs (goal 95%).
+    The ledger shows which cases those are. So, with a tolerance and the cases' own
+    histories (`own_rows`: MIN_HISTORY runs before the baseline's for at least half the
+    cases and WEIGHED_MIN_CASES), a second test reads each case in units of its own
+    run-to-run spread (`stats.case_scales` on the log levels: the partial-drop test's
+    scales, shrunk toward the typical one), (d - log(1 + tolerance)) / (scale * sqrt 2)
+    clipped at +-HUBER_K and weighed by 1 / scale (`stats.steady_weights`): the score test
+    for a shift of the same size on every case, in which a case that moves little counts
+    more, and a case whose history understated its spread counts at most HUBER_K
+    (`weighed_test`). Its variance is the model's (each clipped, standardized difference
+    has variance at most 1 when the scale is right), not the differences' own spread, for
+    the reason the mean's is the ledger's; the run-level part is `stats.steady_run_variance`,
+    t with Satterthwaite df. Exactly at the tolerance its statistic is 0 (p = 0.5). The
+    two join Holm as one test, p = 2 * min (Bonferroni), and the FAIL reason says when the
+    weighed one saw it. Its estimand is a weighted location, not the typical case's
+    change: a PR that raises the cases that vary little beyond the tolerance and lowers
+    the wandering ones can FAIL while the reported geometric mean is within it; the
+    reported change and interval stay the mean's. Where most cases never move (counts of
+    a deterministic agent), the mean's test sees any change and this one is skipped.
+
+Measured (bench/bench_cost.py, 150 cases, 10 runs of history, tolerance 5%, alpha 0.01, 7
+tests in Holm, 200 PRs per row, seed 1; the mean's test alone -> with the weighed test)
+    No unchanged PR failed in any world, nor one exactly at the tolerance (smallest adjusted
+    p 0.046; in 2,000 scratch PRs per world at the tolerance, 0.2-0.3% had p below 0.01 /
+    7). +20% tokens on half the cases: steady world (every case's tokens vary 5%) 98.5% ->
+    99.0%; wandering (a fifth of the cases take extra model calls at random) 78.5% -> 99.5%;
+    wandering with a 1% run-level wobble 34.5% -> 29.0%. The wobble is the run-level part,
+    which no weighing of cases removes: against one baseline run, r' - r has sd 1.4% where
+    +20% on half exceeds the tolerance by 4.2% (log), so even a test that knew sigma_r and
+    saw no case noise would FAIL only 48% of those PRs at 0.01 / 7 (scratch computation, 400
+    PRs); knowing sigma_r instead of estimating it from 10 runs changes the mean's test by
+    under a point. In that world the weighed test adds nothing and its half of the
+    Bonferroni split costs the difference. Reaching 95% there needs a narrower reference
+    than one baseline run (the default branch's level, which stats' docstring declines for
+    FAIL tests: a regression merged earlier would be blamed on the next PR) or several runs on
+    each side (`num_runs`), whose run shifts average.
 
 What is not accounted for
     The run part is one shift of every case at once, and the cases' part the noise the
@@ -79,11 +116,23 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import SuiteResult
-from evalgate.gate.stats import MIN_HISTORY, run_variance, t_quantile, t_sf
+from evalgate.gate.stats import (
+    EPSILON,
+    HUBER_K,
+    MIN_HISTORY,
+    case_scales,
+    run_variance,
+    satterthwaite,
+    steady_run_variance,
+    steady_weights,
+    t_quantile,
+    t_sf,
+)
 from evalgate.gate.words import fmt_p
 from evalgate.i18n import _, mark, n_
 
 COUNTS = (TOOL_CALLS, MODEL_CALLS)  # compared as log((x + 1) / (y + 1))
+WEIGHED_MIN_CASES = 10  # cases with an own history needed for the weighed test
 ASSUMED_RUN_SD = {TOOL_CALLS: 0.01, MODEL_CALLS: 0.01, TOKENS: 0.01, DURATION: 0.20}  # log scale, without history
 LABELS = {  # translated where shown (CostComparison.label)
     TOKENS: mark("tokens per turn"),
@@ -129,7 +178,11 @@ class CostComparison:
     change: Optional[float] = None  # exp(mean log ratio) - 1
     ci_low: Optional[float] = None  # 95% interval of the change
     ci_high: Optional[float] = None
-    p_value: Optional[float] = None  # one-sided: the increase is beyond the tolerance (None without a tolerance)
+    p_value: Optional[float] = None  # one-sided: the increase is beyond the tolerance (None without a tolerance); with weighed_p, 2 * min of the two
+    mean_p: Optional[float] = None  # the typical case's test (mean log ratio) alone
+    weighed_p: Optional[float] = None  # the cases weighed by their own spread, outliers capped (None: not enough history)
+    weighed_cases: int = 0  # cases with an own history in that test
+    weighed_runs: int = 0  # ... over this many runs before the baseline's
     p_adjusted: Optional[float] = None  # Holm, in the gate's family
     se: Optional[float] = None  # of the mean log ratio: the cases' spread and the run-to-run part together
     run_sd: Optional[float] = None  # run-to-run sd of the log level
@@ -244,6 +297,49 @@ def ratio_test(
     return out
 
 
+def own_rows(
+    histories: Sequence[Optional[Sequence[Optional[float]]]], baseline: Sequence[float], metric: str
+) -> tuple[list[int], list[list[float]]]:
+    """(positions, rows): the cases' log levels over the most recent runs before the
+    baseline's that at least half the cases (and WEIGHED_MIN_CASES) have complete, at least
+    MIN_HISTORY of them; ([], []) when too few. The baseline's run is set aside where the
+    ledger's last value of every case is its baseline value: a case whose baseline was an
+    outlier must not measure its own spread (evalgate.gate.ledger.own_histories, the same rule)."""
+    raw = [list(h or []) for h in histories]
+    with_last = [(h[-1], b) for h, b in zip(raw, baseline) if h]
+    if with_last and all(v is not None and abs(v - b) <= EPSILON * max(1.0, abs(b)) for v, b in with_last):
+        raw = [h[:-1] for h in raw]
+    logs = [[log_level(metric, v) for v in h] for h in raw]
+    longest = max((len(h) for h in logs), default=0)
+    for runs in range(longest, MIN_HISTORY - 1, -1):
+        chosen = [i for i, h in enumerate(logs) if len(h) >= runs and all(v is not None for v in h[-runs:])]
+        if len(chosen) >= max(WEIGHED_MIN_CASES, len(histories) / 2):
+            return chosen, [[float(v) for v in logs[i][-runs:]] for i in chosen]  # type: ignore[arg-type]
+    return [], []
+
+
+def weighed_test(ratios: Sequence[float], scales: Sequence[float], tolerance: float, run_var: float, run_df: float) -> float:
+    """One-sided p that the log ratios, each case weighed by its own run-to-run spread and
+    outliers capped, lie beyond log(1 + tolerance) (module docstring: "Cases that vary
+    little"). Each case's (d - log(1 + tolerance)) / (scale * sqrt 2) is clipped at +-HUBER_K
+    and weighed by stats.steady_weights; the sum's variance is the model's: each clipped,
+    standardized difference at most 1 (a case's spread as the ledger measured it, not the
+    differences' own, which would count how differently the cases changed as noise), plus
+    the run-level part n^2 * run_var (stats.steady_run_variance)."""
+    if len(ratios) != len(scales) or len(ratios) < 2:
+        raise ValueError("weighed_test needs at least 2 log ratios, one scale each")
+    edge = math.log1p(tolerance)
+    total = within = 0.0
+    for d, s, w in zip(ratios, scales, steady_weights(scales)):
+        z = (d - edge) / max(s * math.sqrt(2), EPSILON)
+        total += w * max(-HUBER_K, min(HUBER_K, z))
+        within += w * w
+    n = len(ratios)
+    run = n * n * run_var
+    df = satterthwaite(within / (n * n), n, run / (n * n), run_df)
+    return t_sf(total / math.sqrt(within + run), df)
+
+
 HistoryOf = Callable[[str, str, str], Optional[Sequence[Optional[float]]]]  # (eval_set_id, eval_id, metric) -> ledger values
 
 
@@ -277,7 +373,8 @@ def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: Efficienc
             sigma2, run_df = ASSUMED_RUN_SD[metric] ** 2, math.inf
         comp.run_sd = math.sqrt(sigma2)
         result = ratio_test(ratios, comp.tolerance, 2 * sigma2, run_df, spread)
-        comp.change, comp.ci_low, comp.ci_high, comp.se, comp.p_value = (result[k] for k in ("change", "ci_low", "ci_high", "se", "p"))
+        comp.change, comp.ci_low, comp.ci_high, comp.se, comp.mean_p = (result[k] for k in ("change", "ci_low", "ci_high", "se", "p"))
+        comp.p_value = comp.mean_p
         if zeros:
             comp.reasons.append(n_("{n} case with 0 on a side left out (a log ratio is undefined)", "{n} cases with 0 on a side left out (a log ratio is undefined)", zeros))
         comp.reasons.append(
@@ -285,8 +382,39 @@ def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: Efficienc
             if comp.history
             else _("run-to-run sd {sd} assumed (no history)", sd=f"{comp.run_sd:.0%}")
         )
+        if comp.tolerance is not None and comp.mean_p is not None and history is not None:
+            _weigh(comp, ratios, [history(s, e, metric) for s, e in keys], [base[k].efficiency[metric].value for k in keys])
         out.append(comp)
     return out
+
+
+def _weigh(comp: CostComparison, ratios: list[float], histories: list[Optional[Sequence[Optional[float]]]], baseline: list[float]) -> None:
+    """The weighed test beside the mean's (module docstring), when the cases' own histories
+    allow it: p_value becomes 2 * min of the two (one entry in Holm)."""
+    chosen, rows = own_rows(histories, baseline, comp.metric)
+    if not chosen:
+        return
+    scales = case_scales(rows)
+    if sorted(scales)[len(scales) // 2] <= EPSILON:  # most cases never move: the mean's test sees any change
+        return
+    run_var, run_df = steady_run_variance(rows, scales)
+    assert comp.tolerance is not None and comp.mean_p is not None
+    comp.weighed_p = weighed_test([ratios[i] for i in chosen], scales, comp.tolerance, run_var, run_df)
+    comp.weighed_cases, comp.weighed_runs = len(chosen), len(rows[0])
+    comp.p_value = min(1.0, 2 * min(comp.mean_p, comp.weighed_p))
+    comp.reasons.append(
+        n_(
+            "{n} case weighed by its own run-to-run spread on {runs} runs, outliers capped: p = {p_weighed}; "
+            "the typical case: p = {p_mean}; together p = {p}",
+            "{n} cases, each weighed by its own run-to-run spread on {runs} runs, outliers capped: p = {p_weighed}; "
+            "the typical case: p = {p_mean}; together p = {p}",
+            comp.weighed_cases,
+            runs=comp.weighed_runs,
+            p_weighed=fmt_p(comp.weighed_p),
+            p_mean=fmt_p(comp.mean_p),
+            p=fmt_p(comp.p_value),
+        )
+    )
 
 
 def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[str]:
@@ -302,7 +430,15 @@ def decide(comp: CostComparison, alpha: float, gating: bool = True) -> Optional[
     fields = dict(summary=comp.summary(), tolerance=f"+{comp.tolerance * 100:g}%", key=f"gate.efficiency.{comp.metric}")
     if comp.p_adjusted is not None and comp.p_adjusted < alpha:
         comp.status = "fail"
-        text = _("{summary}: a significant increase beyond the tolerated {tolerance} ({key}), p = {p} after Holm", **fields, p=fmt_p(comp.p_adjusted))
+        if comp.weighed_p is not None and comp.mean_p is not None and comp.weighed_p < comp.mean_p:
+            text = _(
+                "{summary}: an increase beyond the tolerated {tolerance} ({key}), significant with each case weighed by "
+                "its own run-to-run spread, p = {p} after Holm",
+                **fields,
+                p=fmt_p(comp.p_adjusted),
+            )
+        else:
+            text = _("{summary}: a significant increase beyond the tolerated {tolerance} ({key}), p = {p} after Holm", **fields, p=fmt_p(comp.p_adjusted))
         comp.reasons.insert(0, text)
         return text
     comp.status = "pass"
