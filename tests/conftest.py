@@ -44,6 +44,21 @@ def cli(capsys, monkeypatch):
     return run
 
 
+def check_snapshot(path: Path, text: str) -> None:
+    """`text` must equal the snapshot file, byte for byte. EVALGATE_UPDATE_SNAPSHOTS=1 rewrites
+    it (read the diff before committing); a missing snapshot is written and the test fails once,
+    so that someone reads it."""
+    import os
+
+    update = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
+    if update or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+        if not update:
+            pytest.fail(f"{path} was missing and has been written: read it, then run again")
+    assert text == path.read_bytes().decode("utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+
+
 def write_json(path: Path, data) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -10,12 +10,11 @@ intended change (a message or a translation), rewrite them and read every change
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, check_snapshot
 from evalgate import i18n
 from evalgate.gate import CaseChange, CaseKey, Verdict, compare
 from evalgate.reports import markdown
@@ -27,7 +26,6 @@ from result_builders import case as _case, crit as _crit, inv as _inv
 from test_markdown import RM, RUN_URL, TT, _comparison, _row, _run, _suite, check_safe, scenario_hostile
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "markdown"
-UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
 EXAMPLE = REPO / "examples" / "quickstart"
 MAIN_BASELINE = "examples/quickstart/main/store/baselines/evalgate/3832eed6a8ce36e43c268dbb5a3d7a83d18bd21c.json.gz"
 # The run's own clock, fixed: the comment says how much older the baseline (2025-03-08 12:00) is.
@@ -55,13 +53,7 @@ def _quickstart_comment(code: str) -> str:
 
 
 def _snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if UPDATE or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
-        if not UPDATE:
-            pytest.fail(f"{path} was missing and has been written: read it, then run again")
-    assert text == path.read_bytes().decode("utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+    check_snapshot(SNAPSHOTS / name, text)
 
 
 @pytest.mark.parametrize("code", i18n.LANGUAGES)

@@ -10,7 +10,6 @@ English one must not change unless a message was wrong (many tests compare its s
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Callable
@@ -22,13 +21,12 @@ from evalgate.gate import GatePolicy, compare, ledger_key, update_ledger
 from evalgate.gate.confirm import lines, words
 from evalgate.gate.pairwise import CasePair, InvocationPair, SuitePairs
 from evalgate.results import Rerun, RunResults
-from conftest import REPO
+from conftest import REPO, check_snapshot
 from test_compare import K, _moody, _rouge_world, _history, MOODS, crit, one, run, scores, suite
 from test_confirm import _rerun
 from test_cost import _policy as cost_policy, _run as cost_run, _suite as cost_suite, _tokens
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "gate"
-UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
 POLICY = GatePolicy()
 
 KO = [f"주문_조회_{i:02d}" for i in range(40)]  # Korean case names
@@ -313,12 +311,7 @@ def _all(code: str) -> str:
 
 
 def _check_snapshot(text: str, path: Path) -> None:
-    if UPDATE or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
-        if not UPDATE:
-            pytest.fail(f"{path} was missing and has been written: read it, then run again")
-    assert text == path.read_bytes().decode("utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+    check_snapshot(path, text)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,8 @@ from typing import Any, Optional
 
 import pytest
 
+from conftest import check_snapshot
+
 from evalgate.gate import BaselineInfo, GatePolicy, compare
 from evalgate.reports.html import REPORT_FILE, content_security_policy, render_html, write_html
 from evalgate.results import (
@@ -978,7 +980,6 @@ def test_the_check_finds_english_left_in_a_translated_page(browser, cli, tmp_pat
 
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "html"
-UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
 SNAPSHOT_CASES = ["order-status-en", "order-status-ko", "order-status-ja", "returns-policy", "medical-advice", "refuses-harm", "three-runs", "two-turns", "legacy-coupons"]
 
 
@@ -1043,13 +1044,7 @@ def test_the_page_text_snapshot(browser, tmp_path, language):
         assert w.clean() == []
     finally:
         w.close()
-    path = SNAPSHOTS / f"report.{language}.txt"
-    if UPDATE or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        if not UPDATE:
-            pytest.fail(f"{path} was missing and has been written: read it, then run again")
-    assert text == path.read_text(encoding="utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+    check_snapshot(SNAPSHOTS / f"report.{language}.txt", text)
 
 
 def test_the_page_carries_the_translations_of_exactly_report_js_messages():

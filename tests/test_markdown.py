@@ -7,7 +7,6 @@ file: it is what a reviewer will see.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import unicodedata
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+
+from conftest import check_snapshot
 from pydantic import ConfigDict
 
 from evalgate.gate import (
@@ -45,7 +46,6 @@ from evalgate.results import (
 from result_builders import case as _case, crit as _crit, inv as _inv, run_of
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "markdown"
-UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
 RUN_URL = "https://github.com/acme/agent/actions/runs/123456789"
 TT = "tool_trajectory_avg_score"
 RM = "response_match_score"
@@ -435,13 +435,7 @@ def test_comment_snapshot(name):
     build, options = SCENARIOS[name]
     comparison, current = build()
     text = render_comment(comparison, current, run_url=RUN_URL, **options)
-    path = SNAPSHOTS / f"{name}.md"
-    if UPDATE or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
-        if not UPDATE:
-            pytest.fail(f"{path} was missing and has been written: read it, then run again")
-    assert text == path.read_bytes().decode("utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+    check_snapshot(SNAPSHOTS / f"{name}.md", text)
     check_safe(text, limit=options.get("limit", markdown.COMMENT_LIMIT))
 
 

@@ -6,13 +6,12 @@ After an intended change, run with EVALGATE_UPDATE_SNAPSHOTS=1, then read every 
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, check_snapshot
 from evalgate import adk, efficiency, i18n
 from evalgate.criteria.response_match import ResponseMatch
 from evalgate.criteria.tool_trajectory import ToolTrajectory
@@ -20,18 +19,11 @@ from evalgate.reports.terminal import Progress, display_width, failed_run_line, 
 from test_reports import RM, TT, _invocation, _pair, _run, _scored, _suite, _unscored
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "terminal"
-UPDATE = os.environ.get("EVALGATE_UPDATE_SNAPSHOTS") == "1"
 V2 = "final_response_match_v2"
 
 
 def _snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if UPDATE or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
-        if not UPDATE:
-            pytest.fail(f"{path} was missing and has been written: read it, then run again")
-    assert text == path.read_bytes().decode("utf-8"), f"{path} differs (EVALGATE_UPDATE_SNAPSHOTS=1 rewrites it)"
+    check_snapshot(SNAPSHOTS / name, text)
 
 
 def _turn(tokens: int, seconds: float, tools: int) -> adk.Invocation:
