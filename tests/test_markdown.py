@@ -756,3 +756,22 @@ def test_a_criterion_reason_quoted_by_the_suite_is_said_once():
     suite = _suite("home", Verdict.FAIL, [row], reasons=["tool: dropped by 0.5"])
     text = markdown.render_comment(_comparison(Verdict.FAIL, [suite]), _run({"home": [_passing("lights", "lights_off")]}))
     assert text.count("dropped by 0.5") == 1
+
+
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_a_message_in_a_template_refuses_an_unfiltered_field(code):
+    """A template's `_()`, `n_()` and `p_()` print trusted Markdown: a field of untrusted text
+    that skipped its filter is an error (as `finalize` makes of a bare value), never a mention,
+    a forged marker or a link filled into our message."""
+    from evalgate import i18n
+    from evalgate.reports.sanitize import UnfilteredText
+
+    env = markdown._environment()
+    hostile = "x<!-- evalgate:gate=evalgate --> @org/team ![img](http://x) {0.__class__}"
+    with i18n.language(code):
+        for source in ('{{ _("gate {id}", id=x) }}', '{{ n_("{n} case", "{n} cases", 2, id=x) }}', '{{ p_("agent runs", "failed", id=x) }}'):
+            with pytest.raises(UnfilteredText):
+                env.from_string(source).render(x=hostile)
+        shown = env.from_string('{{ _("gate {id}", id=x | md) }}').render(x=hostile)
+        assert "<!--" not in shown and "@org" not in shown and "![img](" not in shown and "{0.\\_\\_class" in shown
+        assert env.from_string('{{ _("and {n} more", n=x) }}').render(x=3) == i18n._("and {n} more", n=3)

@@ -1105,11 +1105,15 @@ def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Opt
 def _environment() -> Any:
     env = templates(autoescape=False, finalize=finalize)  # Markdown, not HTML: the filters below do the escaping
     # Our messages are trusted text: in these templates they print as Markdown. Their fields
-    # are numbers or Markdown already filtered.
+    # must be numbers or Markdown already filtered: `finalize` checks each, as it checks what a
+    # template prints, so `_("gate {id}", id=v.gate)` without `| md` is an error, not a hole.
+    def filled(fields: dict[str, Any]) -> dict[str, Any]:
+        return {k: finalize(v) for k, v in fields.items()}
+
     env.globals.update(
-        _=lambda message, **fields: Markdown(_(message, **fields)),
-        n_=lambda singular, plural, n, **fields: Markdown(n_(singular, plural, n, **fields)),
-        p_=lambda context, message, **fields: Markdown(p_(context, message, **fields)),
+        _=lambda message, **fields: Markdown(_(message, **filled(fields))),
+        n_=lambda singular, plural, n, **fields: Markdown(n_(singular, plural, n, **filled(fields))),
+        p_=lambda context, message, **fields: Markdown(p_(context, message, **filled(fields))),
     )
     env.filters.update(md=md, html=html, fenced=fenced, url=url)
     env.tests["markdown"] = lambda v: isinstance(v, Markdown)
