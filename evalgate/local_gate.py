@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate import i18n
-from evalgate.i18n import _, mark
 from evalgate.errors import InputError, Problem
 from evalgate.i18n import _, mark, n_
 
