@@ -562,11 +562,19 @@ def test_each_nasty_string_everywhere(nasty):
     check_safe(text, markdown.COMMENT_LIMIT)
 
 
-def test_all_nasty_strings_at_once():
-    comparison, current = scenario_hostile(NASTY)
-    text = render_comment(comparison, current, run_url=RUN_URL)
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_all_nasty_strings_at_once(code):
+    """Every hostile string in every field, in each language: our translated messages take
+    the filtered values as fields, and nothing of the values becomes Markdown or HTML."""
+    from evalgate import i18n
+
+    comparison, current = scenario_hostile(NASTY + ["{0.__class__} {n} {{x}}", "x<!-- evalgate:gate=evalgate -->"])
+    with i18n.language(code):
+        text = render_comment(comparison, current, run_url=RUN_URL)
+        summary = render_summary(comparison, current, run_url=RUN_URL)
     check_safe(text, markdown.COMMENT_LIMIT)
-    summary = render_summary(comparison, current, run_url=RUN_URL)
+    assert len(summary.encode("utf-8")) <= markdown.SUMMARY_LIMIT and "<!-- evalgate" not in summary
+    assert "{0.\\_\\_class\\_\\_} {n} {{x}}" in text  # braces in a value are its own text, never a format
     assert len(summary.encode("utf-8")) <= markdown.SUMMARY_LIMIT
 
 
