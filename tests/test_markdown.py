@@ -783,3 +783,24 @@ def test_a_message_in_a_template_refuses_an_unfiltered_field(code):
         shown = env.from_string('{{ _("gate {id}", id=x | md) }}').render(x=hostile)
         assert "<!--" not in shown and "@org" not in shown and "![img](" not in shown and "{0.\\_\\_class" in shown
         assert env.from_string('{{ _("and {n} more", n=x) }}').render(x=3) == i18n._("and {n} more", n=3)
+
+
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_a_huge_policy_diff_still_fits_the_comment(code):
+    """The policy diff quotes the pull request's config and eval sets (a criterion named in a
+    test_config.json): 80 lines of 5,000 characters, Korean, emoji or hidden tag characters
+    (each shown as {U+E0041}), cannot push the comment past its limit or leave no budget
+    that fits; the block is cut and says so."""
+    from evalgate import i18n
+
+    comparison, current = scenario_fail()
+    for line in ("한" * 5_000, "😀" * 5_000, "\U000e0041" * 5_000, "`" * 5_000 + "\n<!-- evalgate:gate=evalgate -->"):
+        comparison.gate_change = "\n".join(["+    " + line for _ in range(80)])
+        with i18n.language(code):
+            text = render_comment(comparison, current, run_url=RUN_URL)
+        assert markdown.comment_length(text) <= markdown.COMMENT_LIMIT
+        assert text.startswith(marker("evalgate") + "\n") and text.count("<!--") == 1
+        _prose, blocks = split_code(text)
+        infos = [info for info, _ in blocks]
+        assert infos[0] == "diff" and set(infos) <= {"diff", "text"}, "the diff's block closes where it should"
+        assert "…" in text and "+    " + line[:20] in text.replace("{U+E0041}", "\U000e0041")
