@@ -224,3 +224,12 @@ def test_a_plural_message_names_the_same_fields_in_both_forms():
         catalog = read_po(f)
     wrong = [m.id for m in catalog if isinstance(m.id, tuple) and _names(m.id[0]) - {"n"} != _names(m.id[1]) - {"n"}]
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("code", ["ko", "ja"])
+def test_empty_text_stays_empty(code):
+    """`_(text)` of text made at run time (an agent's error, a hint) may be empty: gettext maps
+    "" to the catalog's header (Project-Id-Version, ...), which no report must show."""
+    with i18n.language(code):
+        assert _("") == ""
+        assert i18n.p_("agent runs", "") == ""
