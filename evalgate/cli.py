@@ -214,6 +214,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from evalgate import infer
+    from evalgate.reports.terminal import plain  # a warning may quote an eval set's text
 
     loaded, plans = _load(args.config)
     infer.check(plans, loaded)
@@ -232,7 +233,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"  {args.shards} shards hold {describe(plans, args.shards)}")
     for plan in plans:
         for warning in plan.warnings:
-            print(_("warning: {text}", text=f"{plan.name}: {warning}"), file=sys.stderr)
+            print(_("warning: {text}", text=plain(f"{plan.name}: {warning}")), file=sys.stderr)
     return EXIT_PASSED
 
 
@@ -261,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from evalgate import engine, infer
     from evalgate.plan import config_digest, selected_digest
-    from evalgate.reports.terminal import Progress
+    from evalgate.reports.terminal import Progress, plain
     from evalgate.results import SelectionInfo, ShardInfo
     from evalgate.shards import current_commit, select
 
@@ -305,7 +306,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             runtime.close()
     if runtime is not None and args.quiet:  # otherwise the summary says it
         for warning in engine.credential_warnings(runtime, [case for p in plans for case in p.cases]):
-            print(_("warning: {text}", text=warning), file=sys.stderr)
+            print(_("warning: {text}", text=plain(warning)), file=sys.stderr)
 
     run.run.agent = agent
     if selection is not None:
@@ -417,10 +418,11 @@ def _merge_language() -> None:
 def _warn_ignored(*read: Any) -> None:
     """The keys of files another evalgate version wrote that were ignored (evalgate.reading)."""
     from evalgate.reading import read_note
+    from evalgate.reports.terminal import plain  # the keys are the file's, which a fork may write
 
     for value in read:
         if read_note(value):
-            print(_("warning: {text}", text=read_note(value)), file=sys.stderr)
+            print(_("warning: {text}", text=plain(read_note(value))), file=sys.stderr)
 
 
 def _gate_config(config_arg: str | None, required: bool = False):

@@ -88,8 +88,9 @@ def language(code: str) -> Iterator[None]:
 
 
 def _(message: str, /, **fields: object) -> str:
-    """A message in the current language, its `{fields}` filled."""
-    text = _current.gettext(message)
+    """A message in the current language, its `{fields}` filled. The empty message is itself
+    (gettext would give the catalog's header for it: never shown in place of empty text)."""
+    text = _current.gettext(message) if message else message
     return text.format(**fields) if fields else text
 
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate import i18n
-from evalgate.i18n import _, mark
 from evalgate.errors import InputError, Problem
 from evalgate.i18n import _, mark, n_
 
@@ -281,13 +280,14 @@ def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: lis
     from evalgate.cli import _judge_runtime
     from evalgate.gate import compare
     from evalgate.gate.confirm import confirm_run, rerun_any
+    from evalgate.reports.terminal import plain  # a note may quote the agent's start error
 
     notes = confirm_run(comparison, current, plans, loaded, gate_, lambda: _judge_runtime(loaded, args))
     if not rerun_any(current):
         return comparison
     if not args.quiet:
         for note in notes:
-            print(_("note: {text}", text=note), file=sys.stderr)
+            print(_("note: {text}", text=plain(note)), file=sys.stderr)
     results.write(current, Path(args.out) / "results.json")
     return compare(base.results, current, gate_, base.ledger, base.info)
 
@@ -323,8 +323,10 @@ def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, 
 
 
 def _say_base(base: Base, quiet: bool) -> None:
+    from evalgate.reports.terminal import plain  # a note may quote a file's keys or problems
+
     for note in base.notes:
-        print(_("note: {text}", text=note), file=sys.stderr)
+        print(_("note: {text}", text=plain(note)), file=sys.stderr)
     if quiet:
         return
     if base.commit is not None:
@@ -350,6 +352,7 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current:
     from evalgate.gate.confirm import lines
     from evalgate.reports.html import REPORT_FILE
     from evalgate.reports.markdown import flaky_words
+    from evalgate.reports.terminal import plain  # case ids and reasons quote the pull request's data
 
     out = Path(args.out)
     held = _(" (shard {shard}: its cases only)", shard=args.shard) if args.shard is not None else ""
@@ -361,7 +364,7 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current:
     if args.quiet:
         return
     for reason in comparison.reasons:  # the gate's reasons, in the report's language where they are made
-        print(f"  {reason}")
+        print("  " + plain(reason))
     for suite in comparison.suites:
         for change in suite.changes:
             if change.kind in ("regressed", "broken_stable"):
@@ -375,9 +378,9 @@ def _say_verdict(comparison: Any, args: argparse.Namespace, base: Base, current:
                     line = _("{suite}: {case} regressed ({flaky})", suite=suite.name, case=case, flaky=flaky)
                 else:
                     line = _("{suite}: {case} regressed", suite=suite.name, case=case)
-                print("  " + line)
+                print("  " + plain(line))
     for line in lines(comparison, current) if current is not None else []:  # gate.confirm
-        print("  " + _("{suite}: {case} re-run: {text}", suite=line.suite, case=line.case, text=line.text))
+        print("  " + plain(_("{suite}: {case} re-run: {text}", suite=line.suite, case=line.case, text=line.text)))
     if comparison.gate_change:
         print("  " + _("the working tree changes the gate's policy: judged under the base's (the diff is in comment.md)"))
     print(_("comment: {comment}  report: {report}", comment=out / COMMENT_FILE, report=out / REPORT_FILE))

@@ -487,6 +487,24 @@ def test_a_baseline_a_newer_evalgate_wrote_is_read_and_its_new_keys_named(tmp_pa
     assert stored is not None and len(stored.points) == 1 and "'points[0].p90'" in (read_note(stored) or "")
 
 
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_a_hostile_unknown_key_cannot_drive_the_terminal_in_any_language(tmp_path, cli, code):
+    """A results file from a fork names its own keys: one with terminal escapes and a forged
+    workflow command is warned about on one line, its control characters taken out."""
+    from evalgate import results as results_io
+
+    results_io.write(results(), tmp_path / "current" / "results.json")
+    current = json.loads((tmp_path / "current" / "results.json").read_text(encoding="utf-8"))
+    current["suites"][0]["x\x1b[2J\x1b]0;pwned\x07\r\n::error::forged"] = 1
+    (tmp_path / "current" / "results.json").write_text(json.dumps(current, ensure_ascii=False), encoding="utf-8")
+    code_, out, err = cli("compare", "--current", "current/results.json", "--language", code, cwd=tmp_path)
+    assert code_ in (0, 1), out + err
+    assert "[2J" in err  # the key is named, its escapes taken out
+    for text in (out, err):
+        assert not any(ord(ch) < 32 and ch != "\n" for ch in text), repr(text)
+        assert not any(line.startswith("::") for line in text.splitlines()), text
+
+
 def test_a_malformed_known_field_of_a_newer_baseline_is_still_an_error(tmp_path):
     file = tmp_path / baseline_path("default", sha(1))
     file.parent.mkdir(parents=True)

@@ -308,8 +308,13 @@ def test_the_policy_allows_exactly_our_script_and_style():
     assert "unsafe" not in csp
 
 
-def test_hostile_text_cannot_leave_the_data_block_or_the_text():
-    page = hostile_report()
+@pytest.mark.parametrize("language", ["en", "ko", "ja"])
+def test_hostile_text_cannot_leave_the_data_block_or_the_text(language):
+    from evalgate import i18n
+
+    with i18n.language(language):
+        page = hostile_report()
+        gate_word = i18n._("gate {name}").split("{name}")[0]
     raw = re.search(r'<script type="application/json" id="evalgate-data">(.*?)</script>', page, flags=re.S).group(1)
     for ch in "<>&\u2028\u2029":
         assert ch not in raw
@@ -324,7 +329,7 @@ def test_hostile_text_cannot_leave_the_data_block_or_the_text():
     assert len(re.findall(r"<style\b", page, flags=re.I)) == 1
     assert not re.search(r"<(img|svg|iframe|a href=\"javascript|base|meta http-equiv=\"refresh|object|form|link rel=stylesheet)", page, flags=re.I)
     assert "suite &lt;img src=x onerror=window.__pwned=99&gt;" in page
-    assert "gate <b>gate &lt;script&gt;" in page
+    assert f"{gate_word}<b>gate &lt;script&gt;" in page  # our word, then the id as text
     # The right-to-left override is shown, not obeyed.
     assert '<span class="ctl">U+202E</span>' in page
 
@@ -716,13 +721,21 @@ def test_filters_and_search_change_what_is_shown(browser, tmp_path):
         w.close()
 
 
-def test_hostile_strings_stay_inert_text(browser, tmp_path, artifacts):
-    w = Watched(browser, _write(tmp_path, REPORT_FILE, hostile_report()))
+@pytest.mark.parametrize("language", ["en", "ko", "ja"])
+def test_hostile_strings_stay_inert_text(browser, tmp_path, artifacts, language):
+    """The hostile cases in each language: report.js builds its text from our translated
+    messages with the untrusted values as fields, and every one stays text."""
+    from evalgate import i18n
+
+    with i18n.language(language):
+        report = hostile_report()
+        showing = i18n.n_("Showing {shown} of {n} case", "Showing {shown} of {n} cases", len(HOSTILE), shown=f"{len(HOSTILE):,}")
+    w = Watched(browser, _write(tmp_path, REPORT_FILE, report))
     try:
         page = w.page
         before = page.evaluate("() => document.querySelectorAll('*').length")
         page.click("[data-tab=cases]")
-        assert w.count() == f"Showing {len(HOSTILE)} of {len(HOSTILE)} cases"
+        assert w.count() == showing
         ids = page.evaluate("() => JSON.parse(document.getElementById('evalgate-data').textContent).cases.map(c => c.id)")
         page.click("#rows .row")
         for k in range(len(HOSTILE)):  # each case in turn, in the list's order (the data's)
@@ -740,7 +753,7 @@ def test_hostile_strings_stay_inert_text(browser, tmp_path, artifacts):
                     assert piece.strip() in detail, (i, piece)
             assert plain[:10] in visible or not plain.strip()
             if i == 3:
-                _shoot(page, artifacts / "report-hostile.png", "detail")
+                _shoot(page, artifacts / ("report-hostile.png" if language == "en" else f"report-hostile-{language}.png"), "detail")
         page.click("[data-tab=usage]")
         page.click("[data-tab=overview]")
         state = page.evaluate(

@@ -101,3 +101,135 @@ def test_a_missing_catalog_is_an_error_not_english_by_surprise(tmp_path, monkeyp
     with pytest.raises(FileNotFoundError):
         i18n.use("ja")
     assert _("overall: {status} ({counts})", status="PASSED", counts="3") == "overall: PASSED (3)"
+
+
+# --- every call fills exactly the fields its message names -------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+_ARG = {"_": (0,), "n_": (0, 1), "p_": (1,)}  # which arguments are messages
+
+
+def _names(message: str) -> set[str]:
+    import string
+
+    return {f.split(".")[0].split("[")[0] for _lit, f, _spec, _conv in string.Formatter().parse(message) if f is not None}
+
+
+def _mark_tables(tree) -> dict[str, list[str]]:
+    """A module's tables of mark()ed labels (`_KIND = {"failed": mark("failed"), ...}`): name -> messages."""
+    import ast
+
+    tables = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Dict, ast.List, ast.Tuple)):
+            marked = [
+                c.args[0].value
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "mark" and isinstance(c.args[0], ast.Constant)
+            ]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and marked:
+                    tables[t.id] = marked
+    return tables
+
+
+def _python_calls():
+    """(where, function, messages or None when not literal, the message expression, keyword names, **fields given)."""
+    import ast
+
+    for path in sorted([*(ROOT / "evalgate").rglob("*.py"), *(ROOT / "entrypoint").rglob("*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tables = _mark_tables(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ARG):
+                continue
+            if path.name == "markdown.py" and any(isinstance(a, ast.Name) for a in node.args[:1]) and node.args and node.args[0].id in ("message", "singular", "context"):
+                continue  # the template environment's wrappers
+            kw = {k.arg for k in node.keywords if k.arg is not None}
+            star = any(k.arg is None for k in node.keywords)
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            for i in _ARG[node.func.id]:
+                arg = node.args[i]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    messages = [arg.value]
+                elif isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and arg.value.id in tables:
+                    messages = tables[arg.value.id]
+                else:
+                    messages = None
+                yield where, node.func.id, messages, ast.unparse(arg), kw, star
+
+
+def test_every_call_fills_exactly_the_fields_its_message_names():
+    """`_("{n} cases broke", n=3)`: a field the message names but the call does not give is a
+    KeyError in the one branch that says it; a field given but not named is a mistake too.
+    `n_` gives `{n}` itself (a call must not give it again)."""
+    wrong = []
+    for where, fn, messages, _expr, kw, star in _python_calls():
+        if messages is None or star:
+            continue
+        if fn == "n_" and "n" in kw:
+            wrong.append(f"{where}: n_ gives {{n}} itself")
+        for m in messages:
+            need = _names(m) - ({"n"} if fn == "n_" else set())
+            if need != kw:
+                wrong.append(f"{where}: {m[:60]!r} names {sorted(need)}, the call gives {sorted(kw)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_message_is_never_text_made_at_run_time_when_it_has_fields():
+    """str.format runs on the message (our catalog's text), never on text that could hold a
+    case id, an agent's words or a reason: a call that fills fields takes a literal message or
+    a label of a mark() table. (`_(text)` without fields only looks the text up.)"""
+    dynamic = [f"{where}: {fn}({expr}, {', '.join(sorted(kw))})" for where, fn, messages, expr, kw, star in _python_calls() if messages is None and (kw or star or fn == "n_")]
+    assert not dynamic, "\n".join(dynamic)
+
+
+def test_every_template_message_is_filled_with_its_fields():
+    """The same in the Jinja templates: `_()`/`n_()`/`p_()` give the fields their message
+    names, or leave all of them to the `fields` filter (report.html), which gives them all."""
+    import jinja2
+    import jinja2.nodes as nodes
+
+    env = jinja2.Environment()
+    wrong = []
+    for path in sorted((ROOT / "evalgate" / "templates").glob("*.j2")):
+        tree = env.parse(path.read_text(encoding="utf-8"))
+        by_filter = {}
+        for f in tree.find_all(nodes.Filter):
+            if f.name == "fields" and isinstance(f.node, nodes.Call):
+                by_filter[id(f.node)] = {k.key for k in f.kwargs}
+        for call in tree.find_all(nodes.Call):
+            if not (isinstance(call.node, nodes.Name) and call.node.name in _ARG):
+                continue
+            fn = call.node.name
+            given = {k.key for k in call.kwargs} | by_filter.get(id(call), set())
+            for i in _ARG[fn]:
+                arg = call.args[i]
+                if not isinstance(arg, nodes.Const):
+                    wrong.append(f"{path.name}:{call.lineno}: a message made at run time")
+                    continue
+                need = _names(arg.value) - ({"n"} if fn == "n_" else set())
+                if need != given:
+                    wrong.append(f"{path.name}:{call.lineno}: {arg.value[:60]!r} names {sorted(need)}, given {sorted(given)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_plural_message_names_the_same_fields_in_both_forms():
+    """`n_("{n} case ({broken} broken)", "{n} cases")` would drop a field for every count but
+    one: both forms name the same fields (`{n}` may be left out of the singular: "one case")."""
+    from babel.messages.pofile import read_po
+
+    with open(ROOT / "evalgate" / "locale" / "evalgate.pot", encoding="utf-8") as f:
+        catalog = read_po(f)
+    wrong = [m.id for m in catalog if isinstance(m.id, tuple) and _names(m.id[0]) - {"n"} != _names(m.id[1]) - {"n"}]
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("code", ["ko", "ja"])
+def test_empty_text_stays_empty(code):
+    """`_(text)` of text made at run time (an agent's error, a hint) may be empty: gettext maps
+    "" to the catalog's header (Project-Id-Version, ...), which no report must show."""
+    with i18n.language(code):
+        assert _("") == ""
+        assert i18n.p_("agent runs", "") == ""

@@ -88,6 +88,10 @@ def _project(root: Path) -> Path:
 def repo(cli, tmp_path):
     """A repository whose main has one commit with its baseline saved in the dir store, and a
     branch `feature` checked out on top of it. Returns (repo, base sha)."""
+    return _repo(cli, tmp_path)
+
+
+def _repo(cli, tmp_path):
     repo = _project(tmp_path / "repo")
     _git(repo, "init", "-q")
     _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
@@ -265,3 +269,24 @@ def test_a_shard_is_gated_against_the_same_cases_of_the_baseline(cli, repo):
             assert code == 1 and "home: home/난방-ko regressed" in out, out + err
         else:
             assert code == 0 and "evalgate gate: PASS against the baseline" in out, out + err
+
+
+HOSTILE_ID = "난방-ko\x1b[2J\x1b]0;pwned\x07\r\n::error::forged"
+
+
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_a_hostile_case_id_cannot_drive_the_terminal_in_any_language(cli, tmp_path, monkeypatch, code):
+    """A case id from the pull request's eval set, with terminal escapes, a carriage return and
+    a forged workflow command in it: every line `evalgate gate` prints (the regressed cases,
+    the verdict's reasons) shows it on one line with no control character, in every language."""
+    hostile = json.loads(json.dumps(EVALSET))
+    hostile["eval_cases"][1]["eval_id"] = HOSTILE_ID
+    monkeypatch.setattr(sys.modules[__name__], "EVALSET", hostile)
+    repo, _base = _repo(cli, tmp_path)
+    _regress(repo)
+    code_, out, err = cli("gate", "--language", code, cwd=repo)
+    assert code_ == 1, out + err
+    assert "2J" in out  # the case is named (its escapes taken out)
+    for text in (out, err):
+        assert not any(ord(ch) < 32 and ch not in "\n" for ch in text), repr(text)
+        assert not any(line.startswith("::") for line in text.splitlines()), text

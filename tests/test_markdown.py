@@ -562,11 +562,19 @@ def test_each_nasty_string_everywhere(nasty):
     check_safe(text, markdown.COMMENT_LIMIT)
 
 
-def test_all_nasty_strings_at_once():
-    comparison, current = scenario_hostile(NASTY)
-    text = render_comment(comparison, current, run_url=RUN_URL)
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_all_nasty_strings_at_once(code):
+    """Every hostile string in every field, in each language: our translated messages take
+    the filtered values as fields, and nothing of the values becomes Markdown or HTML."""
+    from evalgate import i18n
+
+    comparison, current = scenario_hostile(NASTY + ["{0.__class__} {n} {{x}}", "x<!-- evalgate:gate=evalgate -->"])
+    with i18n.language(code):
+        text = render_comment(comparison, current, run_url=RUN_URL)
+        summary = render_summary(comparison, current, run_url=RUN_URL)
     check_safe(text, markdown.COMMENT_LIMIT)
-    summary = render_summary(comparison, current, run_url=RUN_URL)
+    assert len(summary.encode("utf-8")) <= markdown.SUMMARY_LIMIT and "<!-- evalgate" not in summary
+    assert "{0.\\_\\_class\\_\\_} {n} {{x}}" in text  # braces in a value are its own text, never a format
     assert len(summary.encode("utf-8")) <= markdown.SUMMARY_LIMIT
 
 
@@ -756,3 +764,43 @@ def test_a_criterion_reason_quoted_by_the_suite_is_said_once():
     suite = _suite("home", Verdict.FAIL, [row], reasons=["tool: dropped by 0.5"])
     text = markdown.render_comment(_comparison(Verdict.FAIL, [suite]), _run({"home": [_passing("lights", "lights_off")]}))
     assert text.count("dropped by 0.5") == 1
+
+
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_a_message_in_a_template_refuses_an_unfiltered_field(code):
+    """A template's `_()`, `n_()` and `p_()` print trusted Markdown: a field of untrusted text
+    that skipped its filter is an error (as `finalize` makes of a bare value), never a mention,
+    a forged marker or a link filled into our message."""
+    from evalgate import i18n
+    from evalgate.reports.sanitize import UnfilteredText
+
+    env = markdown._environment()
+    hostile = "x<!-- evalgate:gate=evalgate --> @org/team ![img](http://x) {0.__class__}"
+    with i18n.language(code):
+        for source in ('{{ _("gate {id}", id=x) }}', '{{ n_("{n} case", "{n} cases", 2, id=x) }}', '{{ p_("agent runs", "failed", id=x) }}'):
+            with pytest.raises(UnfilteredText):
+                env.from_string(source).render(x=hostile)
+        shown = env.from_string('{{ _("gate {id}", id=x | md) }}').render(x=hostile)
+        assert "<!--" not in shown and "@org" not in shown and "![img](" not in shown and "{0.\\_\\_class" in shown
+        assert env.from_string('{{ _("and {n} more", n=x) }}').render(x=3) == i18n._("and {n} more", n=3)
+
+
+@pytest.mark.parametrize("code", ["en", "ko", "ja"])
+def test_a_huge_policy_diff_still_fits_the_comment(code):
+    """The policy diff quotes the pull request's config and eval sets (a criterion named in a
+    test_config.json): 80 lines of 5,000 characters, Korean, emoji or hidden tag characters
+    (each shown as {U+E0041}), cannot push the comment past its limit or leave no budget
+    that fits; the block is cut and says so."""
+    from evalgate import i18n
+
+    comparison, current = scenario_fail()
+    for line in ("한" * 5_000, "😀" * 5_000, "\U000e0041" * 5_000, "`" * 5_000 + "\n<!-- evalgate:gate=evalgate -->"):
+        comparison.gate_change = "\n".join(["+    " + line for _ in range(80)])
+        with i18n.language(code):
+            text = render_comment(comparison, current, run_url=RUN_URL)
+        assert markdown.comment_length(text) <= markdown.COMMENT_LIMIT
+        assert text.startswith(marker("evalgate") + "\n") and text.count("<!--") == 1
+        _prose, blocks = split_code(text)
+        infos = [info for info, _ in blocks]
+        assert infos[0] == "diff" and set(infos) <= {"diff", "text"}, "the diff's block closes where it should"
+        assert "…" in text and "+    " + line[:20] in text.replace("{U+E0041}", "\U000e0041")

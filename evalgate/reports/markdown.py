@@ -334,7 +334,7 @@ class _View:
     hidden_reasons: int
     config_changed: bool
     rescored: bool  # mode publish: the outputs came from a pull request's own run (a fork's)
-    gate_change: Optional[str]  # untrusted: a unified diff of the PR's policy against its base's
+    gate_change: Optional[Markdown]  # a unified diff of the PR's policy against its base's (untrusted), fenced and cut
     baseline: list[Any]  # alternating Markdown and untrusted str, printed by type
     suites: list[_Suite]
     attention: Optional[_List]  # regressed, broken stable, (absolute mode) failing: with details
@@ -1024,7 +1024,7 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         hidden_reasons=max(len(reasons) - MAX_REASONS, 0),
         config_changed=plan.comparison.config_changed,
         rescored=plan.current.run.outputs is not None,
-        gate_change=plan.comparison.gate_change,
+        gate_change=_diff_block(plan.comparison.gate_change) if plan.comparison.gate_change else None,
         baseline=_baseline_line(plan.comparison, plan.current),
         suites=[_suite_view(s, plan.with_baseline, budget, trends, warnings.get(s.name, ())) for s in plan.comparison.suites],
         attention=_List(Markdown(_("{title} ({n})", title=title, n=f"{len(plan.attention):,}")), None, detailed, len(plan.attention), False)
@@ -1060,6 +1060,22 @@ def _view(plan: _Plan, budget: _Budget) -> tuple[_View, dict[str, int]]:
         "hidden_rows": sum(s.hidden_rows for s in view.suites),
     }
     return view, sizes
+
+
+MAX_DIFF = 8_000  # the policy diff's block, in comment_length units (at most 80 lines: evalgate.gate.base_policy)
+
+
+def _diff_block(diff: str) -> Markdown:
+    """The pull request's policy diff as a fenced block of at most MAX_DIFF units, whatever
+    its lines hold: its values come from the pull request's config and eval sets (a criterion
+    named by a test_config.json), and the report is cut to fit at every budget but this block,
+    so an unbounded one would leave no budget that fits."""
+    text = "\n".join(cut(line, 200) for line in diff.split("\n"))
+    block = fenced(text, "diff")
+    while comment_length(block) > MAX_DIFF:  # hidden characters are shown as {U+...}: measure the block
+        text = text[: len(text) // 2]
+        block = fenced(text + "\n…", "diff")
+    return block
 
 
 def _confirm_lines(comparison: Comparison, current: RunResults) -> list[Markdown]:
@@ -1105,11 +1121,15 @@ def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Opt
 def _environment() -> Any:
     env = templates(autoescape=False, finalize=finalize)  # Markdown, not HTML: the filters below do the escaping
     # Our messages are trusted text: in these templates they print as Markdown. Their fields
-    # are numbers or Markdown already filtered.
+    # must be numbers or Markdown already filtered: `finalize` checks each, as it checks what a
+    # template prints, so `_("gate {id}", id=v.gate)` without `| md` is an error, not a hole.
+    def filled(fields: dict[str, Any]) -> dict[str, Any]:
+        return {k: finalize(v) for k, v in fields.items()}
+
     env.globals.update(
-        _=lambda message, **fields: Markdown(_(message, **fields)),
-        n_=lambda singular, plural, n, **fields: Markdown(n_(singular, plural, n, **fields)),
-        p_=lambda context, message, **fields: Markdown(p_(context, message, **fields)),
+        _=lambda message, **fields: Markdown(_(message, **filled(fields))),
+        n_=lambda singular, plural, n, **fields: Markdown(n_(singular, plural, n, **filled(fields))),
+        p_=lambda context, message, **fields: Markdown(p_(context, message, **filled(fields))),
     )
     env.filters.update(md=md, html=html, fenced=fenced, url=url)
     env.tests["markdown"] = lambda v: isinstance(v, Markdown)

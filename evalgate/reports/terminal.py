@@ -34,10 +34,13 @@ def display_width(text: str) -> int:
     return sum(_char_width(ch) for ch in text)
 
 
-def _plain(text: str) -> str:
+def plain(text: str) -> str:
     """One line, no control characters (an ESC in the data must not drive the terminal)."""
     text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cc")
+
+
+_plain = plain
 
 
 def truncate(text: str, width: int) -> str:
