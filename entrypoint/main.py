@@ -750,8 +750,10 @@ def _confirm(ctx: Context, comparison: Any, run: Any, plans: list, loaded, gate)
     def runtime() -> tuple[Any, int]:
         return _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
 
+    from evalgate.reports.terminal import plain
+
     for note in confirm_run(comparison, run, plans, loaded, gate, runtime, ctx.secrets):
-        ctx.workflow.log(note)
+        ctx.workflow.log(plain(note))  # a note may quote an agent's error: no control characters in the log
     if not rerun_any(run):
         return False
     _write_results(ctx, run)
