@@ -457,22 +457,28 @@ def test_without_git_a_committed_cache_is_still_not_believed(cli, fake_gemini, m
         assert verdicts(root) == {"capital-en": "NOT_EVALUATED", "수도-ko": "NOT_EVALUATED"}, root
 
 
+def _plant_entry(root: Path, key: str, text: str) -> None:
+    """A judge cache entry claiming a default-branch writer (entries are not signed), as a
+    pull request's code could write one."""
+    from evalgate.judge.cache import CACHE_FORMAT
+
+    path = root / key[:2] / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = {"format": CACHE_FORMAT, "key": key, "text": text, "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
+    path.write_text(json.dumps(entry), encoding="utf-8")
+
+
 def test_an_entry_written_after_the_cache_was_opened_is_not_believed_by_a_pull_request_run(tmp_path):
     """The agent runs in the pull request's job before the judge reads the cache, and an
     entry's writer is not signed: an entry that appears (or is rewritten) after the cache was
     opened, claiming a default-branch writer, is refused under a pull request's policy;
     entries that were there before, and the run's own, are read."""
-    import json as _json
-
-    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache
+    from evalgate.judge.cache import CachePolicy, JudgeCache
 
     root = tmp_path / "cache"
 
     def plant(key: str, text: str) -> None:
-        path = root / key[:2] / f"{key}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"format": CACHE_FORMAT, "key": key, "text": text, "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
-        path.write_text(_json.dumps(entry), encoding="utf-8")
+        _plant_entry(root, key, text)
 
     before, after, rewritten = "a" * 64, "b" * 64, "c" * 64
     plant(before, "from main")
@@ -530,18 +536,13 @@ def test_a_cache_opened_later_in_the_run_does_not_believe_what_the_agent_planted
     found it, an entry the agent planted (claiming a default-branch writer) would count as one
     that was there before: within one run (the action's `session`), every cache of a pull
     request's policy sees the folder as the first one found it, and what any of them wrote."""
-    import json as _json
-
-    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache, session
+    from evalgate.judge.cache import CachePolicy, JudgeCache, session
 
     root = tmp_path / "cache"
     policy = CachePolicy("pull_request", "pull_request", "refs/pull/7/merge", frozenset({"default"}))
 
     def plant(key: str, text: str) -> None:
-        path = root / key[:2] / f"{key}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"format": CACHE_FORMAT, "key": key, "text": text, "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
-        path.write_text(_json.dumps(entry), encoding="utf-8")
+        _plant_entry(root, key, text)
 
     before, planted, own = "a" * 64, "b" * 64, "c" * 64
     plant(before, "from main")
@@ -625,17 +626,12 @@ def test_a_repository_made_inside_the_cache_during_the_run_does_not_hide_committ
     project code running before that (install, a custom metric module, the agent) could
     `git init` inside the cache folder, and the committed entries then looked untracked.
     It is asked when the run takes the cache's view, before any project code runs."""
-    import json as _json
-
-    from evalgate.judge.cache import CACHE_FORMAT, CachePolicy, JudgeCache, session, snapshot
+    from evalgate.judge.cache import CachePolicy, JudgeCache, session, snapshot
 
     repo = tmp_path / "repo"
     root = repo / ".evalgate" / "cache"
     key = "e" * 64
-    path = root / key[:2] / f"{key}.json"
-    path.parent.mkdir(parents=True)
-    entry = {"format": CACHE_FORMAT, "key": key, "text": "planted", "usage": {}, "writer": {"kind": "default", "event": "push", "ref": "refs/heads/main"}}
-    path.write_text(_json.dumps(entry), encoding="utf-8")
+    _plant_entry(root, key, "planted")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "commit the cache")

@@ -16,7 +16,7 @@ from evalgate import adk, efficiency, i18n
 from evalgate.criteria.response_match import ResponseMatch
 from evalgate.criteria.tool_trajectory import ToolTrajectory
 from evalgate.reports.terminal import Progress, display_width, failed_run_line, summary_table
-from test_reports import RM, TT, _invocation, _pair, _run, _scored, _suite, _unscored
+from test_reports import RM, TT, _cut, _invocation, _pair, _run, _scored, _suite, _unscored
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "terminal"
 V2 = "final_response_match_v2"
@@ -94,16 +94,6 @@ def _tables(text: str) -> list[list[str]]:
         if block and (not block[0].startswith(" ") and len(block) > 1 or block[0] in titles):
             tables.append([r for r in block[1:] if not r.startswith("  " + i18n._("efficiency"))])
     return tables
-
-
-def _cut(text: str, columns: int) -> str:
-    out, used = "", 0
-    for ch in text:
-        if used >= columns:
-            break
-        out += ch
-        used += display_width(ch)
-    return out
 
 
 @pytest.mark.parametrize("code", i18n.LANGUAGES)

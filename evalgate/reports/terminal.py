@@ -40,12 +40,10 @@ def plain(text: str) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cc")
 
 
-_plain = plain
-
 
 def truncate(text: str, width: int) -> str:
     """Cut the text to at most `width` columns, ending with an ellipsis when cut."""
-    text = _plain(text)
+    text = plain(text)
     if display_width(text) <= width:
         return text
     out, used = [], 0
@@ -78,7 +76,7 @@ def _table(style: _Style, headers: Sequence[str], aligns: str, rows: list[list[C
     With a right-aligned last column every row has the same display width; a left-aligned
     last column is not padded, so no line ends in spaces.
     """
-    body = [[(_plain(t), s) for t, s in row] for row in rows]
+    body = [[(plain(t), s) for t, s in row] for row in rows]
     head = [(h, _BOLD) for h in headers]
     widths = [max(display_width(row[i][0]) for row in [head, *body]) for i in range(len(headers))]
     lines = []
@@ -202,7 +200,7 @@ def _counts_text(counts: Counts, suites: Optional[int] = None) -> str:
 
 
 def _verdict(style: _Style, suite: SuiteResult) -> str:
-    text = f"{_plain(suite.name)}: {style.status(suite.status)} ({_counts_text(suite.counts)})"
+    text = f"{plain(suite.name)}: {style.status(suite.status)} ({_counts_text(suite.counts)})"
     if suite.counts.incomplete and suite.not_evaluated_policy == "fail":
         text += _("; under not_evaluated: fail, incomplete cases fail this suite")
     return text
@@ -214,7 +212,7 @@ def summary_table(results: RunResults, color: bool) -> str:
     style = _Style(color)
     lines: list[str] = []
     for suite in results.suites:
-        lines.append(style(_("suite {name}", name=_plain(suite.name)), _BOLD))
+        lines.append(style(_("suite {name}", name=plain(suite.name)), _BOLD))
         lines.extend(_criteria_table(style, suite))
         lines.extend(_efficiency(style, suite))
         lines.extend(_failed_table(style, suite))
@@ -222,7 +220,7 @@ def summary_table(results: RunResults, color: bool) -> str:
         if suite.warnings:
             lines.append("")
             warning = style(_("warning"), "33")
-            lines.extend("  " + _("{warning}: {text}", warning=warning, text=_plain(w)) for w in suite.warnings)
+            lines.extend("  " + _("{warning}: {text}", warning=warning, text=plain(w)) for w in suite.warnings)
         lines.extend(["", _verdict(style, suite), ""])
     lines.append(_("overall: {status} ({counts})", status=style.status(results.status), counts=_counts_text(results.counts, len(results.suites))))
     return "\n".join(lines) + "\n"
@@ -230,7 +228,7 @@ def summary_table(results: RunResults, color: bool) -> str:
 
 def failed_run_line(suite: str, eval_id: str, run: Optional[int], reason: str, log: Optional[str]) -> str:
     """One failed case run, on one line: which, why, and where its captured output went."""
-    case = f"{_plain(suite)}/{truncate(eval_id, MAX_ID)}"
+    case = f"{plain(suite)}/{truncate(eval_id, MAX_ID)}"
     which = case if run is None else _("{case} run {run}", case=case, run=run)
     kept = ""
     if log:
