@@ -1,0 +1,222 @@
+"""`evalgate init` on projects that the real `agents-cli create` (google-agents-cli 1.11.0, the
+reference peer) scaffolds here, offline: what init says, the evalgate.yaml it writes, and
+workflows that fit the scaffold (compared with the scaffold's own pr_checks.yaml: the same
+Workload Identity Federation variables and secrets, the same environment for the agent),
+linted by actionlint. Then init -> validate -> run -> gate on the scaffold, its agent and its
+LLM-judge metric answering through a fake Gemini on 127.0.0.1.
+
+Which parts need the other issue-33 branches (they land on main through the lead):
+- the datasets (branch acli-data): `evalgate validate`, `run` and `gate` on the datasets;
+- the eval config (branch acli-metrics): eval_config.yaml as the suite's criteria.
+The tests that need them say so in `needs_datasets_and_metrics` and skip until both landed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import check_snapshot
+from test_init import action_steps, actionlint, workflow
+
+REPO = Path(__file__).resolve().parent.parent
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "init"
+AGENTS_CLI = Path(sys.executable).parent / "agents-cli"
+WIF = {"vars.GCP_PROJECT_NUMBER", "secrets.WIF_POOL_ID", "secrets.WIF_PROVIDER_ID", "secrets.GCP_SERVICE_ACCOUNT", "vars.CICD_PROJECT_ID"}
+
+needs_agents_cli = pytest.mark.skipif(not AGENTS_CLI.is_file(), reason="agents-cli (google-agents-cli, a test extra) is not installed beside this Python")
+
+
+def _datasets_and_metrics_landed() -> bool:
+    """Whether this checkout reads agents-cli datasets (branch acli-data: CaseInput.acli) and
+    eval configs (branch acli-metrics: the agents-cli metrics) yet."""
+    from evalgate import engine
+
+    fields = getattr(engine.CaseInput, "model_fields", None) or getattr(engine.CaseInput, "__dataclass_fields__", {})
+    return "acli" in fields and importlib.util.find_spec("evalgate.criteria.acli_code_metric") is not None
+
+
+needs_datasets_and_metrics = pytest.mark.skipif(
+    not _datasets_and_metrics_landed(), reason="needs agents-cli datasets (branch acli-data) and eval configs (branch acli-metrics) on main"
+)
+
+
+def create(parent: Path, name: str, runner: str) -> Path:
+    """`agents-cli create` as a new user runs it (offline: -s skips the checks that need the network)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(parent / "home")}  # agents-cli writes nothing into the real home
+    done = subprocess.run(
+        [str(AGENTS_CLI), "create", name, "-a", "adk", "-d", "cloud_run", "--cicd-runner", runner, "-y", "-s"],
+        cwd=parent, env=env, capture_output=True, text=True, encoding="utf-8", timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return parent / name
+
+
+@pytest.fixture(scope="module")
+def scaffold(tmp_path_factory) -> Path:
+    if not AGENTS_CLI.is_file():
+        pytest.skip("agents-cli is not installed")
+    return create(tmp_path_factory.mktemp("acli"), "myagent", "github_actions")
+
+
+@pytest.fixture
+def project(scaffold, tmp_path) -> Path:
+    """A fresh copy of the scaffold for one test (init writes into it)."""
+    return Path(shutil.copytree(scaffold, tmp_path / "myagent", symlinks=True))
+
+
+def refs(text: str) -> set[str]:
+    return set(re.findall(r"\$\{\{\s*((?:vars|secrets)\.[A-Z_]+)\s*\}\}", text))
+
+
+# --- what init says and writes ------------------------------------------------------------------
+
+
+@needs_agents_cli
+def test_init_says_what_it_found_wrote_and_what_comes_next(project, cli):
+    code, out, err = cli("init", "--branch", "main", cwd=project)
+    assert (code, err) == (0, ""), out + err
+    check_snapshot(SNAPSHOTS / "agents_cli.txt", out.replace(f"adk-evalgate=={_version()}", "adk-evalgate==VERSION"))
+    config = yaml.safe_load((project / "evalgate.yaml").read_text(encoding="utf-8"))
+    assert config == {
+        "version": 1,
+        "suites": [{"name": "app", "evalsets": ["tests/eval/datasets"], "agent": {"adk": "app"}, "criteria": "tests/eval/eval_config.yaml"}],
+    }
+    # the case count is the dataset's own eval_cases
+    cases = json.loads((project / "tests" / "eval" / "datasets" / "basic-dataset.json").read_text(encoding="utf-8"))["eval_cases"]
+    assert f"tests/eval/datasets/basic-dataset.json: {len(cases)} cases" in out
+
+
+def _version() -> str:
+    from evalgate import __version__
+
+    return __version__
+
+
+@needs_agents_cli
+def test_the_workflows_fit_the_scaffold(project, cli):
+    assert cli("init", cwd=project)[0] == 0
+    theirs_text = (project / ".github" / "workflows" / "pr_checks.yaml").read_text(encoding="utf-8")
+    theirs = workflow(project / ".github" / "workflows" / "pr_checks.yaml")
+    [their_auth] = [s for s in theirs["jobs"]["test"]["steps"] if "google-github-actions/auth" in s.get("uses", "")]
+    [their_tests] = [s for s in theirs["jobs"]["test"]["steps"] if "tests/integration" in s.get("run", "")]
+    assert WIF <= refs(theirs_text)  # what this test holds the workflows to is what agents-cli writes
+
+    inputs = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))["inputs"]
+    names = ("evalgate-pr.yml", "evalgate-baseline.yml", "evalgate-nightly.yml")
+    for name in names:
+        wf = workflow(project / ".github" / "workflows" / name)
+        assert wf["permissions"]["id-token"] == "write", name
+        [job] = wf["jobs"].values()
+        steps = job["steps"]
+        assert steps[0]["uses"].startswith("actions/checkout@")  # before auth: checkout cleans the workspace
+        [auth] = [s for s in steps if "google-github-actions/auth" in s.get("uses", "")]
+        assert {k: auth["with"][k] for k in their_auth["with"]} == their_auth["with"], name  # the scaffold's provider, account, project
+        [install] = [s for s in steps if s.get("run") == "uv sync --locked"]
+        [agent] = [s for s in steps if "evalgate run" in s.get("run", "")]
+        assert steps.index(auth) < steps.index(install) < steps.index(agent)
+        assert agent["env"] == their_tests["env"]  # the environment the scaffold's integration tests run the agent in
+        assert f"--out {steps[steps.index(agent)]['run'].split('--out ')[1].split()[0]}" in agent["run"]
+        [step] = action_steps(wf)
+        assert steps.index(step) == steps.index(agent) + 1
+        assert set(step["with"]) <= set(inputs), name
+        assert step["with"]["resume"] == agent["run"].split("--out ")[1].split()[0]  # the action reuses those runs
+        assert step["env"] == their_tests["env"]  # the eval config's metrics on Google Cloud too
+        assert "install" not in step["with"]  # the project's lock never goes into the action's container
+    assert refs("".join((project / ".github" / "workflows" / n).read_text(encoding="utf-8") for n in names)) == WIF
+
+
+@needs_agents_cli
+def test_the_workflows_pass_actionlint(project, cli, tmp_path):
+    lint = actionlint()
+    assert cli("init", cwd=project)[0] == 0
+    mono = tmp_path / "mono"  # the project in a subfolder of its repository
+    shutil.copytree(project, mono / "에이전트", ignore=shutil.ignore_patterns(".github", "evalgate.yaml"))
+    (mono / ".git").mkdir()
+    code, out, err = cli("init", str(mono / "에이전트"), cwd=tmp_path)
+    assert code == 0, out + err
+    pr = workflow(mono / ".github" / "workflows" / "evalgate-pr.yml")
+    assert [s["working-directory"] for s in pr["jobs"]["gate"]["steps"] if "run" in s] == ["에이전트", "에이전트"]
+    files = [str(p) for r in (project, mono) for p in sorted((r / ".github" / "workflows").glob("evalgate-*.yml"))]
+    assert len(files) == 6
+    done = subprocess.run([lint, "-no-color", *files], capture_output=True, text=True, encoding="utf-8", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_agents_cli
+def test_a_cloud_build_scaffold_gets_github_workflows_and_says_what_they_need(tmp_path, cli):
+    root = create(tmp_path, "cbagent", "google_cloud_build")
+    assert (root / ".cloudbuild").is_dir() and not (root / ".github").exists()
+    code, out, err = cli("init", "--dry-run", cwd=root)
+    assert code == 0, out + err
+    assert "  CI: Cloud Build; evalgate's gate is a GitHub Action, so init writes GitHub workflows all the same\n" in out
+    assert "create them (agents-cli's GitHub Actions setup does, deployment/terraform/cicd/wif.tf and github.tf)" in out
+    assert "would write .github/workflows/evalgate-pr.yml" in out
+    assert not (root / "evalgate.yaml").exists()
+
+
+# --- what init refuses --------------------------------------------------------------------------
+
+
+@needs_agents_cli
+def test_no_dataset_names_the_folder_and_the_fix(project, cli):
+    datasets = project / "tests" / "eval" / "datasets"
+    (datasets / "basic-dataset.json").unlink()
+    (datasets / "notes.json").write_text('{"title": "not a dataset"}', encoding="utf-8")
+    code, out, err = cli("init", cwd=project)
+    assert code == 2 and out == ""
+    assert "error: agents-cli-manifest.yaml: an agents-cli project without a dataset: no agents-cli dataset (a JSON file of eval_cases) in tests/eval/datasets" in err
+    assert "tests/eval/datasets/notes.json: not an agents-cli dataset" in err and "agents-cli eval dataset synthesize" in err
+    assert not (project / "evalgate.yaml").exists() and not (project / ".github" / "workflows" / "evalgate-pr.yml").exists()
+
+
+@needs_agents_cli
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ('agent_directory: "agent"', 'agents-cli-manifest.yaml: agent_directory: names agent, which is not a folder here. Set agent_directory'),
+        ('language: "go"', "agents-cli-manifest.yaml: language: the agent is written in go; evalgate runs Python ADK agents in-process"),
+    ],
+)
+def test_a_manifest_init_cannot_follow(project, cli, change, expected):
+    manifest = project / "agents-cli-manifest.yaml"
+    key = change.split(":")[0]
+    manifest.write_text(re.sub(rf"(?m)^{key}: .*$", change, manifest.read_text(encoding="utf-8")), encoding="utf-8")
+    code, out, err = cli("init", cwd=project)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert expected in err
+
+
+@needs_agents_cli
+def test_korean_dataset_names_and_more_datasets(project, cli):
+    datasets = project / "tests" / "eval" / "datasets"
+    cases = [{"eval_case_id": "날씨", "prompt": {"role": "user", "parts": [{"text": "서울 날씨 어때?"}]}}, {"prompt": {"role": "user", "parts": [{"text": "東京の天気は?"}]}}]
+    (datasets / "한국어-データ.json").write_text(json.dumps({"eval_cases": cases}, ensure_ascii=False), encoding="utf-8")
+    code, out, _ = cli("init", "--dry-run", cwd=project)
+    assert code == 0
+    assert "    tests/eval/datasets/basic-dataset.json: 3 cases\n    tests/eval/datasets/한국어-データ.json: 2 cases\n" in out
+    assert "    evalsets: [tests/eval/datasets]  # 2 datasets, 5 cases" in out
+
+
+# --- init -> validate -> run -> gate ----------------------------------------------------------------
+
+
+@needs_agents_cli
+def test_validate_reads_the_config_init_wrote(project, cli):
+    assert cli("init", cwd=project)[0] == 0
+    code, out, err = cli("validate", cwd=project)
+    if _datasets_and_metrics_landed():
+        assert (code, err) == (0, ""), out + err
+        assert "evalgate.yaml: OK, 1 suites, 3 cases" in out
+    else:  # evalgate.yaml itself reads; what follows it (datasets, eval config) is the other branches' work
+        assert code == 2 and "error: evalgate.yaml" not in err, err
