@@ -714,6 +714,7 @@ CICD = {
     "google_cloud_build": "Cloud Build",
     "skip": "none (agents-cli create in prototype mode)",
 }
+FEW_CASES = 10  # below this, say that the gate's statistics have little to go on
 WIF_NAMES = "the variables GCP_PROJECT_NUMBER and CICD_PROJECT_ID and the secrets WIF_POOL_ID, WIF_PROVIDER_ID and GCP_SERVICE_ACCOUNT"
 
 
@@ -918,7 +919,10 @@ def _print_acli_next(acli, config: Path, repo: Repo, action: str, written: list[
             where = "this folder" if repo.root == Path.cwd().resolve() else display_path(repo.root)
             out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
     out.write(f"until {repo.branch} has a baseline:\n")
-    out.write("  agents-cli's eval config sets no thresholds, so the gate has nothing to fail a pull request on yet: the first ones record their scores.\n")
-    out.write(f"  Merge once (evalgate-baseline.yml saves {repo.branch}'s baseline); from then on a pull request fails when a metric drops\n")
-    out.write(f"  against {repo.branch}'s by more than its run-to-run noise.\n")
+    out.write("  agents-cli's eval config sets no thresholds, so the first pull requests only record their scores: the gate passes them\n")
+    out.write("  (an agent that fails on every case is an ERROR). Merge once: evalgate-baseline.yml saves the baseline, and from then\n")
+    out.write(f"  on a pull request fails when a metric drops against {repo.branch}'s by more than its run-to-run noise.\n")
+    cases = sum(d.cases for d in acli.datasets)
+    if cases < FEW_CASES:
+        out.write(f"  only {_plural(cases, 'case')}: a drop on so few is often INCONCLUSIVE, not FAIL; add cases to the datasets.\n")
     out.write("keep evalgate-results/ and .evalgate/ out of git (add them to .gitignore)\n")

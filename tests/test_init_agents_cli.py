@@ -220,3 +220,108 @@ def test_validate_reads_the_config_init_wrote(project, cli):
         assert "evalgate.yaml: OK, 1 suites, 3 cases" in out
     else:  # evalgate.yaml itself reads; what follows it (datasets, eval config) is the other branches' work
         assert code == 2 and "error: evalgate.yaml" not in err, err
+
+
+def scaffold_model(body) -> object:
+    """The fake Gemini for the scaffold: its agent (get_weather for San Francisco, the capital of
+    France from what it knows) and the scaffold's LLM judge (tests/eval/response_quality.py asks
+    for JSON {score, explanation} on a 1-5 scale). An agent told to be terse (the pull request's
+    change to app/agent.py) answers "I don't know." to everything; the judge gives that a 1."""
+    from agent_model import _reply
+    from fake_gemini import prompt_text
+
+    if ((body or {}).get("generationConfig") or {}).get("responseMimeType") == "application/json":
+        answer = prompt_text(body).split("Final Response:", 1)[-1].split("\n", 1)[0]
+        return {"score": 1 if "don't know" in answer else 5, "explanation": f"judged: {answer.strip()[:60]}"}
+    instruction = json.dumps((body or {}).get("systemInstruction") or {})
+    contents = (body or {}).get("contents") or []
+    parts = (contents[-1] if contents else {}).get("parts") or []
+    if "terse" in instruction:
+        return _reply([{"text": "I don't know."}])
+    results = [p["functionResponse"] for p in parts if "functionResponse" in p]
+    if results:
+        return _reply([{"text": f"In San Francisco: {(results[0].get('response') or {}).get('result')}"}])
+    text = " ".join(p.get("text", "") for p in parts)
+    if "San Francisco" in text:
+        return _reply([{"functionCall": {"name": "get_weather", "args": {"query": "San Francisco"}}}])
+    if "capital of France" in text:
+        return _reply([{"text": "The capital of France is Paris."}])
+    return _reply([{"text": "I can tell you the weather and the time in a city."}])
+
+
+def _agent_requests(fake) -> int:
+    return sum(1 for r in fake.requests if "tools" in (r.body or {}))
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=root, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+@needs_agents_cli
+@needs_datasets_and_metrics
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_init_validate_run_gate_on_the_scaffold(project, cli, monkeypatch):
+    """The whole way a team with an agents-cli project goes: init, validate, run (the agent and
+    the eval config's LLM judge on the fake Gemini) as the workflows run it (the agent's runs
+    first, then the action's run reusing them), the gate before main has a baseline (it
+    records), then a pull request that makes the agent worse, gated against main's baseline."""
+    from fake_gemini import FakeGemini, clear_judge_env
+
+    # The scaffold's 3 cases are too few for the gate to rule anything out: a team adds its own.
+    questions = ["서울 날씨 어때?", "東京の天気は?", "What time is it in San Francisco?", "부산에서 뭐 먹을까?", "京都のおすすめは?", "Plan a day in Lisbon.", "추천 영화 있어?", "Tell me a fun fact."]
+    cases = [{"eval_case_id": f"q{i}", "prompt": {"role": "user", "parts": [{"text": q}]}} for i, q in enumerate(questions)]
+    (project / "tests" / "eval" / "datasets" / "daily.json").write_text(json.dumps({"eval_cases": cases}, ensure_ascii=False), encoding="utf-8")
+    code, out, err = cli("init", cwd=project)
+    assert code == 0 and "tests/eval/datasets/daily.json: 8 cases" in out, out + err
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the scaffold, its datasets, evalgate.yaml and the workflows")
+    code, out, err = cli("validate", cwd=project)
+    assert (code, err) == (0, ""), out + err
+    assert "evalgate.yaml: OK, 1 suites, 11 cases" in out
+
+    fake = FakeGemini(scaffold_model).start()
+    fake.api_key = None
+    try:
+        clear_judge_env(monkeypatch)
+        monkeypatch.setenv("GOOGLE_API_KEY", "fake-key")  # the agent's model and the judge: the Gemini API, here
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        monkeypatch.setenv("ADK_DISABLE_LOAD_DOTENV", "1")  # the scaffold's .env points at Google Cloud
+        # The workflows' first step: the agent runs in the project's environment.
+        code, out, err = cli("run", "--out", "evalgate-agent-runs", "--no-color", cwd=project)
+        assert code == 0, out + err
+        assert _agent_requests(fake) >= 12  # 11 cases, one with a tool call
+        first = json.loads((project / "evalgate-agent-runs" / "results.json").read_text(encoding="utf-8"))
+        [suite] = first["suites"]
+        assert sorted(c["eval_id"] for c in suite["cases"]) == sorted(["capital_lookup", "greeting", "weather_query", *(c["eval_case_id"] for c in cases)])
+        scores = {c["eval_id"]: c["criteria"]["custom_response_quality"]["score"] for c in suite["cases"]}
+        assert set(scores.values()) == {5}
+
+        # The action's step (resume): every run reused, none run again; the same scores.
+        fake.reset()
+        code, out, err = cli("run", "--resume", "evalgate-agent-runs", "--out", "main", "--no-color", cwd=project)
+        assert code == 0, out + err
+        assert _agent_requests(fake) == 0 and fake.requests  # only the judge was asked
+        again = json.loads((project / "main" / "results.json").read_text(encoding="utf-8"))
+        assert {c["eval_id"]: c["criteria"]["custom_response_quality"]["score"] for c in again["suites"][0]["cases"]} == scores
+
+        # Before main has a baseline, the gate records: no threshold to fail on.
+        code, out, err = cli("gate", "--out", "first", "--no-color", "-q", cwd=project)
+        assert code == 0, out + err
+        assert "evalgate gate: PASS against absolute thresholds (no baseline)" in out
+        main_sha = git(project, "rev-parse", "HEAD")
+        code, out, err = cli("baseline", "save", "--results", "main/results.json", "--commit", main_sha, "--ref", "refs/heads/main", cwd=project)
+        assert code == 0, out + err
+
+        # A pull request that makes the agent worse, gated against main's baseline.
+        git(project, "checkout", "-q", "-b", "terse")
+        agent_py = project / "app" / "agent.py"
+        agent_py.write_text(agent_py.read_text(encoding="utf-8").replace('instruction="', 'instruction="Be terse. '), encoding="utf-8")
+        git(project, "commit", "-q", "-am", "a terser agent")
+        code, out, err = cli("gate", "--out", "pr", "--no-color", cwd=project)
+    finally:
+        fake.stop()
+    assert code == 1, out + err
+    assert "evalgate gate: FAIL against the baseline" in out
+    assert "custom_response_quality" in out.split("evalgate gate: FAIL", 1)[1]
