@@ -97,6 +97,21 @@ def test_init_says_what_it_found_wrote_and_what_comes_next(project, cli):
     assert f"tests/eval/datasets/basic-dataset.json: {len(cases)} cases" in out
 
 
+def test_the_docs_show_what_init_says_and_writes():
+    """docs/agents-cli.md quotes init's output on the scaffold (cut with "...") and the config
+    it writes: both must be what init gives (its snapshot, the test above)."""
+    page = (REPO / "docs" / "agents-cli.md").read_text(encoding="utf-8")
+    said = re.search(r"```text\n(found an agents-cli project.*?)```", page, re.S).group(1).splitlines()
+    snapshot = (SNAPSHOTS / "agents_cli.txt").read_text(encoding="utf-8").splitlines()
+    shown = [line for line in said if line != "..."]
+    assert shown == snapshot[: len(shown)]
+    written = yaml.safe_load(re.search(r"```yaml\n(version: 1\n.*?)```", page, re.S).group(1))
+    assert written == {
+        "version": 1,
+        "suites": [{"name": "app", "evalsets": ["tests/eval/datasets"], "agent": {"adk": "app"}, "criteria": "tests/eval/eval_config.yaml"}],
+    }
+
+
 def _version() -> str:
     from evalgate import __version__
 
