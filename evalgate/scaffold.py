@@ -787,15 +787,28 @@ def acli_config_text(acli, agent_dir: str, evalsets: str, criteria: Optional[str
     return text
 
 
-def acli_runtime(config: str, repo: Repo) -> Runtime:
+_ACTION_REF = re.compile(r"([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)(?:/[^@]*)?@([^\s\"]+)")
+
+
+def evalgate_requirement(action: str) -> str:
+    """The evalgate the agent's step installs: the same code as the action, from the action's own
+    repository and reference (owner/repo@ref), so both steps agree on what a finished run is;
+    else (a docker:// or local action) this version from the package registry."""
+    m = _ACTION_REF.fullmatch(action)
+    if m is None:
+        from evalgate import __version__
+
+        return f"adk-evalgate=={__version__}"
+    return f"adk-evalgate @ git+https://github.com/{m.group(1)}/{m.group(2)}@{m.group(3)}"
+
+
+def acli_runtime(config: str, repo: Repo, action: str = DEFAULT_ACTION) -> Runtime:
     """The scaffold's way: Google Cloud through its Workload Identity Federation, the agent's
     dependencies from its uv.lock. The action runs in its own container, with evalgate's locked
     dependencies, which the project's lock must not replace (its google-adk,
     google-cloud-aiplatform and google-genai differ); so the agent runs first, here, in the
     project's environment, and the action reuses those runs (`resume`): it scores, compares
     and reports, and runs again only a case whose run did not finish."""
-    from evalgate import __version__
-
     workdir = [f"        working-directory: {_scalar(repo.workdir)}"] if repo.workdir else []
     model = [
         '{pad}GOOGLE_GENAI_USE_ENTERPRISE: "true"   # Gemini through Google Cloud, as the scaffold\'s integration tests',
@@ -819,13 +832,14 @@ def acli_runtime(config: str, repo: Repo) -> Runtime:
         "      - name: Install the agent's dependencies from uv.lock",
         *workdir,
         "        run: uv sync --locked",
-        "      # The agent runs here, in the project's environment; the action below reuses its runs.",
+        "      # The agent runs here, in the project's environment, with evalgate from the action's own",
+        "      # repository and reference; the action below reuses its runs.",
         "      # Exit 1 (a suite below a threshold) is the action's to judge against the baseline.",
         "      - name: Run the agent on every case",
         *workdir,
         "        env:",
         *(line.format(pad="          ") for line in model),
-        f'        run: uv run --no-sync --with "adk-evalgate=={__version__}" evalgate run --config {_scalar(config)} --out {AGENT_RUNS} || [ "$?" -eq 1 ]',
+        f'        run: uv run --no-sync --with "{evalgate_requirement(action)}" evalgate run --config {_scalar(config)} --out {AGENT_RUNS} || [ "$?" -eq 1 ]',
     ]
     return Runtime(
         permissions=["  id-token: write       # Workload Identity Federation (google-github-actions/auth)"],
@@ -851,7 +865,7 @@ def init_agents_cli(acli, action: str, branch: Optional[str], dry_run: bool, out
         f"on pushes to {repo.branch}: run the agent, save the baseline",
         "every night and by hand: run the agent, open an issue on a regression",
     )
-    texts = workflow_texts(action, config_path.name, repo, acli_runtime(config_path.name, repo))
+    texts = workflow_texts(action, config_path.name, repo, acli_runtime(config_path.name, repo, action))
     planned += [Planned(repo.root / ".github" / "workflows" / name, texts[name], what) for name, what in zip(WORKFLOWS, whats)]
 
     _print_acli_found(acli, agent, out)
@@ -901,11 +915,9 @@ def _print_acli_next(acli, config: Path, repo: Repo, action: str, written: list[
     out.write(f"  evalgate run{flag}         # run the agent on every case and score it (needs the agent's Google Cloud access, as agents-cli eval run does)\n")
     workflows = [p for p in written if p.path.suffix == ".yml"]
     if workflows:
-        from evalgate import __version__
-
         out.write("then, for the workflows:\n")
         if action == DEFAULT_ACTION:
-            out.write(f"  - replace {DEFAULT_ACTION} in them with the evalgate action reference you pin (a release or a commit SHA), and adk-evalgate=={__version__} with its version\n")
+            out.write(f"  - replace {DEFAULT_ACTION} in them with the evalgate action reference you pin (a release or a commit SHA): twice in each, the action and the evalgate its agent step installs\n")
         if acli.manifest.cicd_runner == "github_actions":
             out.write(f"  - they sign in to Google Cloud as the scaffold's pr_checks.yaml does, with {WIF_NAMES} that agents-cli's CI/CD setup created\n")
         else:

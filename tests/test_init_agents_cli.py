@@ -86,7 +86,7 @@ def refs(text: str) -> set[str]:
 def test_init_says_what_it_found_wrote_and_what_comes_next(project, cli):
     code, out, err = cli("init", "--branch", "main", cwd=project)
     assert (code, err) == (0, ""), out + err
-    check_snapshot(SNAPSHOTS / "agents_cli.txt", out.replace(f"adk-evalgate=={_version()}", "adk-evalgate==VERSION"))
+    check_snapshot(SNAPSHOTS / "agents_cli.txt", out)
     config = yaml.safe_load((project / "evalgate.yaml").read_text(encoding="utf-8"))
     assert config == {
         "version": 1,
@@ -112,10 +112,21 @@ def test_the_docs_show_what_init_says_and_writes():
     }
 
 
-def _version() -> str:
+@pytest.mark.parametrize(
+    "action, expected",
+    [
+        ("OWNER/evalgate@v1", "adk-evalgate @ git+https://github.com/OWNER/evalgate@v1"),
+        ("octo/eval.gate@0123abc", "adk-evalgate @ git+https://github.com/octo/eval.gate@0123abc"),
+        ("octo/evalgate/sub@v2", "adk-evalgate @ git+https://github.com/octo/evalgate@v2"),
+        ("docker://ghcr.io/octo/evalgate:1", "adk-evalgate=={version}"),
+        ("./", "adk-evalgate=={version}"),
+    ],
+)
+def test_the_agent_step_installs_the_actions_own_evalgate(action, expected):
     from evalgate import __version__
+    from evalgate.scaffold import evalgate_requirement
 
-    return __version__
+    assert evalgate_requirement(action) == expected.format(version=__version__)
 
 
 @needs_agents_cli
@@ -148,13 +159,16 @@ def test_the_workflows_fit_the_scaffold(project, cli):
         assert step["with"]["resume"] == agent["run"].split("--out ")[1].split()[0]  # the action reuses those runs
         assert step["env"] == their_tests["env"]  # the eval config's metrics on Google Cloud too
         assert "install" not in step["with"]  # the project's lock never goes into the action's container
+        assert f'--with "adk-evalgate @ git+https://github.com/{step["uses"]}" evalgate run' in agent["run"]  # the action's own code
     assert refs("".join((project / ".github" / "workflows" / n).read_text(encoding="utf-8") for n in names)) == WIF
 
 
 @needs_agents_cli
 def test_the_workflows_pass_actionlint(project, cli, tmp_path):
     lint = actionlint()
-    assert cli("init", cwd=project)[0] == 0
+    sha = "octo/evalgate@0123456789abcdef0123456789abcdef01234567"
+    assert cli("init", "--action", sha, cwd=project)[0] == 0
+    assert f'--with "adk-evalgate @ git+https://github.com/{sha}"' in (project / ".github" / "workflows" / "evalgate-pr.yml").read_text(encoding="utf-8")
     mono = tmp_path / "mono"  # the project in a subfolder of its repository
     shutil.copytree(project, mono / "에이전트", ignore=shutil.ignore_patterns(".github", "evalgate.yaml"))
     (mono / ".git").mkdir()
