@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from conftest import check_snapshot
+from fake_github import fake_github  # noqa: F401  (fixture)
 from test_init import action_steps, actionlint, workflow
 
 REPO = Path(__file__).resolve().parent.parent
@@ -354,3 +355,67 @@ def test_init_validate_run_gate_on_the_scaffold(project, cli, monkeypatch):
     assert code == 1, out + err
     assert "evalgate gate: FAIL against the baseline" in out
     assert "custom_response_quality" in out.split("evalgate gate: FAIL", 1)[1]
+
+
+@needs_agents_cli
+@needs_datasets_and_metrics
+def test_the_workflows_two_steps_on_the_scaffold(project, cli, monkeypatch, fake_github, tmp_path, capsys):  # noqa: F811
+    """What evalgate-baseline.yml and evalgate-pr.yml do, step by step: the agent's step
+    (`evalgate run` in the project's environment, GITHUB_SHA set as on the runner), then the
+    action's entrypoint with `resume` on the push and on the pull request, against a fake
+    GitHub. The action makes no agent call: it scores the step's runs, saves main's baseline,
+    and on the pull request of a worse agent comments and sets a failed status."""
+    from fake_gemini import FakeGemini, clear_judge_env
+    from test_entrypoint import PR, Action, _pull_request, _push
+
+    questions = ["서울 날씨 어때?", "東京の天気は?", "부산에서 뭐 먹을까?", "京都のおすすめは?", "Plan a day in Lisbon.", "추천 영화 있어?", "Tell me a fun fact.", "What is 2 + 2?"]
+    cases = [{"eval_case_id": f"q{i}", "prompt": {"role": "user", "parts": [{"text": q}]}} for i, q in enumerate(questions)]
+    (project / "tests" / "eval" / "datasets" / "daily.json").write_text(json.dumps({"eval_cases": cases}, ensure_ascii=False), encoding="utf-8")
+    assert cli("init", cwd=project)[0] == 0
+    flow = workflow(project / ".github" / "workflows" / "evalgate-pr.yml")
+    [agent_step] = [s for s in flow["jobs"]["gate"]["steps"] if "evalgate run" in s.get("run", "")]
+    runs = agent_step["run"].split("--out ")[1].split()[0]
+    [step] = action_steps(flow)
+    assert step["with"]["resume"] == runs
+
+    action = Action(fake_github, project, tmp_path / "runner", capsys)
+    (tmp_path / "runner").mkdir()
+    config = (project / "evalgate.yaml").read_bytes()
+    base = fake_github.add_commit([], "main", files={"evalgate.yaml": config})
+    fake_github.refs["refs/heads/main"] = base
+    fake = FakeGemini(scaffold_model).start()
+    fake.api_key = None
+    try:
+        clear_judge_env(monkeypatch)
+        monkeypatch.setenv("GOOGLE_API_KEY", "fake-key")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        monkeypatch.setenv("ADK_DISABLE_LOAD_DOTENV", "1")
+
+        def agent_step_runs(sha: str) -> None:
+            shutil.rmtree(project / runs, ignore_errors=True)  # each job starts from a fresh checkout
+            monkeypatch.setenv("GITHUB_SHA", sha)
+            code, out, err = cli("run", "--config", "evalgate.yaml", "--out", runs, "--no-color", cwd=project)
+            assert code in (0, 1), out + err
+            monkeypatch.delenv("GITHUB_SHA")
+
+        agent_step_runs(base)  # evalgate-baseline.yml on the push to main
+        before = _agent_requests(fake)
+        assert before >= 12
+        assert action("push", _push(base), sha=base, resume=runs) == 0, action.stdout
+        assert _agent_requests(fake) == before  # the action ran no agent: it reused the step's runs
+        assert any(p.startswith("baselines/") for p in fake_github.branch_files("evalgate-data"))
+
+        agent_py = project / "app" / "agent.py"  # the pull request: a terser agent
+        agent_py.write_text(agent_py.read_text(encoding="utf-8").replace('instruction="', 'instruction="Be terse. '), encoding="utf-8")
+        head = fake_github.add_commit([base], "a terser agent", files={"evalgate.yaml": config})
+        agent_step_runs(head)  # evalgate-pr.yml
+        before = _agent_requests(fake)
+        code = action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge", resume=runs)
+        assert _agent_requests(fake) == before
+    finally:
+        fake.stop()
+    assert code == 1, action.stdout
+    [comment] = fake_github.issue_comments(PR)
+    assert comment["body"].splitlines()[1].startswith("**evalgate FAIL**")
+    assert "- app: FAIL: custom\\_response\\_quality: mean score dropped by 4.000 (5.000 to 1.000" in comment["body"]
+    assert [s["state"] for s in fake_github.statuses[head]] == ["failure"]
