@@ -247,7 +247,7 @@ def test_validate_reads_the_config_init_wrote(project, cli):
     code, out, err = cli("validate", cwd=project)
     if _datasets_and_metrics_landed():
         assert (code, err) == (0, ""), out + err
-        assert "evalgate.yaml: OK, 1 suites, 3 cases" in out
+        assert re.search(r"evalgate.yaml: OK, 1 suites?, 3 cases", out), out
     else:  # evalgate.yaml itself reads; what follows it (datasets, eval config) is the other branches' work
         assert code == 2 and "error: evalgate.yaml" not in err, err
 
@@ -309,7 +309,7 @@ def test_init_validate_run_gate_on_the_scaffold(project, cli, monkeypatch):
     git(project, "commit", "-q", "-m", "the scaffold, its datasets, evalgate.yaml and the workflows")
     code, out, err = cli("validate", cwd=project)
     assert (code, err) == (0, ""), out + err
-    assert "evalgate.yaml: OK, 1 suites, 11 cases" in out
+    assert re.search(r"evalgate.yaml: OK, 1 suites?, 11 cases", out), out
 
     fake = FakeGemini(scaffold_model).start()
     fake.api_key = None
