@@ -316,7 +316,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with _gc_paused():
         _write_outputs(run, plans, out, gate=loaded.config.gate)
         _print_summary(run, out, args, agent, resumed_from=args.resume)
-    return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+    return _run_exit(run)
 
 
 def _failed_line(progress):
@@ -403,7 +403,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(_("merged {shards}: {cases}", shards=n_("{n} shard", "{n} shards", len(shards)), cases=n_("{n} case", "{n} cases", run.counts.cases)), file=sys.stderr)
     _print_summary(run, out, args, run.run.agent)
-    return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+    return _run_exit(run)
 
 
 def _merge_language() -> None:
@@ -516,6 +516,14 @@ def _selected_baseline(baseline, selection):
     out = finish_run(suites, selected_digest(baseline.config_digest, selection.patterns), baseline.run)
     out.evalgate_version, out.selection = baseline.evalgate_version, selection
     return out
+
+
+def _run_exit(run) -> int:
+    """`run` and `merge`: exit 1 when a suite failed or nothing in it was evaluated (an agent
+    that never ran is no pass: a CI job must not read green for it)."""
+    if run.counts.cases == 0:  # a shard that holds no case: nothing to pass or fail
+        return EXIT_PASSED
+    return EXIT_PASSED if run.status.value == "PASSED" else EXIT_FAILED
 
 
 def _exit_for(verdict, gate) -> int:

@@ -438,11 +438,13 @@ def finish_suite(
 
 
 def finish_run(suites: list[SuiteResult], config_digest: str, info: RunInfo) -> RunResults:
-    """The run's result from its suites: overall counts and status."""
+    """The run's result from its suites: overall counts and status. A suite that nothing was
+    scored in (its agent never ran) makes the run NOT_EVALUATED, never PASSED: one suite's
+    pass must not hide another that was not evaluated."""
     total = Counts.of([case for s in suites for case in s.cases])
-    statuses = {s.status for s in suites}
+    statuses = {s.status for s in suites if s.counts.cases}  # a shard may hold none of a suite's cases
     overall = Status.FAILED if Status.FAILED in statuses else (
-        Status.PASSED if Status.PASSED in statuses else Status.NOT_EVALUATED
+        Status.NOT_EVALUATED if Status.NOT_EVALUATED in statuses or not statuses else Status.PASSED
     )
     return RunResults(config_digest=config_digest, status=overall, counts=total, suites=suites, run=info)
 

@@ -90,9 +90,11 @@ def agent_logs_text(case: CaseResult) -> str:
 
 
 def _testsuite(root: ET.Element, suite: SuiteResult) -> None:
-    # A NOT_EVALUATED case is an error when the suite's policy fails the gate on it, so a
-    # CI reporter shows red exactly when the gate does; otherwise it is skipped.
-    not_evaluated_tag = "error" if suite.not_evaluated_policy == "fail" else "skipped"
+    # A NOT_EVALUATED case is an error when the suite's policy fails the gate on it, or when
+    # nothing in the suite was evaluated (its agent never ran), so a CI reporter shows red
+    # exactly when the gate does; otherwise it is skipped.
+    red = suite.not_evaluated_policy == "fail" or suite.status is Status.NOT_EVALUATED
+    not_evaluated_tag = "error" if red else "skipped"
     counts = {"failure": 0, "error": 0, "skipped": 0}
     for case in suite.cases:
         if case.status is Status.FAILED:
