@@ -114,3 +114,121 @@ def _genai_error(code: int, status: str):
 )
 def test_the_cause_is_read_from_the_exception(make, cause):
     assert failure_cause(_describe(make())) == cause
+
+
+# --- every place that takes a commit takes any revision git resolves (item 3) ---------------
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path, cli):
+    """The bundled example in a git repository of its own: main at one commit, with an empty
+    store and the example's results."""
+    root = tmp_path / "repo"
+    shutil.copytree(QUICKSTART, root, ignore=shutil.ignore_patterns("store", "regenerate.py"))
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "main")
+    code, out, err = cli("run", "--out", str(root / "out"), "--no-color", "--quiet", cwd=root)
+    assert code in (0, 1), err
+    return root
+
+
+def test_commits_are_any_revision_git_resolves(cli, repo):
+    head = _git(repo, "rev-parse", "HEAD")
+    code, out, err = cli("baseline", "save", "--results", "out/results.json", "--commit", "main", cwd=repo)
+    assert code == 0, err
+    assert f"saved the baseline of {head} " in out
+    assert "DirStore(" not in out and "main/store" in out  # a path, not a Python object
+    for ref in ("main", head[:7], "HEAD", head.upper()):
+        code, out, err = cli("baseline", "show", "--commit", ref, cwd=repo)
+        assert code == 0, (ref, err)
+        assert f"baseline {head[:12]}" in out
+        code, _, err = cli("compare", "--base-sha", ref, "--current", "out/results.json", "--output", "c.md", cwd=repo)
+        assert code in (0, 1) and "internal error" not in err, (ref, err)
+    for ref in ("no-such-branch", "-x", ""):
+        code, _, err = cli("baseline", "show", f"--commit={ref}", cwd=repo)
+        assert code == 2 and "--commit" in err and "internal error" not in err, (ref, err)
+
+
+def test_a_revision_outside_a_checkout_is_an_input_error(cli, tmp_path):
+    root = tmp_path / "plain"
+    shutil.copytree(QUICKSTART, root, ignore=shutil.ignore_patterns("store", "regenerate.py"))
+    code, _, err = cli("baseline", "show", "--commit", "main", cwd=root)
+    assert code == 2 and "not in a git checkout" in err and "full 40-character sha" in err
+    code, out, err = cli("baseline", "show", "--commit", "0" * 40, cwd=root)
+    # A full sha needs no git to be taken; looking for its ancestors does, and says so.
+    assert code == 2 and "not a full commit sha" not in err and "git cannot find commit" in err
+
+
+# --- a sweep of every command's file and commit arguments with odd values: none is exit 3 ---
+
+import os  # noqa: E402
+
+ODD_FILES = {
+    "missing": None,
+    "empty": b"",
+    "binary": b"\x00\xff\xfe garbage \x80",
+    "a list": b"[]",
+    "a number": b"7",
+    "not utf-8 json": b'{"a": "\xff"}',
+    "deep": b"[" * 5000 + b"]" * 5000,
+}
+
+
+def _odd(tmp: Path, kind: str, name: str = "odd.json") -> str:
+    if kind == "a folder":
+        (tmp / "folder").mkdir(exist_ok=True)
+        return str(tmp / "folder")
+    if kind == "non-utf-8 name":
+        path = os.path.join(os.fsencode(tmp), b"\xff\xfe.json")
+        with open(path, "wb") as f:
+            f.write(b"{}")
+        return os.fsdecode(path)
+    path = tmp / f"{kind.replace(' ', '_')}-{name}"
+    if ODD_FILES[kind] is not None:
+        path.write_bytes(ODD_FILES[kind])
+    return str(path)
+
+
+COMMANDS = {
+    "validate --config": lambda f: ["validate", "--config", f],
+    "run --config": lambda f: ["run", "--config", f, "--out", "o"],
+    "compare --current": lambda f: ["compare", "--current", f, "--baseline", "out/results.json", "--output", "c.md"],
+    "compare --baseline": lambda f: ["compare", "--current", "out/results.json", "--baseline", f, "--output", "c.md"],
+    "merge": lambda f: ["merge", f, "out", "--out", "m"],
+    "baseline save --results": lambda f: ["baseline", "save", "--results", f, "--commit", "HEAD"],
+    "gate --baseline": lambda f: ["gate", "--baseline", f, "--out", "g"],
+    "init": lambda f: ["init", f],
+}
+
+
+@pytest.mark.parametrize("kind", [*ODD_FILES, "a folder", "non-utf-8 name"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_no_odd_argument_is_an_internal_error(cli, repo, command, kind):
+    code, out, err = cli(*COMMANDS[command](_odd(repo, kind)), cwd=repo)
+    assert code != 3 and "internal error" not in err and "Traceback" not in err, (code, err[-2000:])
+
+
+@pytest.mark.parametrize("argv", [["baseline", "show", "--commit", "HEAD~999"], ["compare", "--base-sha", "v9.9", "--current", "out/results.json"]])
+def test_odd_revisions_are_input_errors(cli, repo, argv):
+    code, out, err = cli(*argv, cwd=repo)
+    assert code == 2 and "internal error" not in err and "git knows no commit" in err, err
+
+
+def test_an_unknown_schema_is_named_in_words(cli, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli("schema", "bogus")
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument SCHEMA: invalid choice: 'bogus'" in err and "argument which" not in err
