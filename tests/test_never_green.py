@@ -44,6 +44,20 @@ def test_an_agent_without_its_key_is_no_pass(cli, tmp_path, monkeypatch):
     # compare and gate read it the same way.
     code, _, _ = cli("compare", "--current", str(project.out / "results.json"), "--config", str(project.config), "--output", str(tmp_path / "c.md"))
     assert code == 1
+    # ... and the comment does not contradict itself (item 4): no criterion PASSes over no
+    # case, and without a baseline no case is "added".
+    comment = (tmp_path / "c.md").read_text(encoding="utf-8")
+    assert "| response\\_match\\_score | 0.80 | 0 | – | **INCONCLUSIVE** |" in comment
+    assert "PASS |" not in comment and "Added cases" not in comment
+
+
+def test_a_legacy_case_is_named_once():
+    from evalgate.gate.model import CaseKey
+    from evalgate.reports.markdown import _label
+
+    path = "evals/legacy/home_legacy.test.json"
+    assert _label(CaseKey("home", path, path), show_suite=True) == f"home: {path}"
+    assert _label(CaseKey("home", "set", "case"), show_suite=False) == "set / case"
 
 
 def test_an_unreachable_model_is_named_as_such_not_as_a_missing_key(cli, tmp_path, monkeypatch):
@@ -232,3 +246,26 @@ def test_an_unknown_schema_is_named_in_words(cli, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "argument SCHEMA: invalid choice: 'bogus'" in err and "argument which" not in err
+
+
+# --- ADK's files read as ADK reads them (item 9) -------------------------------------------
+
+
+def test_an_unknown_option_in_adks_test_config_is_a_warning_not_an_error(cli, tmp_path):
+    """graceliu/vid2trip's test_config.json: `adk eval` runs it, so evalgate must too."""
+    import json
+
+    root = tmp_path / "qs"
+    shutil.copytree(QUICKSTART, root)
+    path = root / "evals" / "legacy" / "test_config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["criteria"]["response_match_score"] = {"threshold": 0.5, "criteria": "Semantic Similarity"}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = cli("validate", cwd=root)
+    assert code == 0, err
+    assert "option 'criteria' is not one of response_match_score's, so it is ignored" in out + err
+    # evalgate's own config stays strict: there a typo is an error.
+    config = (root / "evalgate.yaml").read_text(encoding="utf-8")
+    (root / "evalgate.yaml").write_text(config.replace("response_match_score: 0.5", "response_match_score: {threshold: 0.5, criteria: x}"), encoding="utf-8")
+    code, out, err = cli("validate", cwd=root)
+    assert code == 2 and "unknown option 'criteria' for response_match_score" in err

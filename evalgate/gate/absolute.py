@@ -89,8 +89,10 @@ def absolute_criterion(suite: SuiteResult, name: str, threshold: float, judge: b
         ci_high=None,
         p_value=None,
         p_adjusted=None,
-        status=Verdict.FAIL if failed else Verdict.PASS,
-        reasons=[below(failed, total, threshold)] if failed else [],
+        # Nothing scored is nothing passed: the row says INCONCLUSIVE, never PASS over no case.
+        status=Verdict.FAIL if failed else (Verdict.PASS if scores else Verdict.INCONCLUSIVE),
+        reasons=[below(failed, total, threshold)] if failed else ([] if scores else [_("no case was evaluated")]),
+        evaluated=len(scores),
     )
 
 
