@@ -52,7 +52,7 @@ def _pattern(text: str) -> str:
     return text.strip()
 
 
-_CASE_HELP = "run only the cases whose eval_id matches PATTERN (a glob: * ? [abc]); repeat for more. For trying changes: such results are not a baseline"
+_CASE_HELP = "run only the cases whose eval_id matches PATTERN (a glob: * ? [abc]); repeat for more. For trying changes: such results are not a baseline."
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -220,7 +220,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     infer.check(plans, loaded)
     selection = _select(plans, args.case)
     cases = sum(len(p.cases) for p in plans)
-    print(f"{loaded.shown}: OK, {len(plans)} suites, {cases} cases")
+    suites_word = "suite" if len(plans) == 1 else "suites"
+    cases_word = "case" if cases == 1 else "cases"
+    print(f"{loaded.shown}: OK, {len(plans)} {suites_word}, {cases:,} {cases_word}")
     if selection is not None:
         print(f"  {selection}")
     for plan in plans:

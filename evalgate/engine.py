@@ -120,7 +120,8 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     """
     per = [_invocation_result(o, threshold) for o in outcomes]
     scores = [o.score for o in outcomes if o.score is not None]
-    missing = [f"invocation {i}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
+    # Turns counted from 1, as the reports count them.
+    missing = [f"turn {i + 1}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
     score, error = None, None
     if scores:
         score = _mean(scores)
@@ -128,7 +129,7 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     if not scores:
         error = "; ".join(missing) if missing else "nothing to evaluate"
     elif missing:
-        error = f"{len(missing)} of {len(outcomes)} invocations not evaluated: " + "; ".join(missing)
+        error = f"{len(missing)} of {len(outcomes)} turns not evaluated: " + "; ".join(missing)
         if status is Status.PASSED:
             status = Status.NOT_EVALUATED
     return CriterionResult.model_validate(

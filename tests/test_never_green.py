@@ -269,3 +269,19 @@ def test_an_unknown_option_in_adks_test_config_is_a_warning_not_an_error(cli, tm
     (root / "evalgate.yaml").write_text(config.replace("response_match_score: 0.5", "response_match_score: {threshold: 0.5, criteria: x}"), encoding="utf-8")
     code, out, err = cli("validate", cwd=root)
     assert code == 2 and "unknown option 'criteria' for response_match_score" in err
+
+
+def test_every_workflow_we_show_pins_one_version_of_each_action():
+    """The docs, the README, init's workflows and our own CI name one version of each GitHub
+    action (item 10: artifact actions were @v4 in the docs and @v7/@v8 in init's workflows)."""
+    import re
+
+    repo = Path(__file__).resolve().parents[1]
+    files = [repo / "README.md", repo / "action.yml", *sorted((repo / "docs").glob("*.md")), *sorted((repo / ".github").rglob("*.yml")),
+             *sorted((repo / "evalgate").rglob("*.py")), *sorted((repo / "tests" / "e2e").glob("*.yml"))]
+    versions: dict[str, set[str]] = {}
+    for f in files:
+        for name, version in re.findall(r"(?<![\w-])(actions/[a-z-]+)@(v\d+)", f.read_text(encoding="utf-8")):
+            versions.setdefault(name, set()).add(version)
+    assert "actions/upload-artifact" in versions and "actions/download-artifact" in versions
+    assert {name: v for name, v in versions.items() if len(v) > 1} == {}

@@ -18,7 +18,8 @@ from evalgate.i18n import _, n_
 from evalgate.results import Status, SuiteResult
 
 
-_INVOCATION_PREFIX = re.compile(r"^(\d+ of \d+ invocations not evaluated: )?(invocation \d+: )?")
+# "turn N" since issue 35; "invocation N" (0-based) in results that older versions wrote.
+_INVOCATION_PREFIX = re.compile(r"^(\d+ of \d+ (?:invocations|turns) not evaluated: )?((?:invocation|turn) \d+: )?")
 
 
 def _reason(error: Optional[str]) -> str:

@@ -47,9 +47,9 @@ def _criterion_lines(name: str, crit: CriterionResult) -> list[str]:
         lines.append(f"  {crit.error}")
     for i, inv in enumerate(crit.per_invocation):
         if inv.score is None:
-            lines.append(f"  invocation {i}: not evaluated ({inv.error or 'no reason given'})")
+            lines.append(f"  turn {i + 1}: not evaluated ({inv.error or 'no reason given'})")
         else:
-            lines.append(f"  invocation {i}: {format_scores(inv.score, crit.threshold)[0]} {inv.status.value}")
+            lines.append(f"  turn {i + 1}: {format_scores(inv.score, crit.threshold)[0]} {inv.status.value}")
     return lines
 
 
@@ -61,7 +61,7 @@ def _tools(tools: list[dict[str, Any]]) -> str:
 
 
 def _invocation_lines(i: int, inv: InvocationSummary) -> list[str]:
-    lines = [f"invocation {i}", f"  user: {inv.user}"]
+    lines = [f"turn {i + 1}", f"  user: {inv.user}"]
     if inv.expected_response is not None:
         lines.append(f"  expected response: {inv.expected_response}")
     lines.append(f"  actual response: {inv.actual_response}")
