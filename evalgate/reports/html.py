@@ -668,14 +668,16 @@ MAX_LOG = 8_000  # characters kept of the end of a case run's log (results.json 
 
 
 def _agent_logs(case: CaseResult) -> list[list[Any]]:
-    """What the agent wrote during each run, as [run, text] (drawn collapsed with the case):
-    its end, where a failure's traceback is."""
+    """What the agent wrote during each run, as [run, text, lines] (drawn collapsed with the
+    case): its end, where a failure's traceback is; `lines` counts the whole log, as the
+    terminal's line for a failed run does, also when only its end is shown."""
     out = []
     for log in case.agent_logs:
         text = log.text
+        lines = text.count("\n") + 1
         if len(text) > MAX_LOG:
             text = "… " + _("(the last {shown} of {total} characters; results.json has all of them)", shown=f"{MAX_LOG:,}", total=f"{len(text):,}") + "\n" + text[-MAX_LOG:]
-        out.append([log.run, text])
+        out.append([log.run, text, lines])
     return out
 
 

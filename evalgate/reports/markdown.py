@@ -361,8 +361,10 @@ class _View:
 
 
 def _label(key: CaseKey, show_suite: bool) -> str:
-    """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id."""
-    ids = f"{cut(key.eval_set_id, 60)} / {cut(key.eval_id, 80)}"
+    """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id. A
+    legacy `*.test.json` case is named by its file as its eval set is: the path once."""
+    same = key.eval_set_id == key.eval_id
+    ids = cut(key.eval_id, 80) if same else f"{cut(key.eval_set_id, 60)} / {cut(key.eval_id, 80)}"
     return f"{cut(key.suite, 40)}: {ids}" if show_suite else ids
 
 
@@ -643,7 +645,7 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
         criterion=c.criterion,
         kind=Markdown(_("judge, per sample") if getattr(c, "basis", "scores") == "samples" else _("judge")) if c.judge else None,
         threshold=Markdown(f"{c.threshold:.2f}"),
-        pairs=c.n_pairs,
+        pairs=c.n_pairs if with_baseline else c.evaluated,
         baseline=_num(c.baseline_mean),
         current=_num(c.current_mean),
         delta=Markdown(delta),
@@ -908,8 +910,9 @@ def _plan(
                 fixed.append(item)
             else:
                 moves.append(item)
-        listed.update(s.added)
-        listed.update(s.changed)
+        if with_baseline:  # without one, nothing is added or changed: every case is just this run's
+            listed.update(s.added)
+            listed.update(s.changed)
     for key, case in cases.items():
         if case.status is Status.FAILED and key not in listed:
             item = _Case(Markdown(_(_KIND["failed"])), _label(key, show_suite), _current_scores(case), None)
@@ -928,6 +931,8 @@ def _plan(
         (_("Removed cases"), None, "removed"),
         (_("Changed cases"), _("Their expected data changed, so they are not compared."), "changed"),
     ):
+        if not with_baseline:
+            continue
         keys = [k for s in comparison.suites for k in getattr(s, attr)]
         lists.append((title, note, _key_cases(keys, attr, show_suite, cases)))
 

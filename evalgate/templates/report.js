@@ -405,7 +405,7 @@
     var box = section(t("Agent output"), "logs");
     var many = logs.length > 1 || logs[0][0] !== 1;
     logs.forEach(function (l) {
-      var lines = l[1].split("\n").length;
+      var lines = l[2] || l[1].split("\n").length;  // the whole log's lines, as the terminal counts them
       var det = el("details", "log");
       var what = nt("{n} line of logs, stdout and stderr", "{n} lines of logs, stdout and stderr", lines);
       det.appendChild(el("summary", null, many ? t("run {i}: {what}", { i: l[0], what: what }) : what));
