@@ -45,7 +45,7 @@ from evalgate.gate import (
 )
 from evalgate import efficiency
 from evalgate.i18n import _, mark, n_, p_
-from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -531,21 +531,6 @@ def _history_p(change: Any) -> Optional[Markdown]:
     if adjusted is None:
         return Markdown(_("its criterion's stable cases, tested together: {p}", p=_p(change.p_value)))
     return Markdown(_("its criterion's stable cases, tested together: {p}, {p_holm} after Holm", p=_p(change.p_value), p_holm=_p(adjusted)))
-
-
-def flaky_words(change: Any) -> Optional[str]:
-    """A regressed case that fails on the default branch too: its record there, which the gate
-    weighs (a flaky case is not blamed on the pull request alone)."""
-    history = getattr(change, "flaky_history", None)
-    if history is None:
-        return None
-    passed, runs = history
-    return n_(
-        "flaky on the default branch: passed {passed} of its last {n} run there",
-        "flaky on the default branch: passed {passed} of its last {n} runs there",
-        runs,
-        passed=passed,
-    )
 
 
 def _scores(criteria: dict[str, tuple[Optional[float], Optional[float]]]) -> list[tuple[str, Markdown]]:
