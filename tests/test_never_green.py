@@ -285,3 +285,21 @@ def test_every_workflow_we_show_pins_one_version_of_each_action():
             versions.setdefault(name, set()).add(version)
     assert "actions/upload-artifact" in versions and "actions/download-artifact" in versions
     assert {name: v for name, v in versions.items() if len(v) > 1} == {}
+
+
+def test_the_comments_numbers_agree_with_its_trend(cli, tmp_path):
+    """Item 5: the bundled example's comment said "run-to-run sd 0.000 from 8 runs of history"
+    beside a trend of the same mean moving between 0.763 and 0.847. The shared part (what the
+    test allows for) and the mean's own sd (what the trend shows) are both said now."""
+    import re
+
+    root = tmp_path / "qs"
+    shutil.copytree(QUICKSTART, root)
+    baseline = next((root / "main" / "store" / "baselines" / "evalgate").glob("*.json.gz"))
+    code, out, err = cli("gate", "--baseline", str(baseline), "--out", "o", "--no-color", cwd=root)
+    assert code == 1, err
+    comment = (root / "o" / "comment.md").read_text(encoding="utf-8")
+    row = next(line for line in comment.splitlines() if line.startswith("| response\\_match\\_score | 0.50 | 9 |"))
+    shared, mean_sd = map(float, re.search(r"run sd ([\d.]+) shared, ([\d.]+) for the mean \(8 runs of history\)", row).groups())
+    low, high = map(float, re.search(r"below ([\d.]+)–([\d.]+)", row).groups())
+    assert shared == 0.0 and 0 < mean_sd < high - low  # the trend's range holds the sd the row names
