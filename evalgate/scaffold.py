@@ -63,6 +63,7 @@ class Found:
     evalsets: list[EvalSetFile] = field(default_factory=list)
     near_misses: list[tuple[Path, str]] = field(default_factory=list)  # agent-like folders evalgate cannot run, and why
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # eval-set-named files that are not eval sets, and why
+    acli_projects: list[Path] = field(default_factory=list)  # folders below the root holding an agents-cli-manifest.yaml
 
 
 def _pruned(parent: Path, name: str) -> bool:
@@ -79,6 +80,8 @@ def discover(root: Path) -> Found:
         folder = Path(here)
         dirs[:] = sorted(d for d in dirs if not _pruned(folder, d))
         names = set(files)
+        if "agents-cli-manifest.yaml" in names and folder != root:
+            found.acli_projects.append(folder)
         if not _inside_an_agent(folder, found):
             _agent_in(folder, names, found)
         for name in sorted(files):
@@ -597,9 +600,11 @@ def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: 
             root, found, "ADK agent", LOOKED_FOR_AGENTS, "Run evalgate init in your ADK project's folder (the one you run `adk web` from), or pass that folder: evalgate init path/to/project."
         )
     if not found.evalsets:
-        raise _nothing_found(
-            root, found, "eval set", LOOKED_FOR_EVALSETS, "Save one from `adk web` (its Eval tab writes <agent>/<name>.evalset.json), or write one; evalgate's docs/formats.md shows both shapes."
-        )
+        fix = "Save one from `adk web` (its Eval tab writes <agent>/<name>.evalset.json), or write one; evalgate's docs/formats.md shows both shapes."
+        if found.acli_projects:  # a repository holding agents-cli projects in subfolders
+            folders = ", ".join(display_path(f) for f in found.acli_projects)
+            fix = f"agents-cli projects are in {folders}: run evalgate init in one of them (or pass it: evalgate init {display_path(found.acli_projects[0])})."
+        raise _nothing_found(root, found, "eval set", LOOKED_FOR_EVALSETS, fix)
     claimed, left = assign(found)
     suites = plan_suites(found, claimed)
     if not suites:

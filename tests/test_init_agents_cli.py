@@ -228,6 +228,20 @@ def test_a_manifest_init_cannot_follow(project, cli, change, expected):
 
 
 @needs_agents_cli
+def test_init_above_the_project_points_to_it(project, cli, tmp_path):
+    """A repository holding the scaffold in a subfolder: init at the repository's root finds the
+    agent folder but no ADK eval set, and says where the agents-cli project is."""
+    repo = tmp_path / "repo"
+    shutil.move(str(project), str(repo / "services" / "myagent"))
+    code, out, err = cli("init", cwd=repo)
+    assert code == 2 and out == ""
+    assert "error: no eval set found in" in err
+    assert "agents-cli projects are in services/myagent: run evalgate init in one of them (or pass it: evalgate init services/myagent)." in err
+    code, out, err = cli("init", "services/myagent", cwd=repo)
+    assert code == 0 and "found an agents-cli project (services/myagent/agents-cli-manifest.yaml: myagent" in out, out + err
+
+
+@needs_agents_cli
 def test_korean_dataset_names_and_more_datasets(project, cli):
     datasets = project / "tests" / "eval" / "datasets"
     cases = [{"eval_case_id": "날씨", "prompt": {"role": "user", "parts": [{"text": "서울 날씨 어때?"}]}}, {"prompt": {"role": "user", "parts": [{"text": "東京の天気は?"}]}}]
