@@ -891,7 +891,8 @@ def _print_acli_found(acli, agent: Agent, out: TextIO) -> None:
         details.append(f"deployed to {m.deployment_target}")
     out.write(f"  {display_path(agent.folder)} ({'; '.join(details)})\n")
     for d in acli.datasets:
-        out.write(f"    {display_path(d.path)}: {_plural(d.cases, 'case')}\n")
+        kind = " (an ADK eval set)" if d.adk else ""
+        out.write(f"    {display_path(d.path)}: {_plural(d.cases, 'case')}{kind}\n")
     for path, why in acli.skipped:
         out.write(f"    not a dataset: {display_path(path)}: {why}\n")
     config = acli.eval_config

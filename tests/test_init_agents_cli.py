@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent_project import EVALSET
 from conftest import check_snapshot
 from fake_github import fake_github  # noqa: F401  (fixture)
 from test_init import action_steps, actionlint, workflow
@@ -246,10 +247,19 @@ def test_korean_dataset_names_and_more_datasets(project, cli):
     datasets = project / "tests" / "eval" / "datasets"
     cases = [{"eval_case_id": "날씨", "prompt": {"role": "user", "parts": [{"text": "서울 날씨 어때?"}]}}, {"prompt": {"role": "user", "parts": [{"text": "東京の天気は?"}]}}]
     (datasets / "한국어-データ.json").write_text(json.dumps({"eval_cases": cases}, ensure_ascii=False), encoding="utf-8")
+    (datasets / "older").mkdir()  # a folder in `evalsets` is read through, ADK eval sets included
+    shutil.copy(EVALSET, datasets / "older" / "weather.evalset.json")
+    (datasets / "older" / "broken.json").write_text("{not json", encoding="utf-8")
     code, out, _ = cli("init", "--dry-run", cwd=project)
     assert code == 0
-    assert "    tests/eval/datasets/basic-dataset.json: 3 cases\n    tests/eval/datasets/한국어-データ.json: 2 cases\n" in out
-    assert "    evalsets: [tests/eval/datasets]  # 2 datasets, 5 cases" in out
+    assert (
+        "    tests/eval/datasets/basic-dataset.json: 3 cases\n"
+        "    tests/eval/datasets/older/weather.evalset.json: 3 cases (an ADK eval set)\n"
+        "    tests/eval/datasets/한국어-データ.json: 2 cases\n"
+        "    not a dataset: tests/eval/datasets/older/broken.json: is not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)), "
+        "and the suite's loader refuses it: fix it or move it out of the folder\n"
+    ) in out
+    assert "    evalsets: [tests/eval/datasets]  # 3 datasets, 8 cases" in out
 
 
 # --- init -> validate -> run -> gate ----------------------------------------------------------------

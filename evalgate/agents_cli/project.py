@@ -17,6 +17,7 @@ import yaml
 
 from evalgate.agents_cli.cases import looks_like_dataset, read_dataset
 from evalgate.errors import InputError, Problem, display_path
+from evalgate.loaders.evalsets import EVALSET_SUFFIXES, load_evalset
 
 MANIFEST = "agents-cli-manifest.yaml"
 DATASET_FOLDERS = ("tests/eval/datasets", "eval/datasets")
@@ -72,6 +73,7 @@ def read_manifest(path: Path) -> Manifest:
 class DatasetFile:
     path: Path
     cases: int
+    adk: bool = False  # an ADK eval set among the datasets (the suite reads it too)
 
 
 @dataclass
@@ -106,8 +108,9 @@ def find(root: Path) -> Optional[AcliProject]:
     project = AcliProject(root, manifest_path, read_manifest(manifest_path))
     project.datasets_folder = next((root / f for f in DATASET_FOLDERS if (root / f).is_dir()), None)
     if project.datasets_folder is not None:
-        for path in sorted(project.datasets_folder.glob("*.json")):
-            _dataset_in(path, project)
+        for path in sorted(project.datasets_folder.rglob("*.json")):  # a folder in `evalsets` is read through
+            if path.is_file():
+                _dataset_in(path, project)
     config = next((root / c for c in EVAL_CONFIGS if (root / c).is_file()), None)
     if config is not None:
         project.eval_config = read_eval_config(config)
@@ -120,10 +123,18 @@ def find(root: Path) -> Optional[AcliProject]:
 def _dataset_in(path: Path, project: AcliProject) -> None:
     """Count a dataset's cases (its `eval_cases`), as the suite's loader will read it."""
     shown = display_path(path)
+    if path.name.endswith(EVALSET_SUFFIXES):  # ADK eval sets stay first-class beside datasets
+        try:
+            loaded = load_evalset(path)
+        except InputError as e:
+            project.skipped.append((path, "; ".join(str(Problem(None, p.where, p.what, p.fix)) for p in e.problems)))
+            return
+        project.datasets.append(DatasetFile(path, len(loaded.eval_set.eval_cases), adk=True))
+        return
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        project.skipped.append((path, f"cannot be read as JSON ({e})"))
+        project.skipped.append((path, f"is not JSON ({e}), and the suite's loader refuses it: fix it or move it out of the folder"))
         return
     if not looks_like_dataset(data):
         project.skipped.append((path, "not an agents-cli dataset (no eval_cases list, or ADK eval cases)"))
