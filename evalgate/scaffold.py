@@ -23,13 +23,16 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TYPE_CHECKING, Optional, TextIO
 
 import yaml
 
 from evalgate.config import CONFIG_NAMES
 from evalgate.errors import InputError, Problem, display_path
 from evalgate.loaders.evalsets import EVALSET_SUFFIXES, load_evalset, test_config_beside
+
+if TYPE_CHECKING:
+    from evalgate.agents_cli.project import AcliProject
 
 DEFAULT_ACTION = "OWNER/evalgate@v1"
 SKIPPED_DIRS = ("node_modules", "__pycache__", "site-packages", "build", "dist", "evalgate-results")
@@ -720,10 +723,16 @@ CICD = {
     "skip": "none (agents-cli create in prototype mode)",
 }
 FEW_CASES = 10  # below this, say that the gate's statistics have little to go on
+# The environment the scaffold's integration tests run the agent in (pr_checks.yaml), as `env:` lines.
+MODEL_ENV = [
+    '          GOOGLE_GENAI_USE_ENTERPRISE: "true"   # Gemini through Google Cloud, as the scaffold\'s integration tests',
+    "          GOOGLE_CLOUD_PROJECT: ${{ vars.CICD_PROJECT_ID }}",
+    "          GOOGLE_CLOUD_LOCATION: global",
+]
 WIF_NAMES = "the variables GCP_PROJECT_NUMBER and CICD_PROJECT_ID and the secrets WIF_POOL_ID, WIF_PROVIDER_ID and GCP_SERVICE_ACCOUNT"
 
 
-def _no_datasets(acli) -> InputError:
+def _no_datasets(acli: "AcliProject") -> InputError:
     where = display_path(acli.datasets_folder) if acli.datasets_folder else " or ".join(f"{f}/" for f in ("tests/eval/datasets", "eval/datasets"))
     notes = "".join(f"; {display_path(p)}: {why}" for p, why in acli.skipped)
     return InputError(
@@ -737,7 +746,7 @@ def _no_datasets(acli) -> InputError:
     )
 
 
-def _acli_agent(acli) -> Agent:
+def _acli_agent(acli: "AcliProject") -> Agent:
     """The manifest's agent directory as an ADK agent evalgate can run in-process, or why not."""
     manifest = display_path(acli.manifest_path)
     folder = acli.agent_folder
@@ -763,9 +772,9 @@ def _acli_agent(acli) -> Agent:
     return probe.agents[0]
 
 
-def acli_config_text(acli, agent_dir: str, evalsets: str, criteria: Optional[str], cases: int) -> str:
+def acli_config_text(acli: "AcliProject", agent_dir: str, evalsets: str, criteria: Optional[str], cases: int) -> str:
     """evalgate.yaml for an agents-cli project: one suite, the agent in-process, its datasets and eval config."""
-    name = acli.manifest.agent_directory
+    name = Path(agent_dir).name  # the ADK app name agents-cli serves the agent under
     sets = f"{_plural(len(acli.datasets), 'dataset')}, {_plural(cases, 'case')}"
     lines = [
         "# evalgate.yaml, written by `evalgate init` for an agents-cli project. Every key is in",
@@ -815,11 +824,6 @@ def acli_runtime(config: str, repo: Repo, action: str = DEFAULT_ACTION) -> Runti
     project's environment, and the action reuses those runs (`resume`): it scores, compares
     and reports, and runs again only a case whose run did not finish."""
     workdir = [f"        working-directory: {_scalar(repo.workdir)}"] if repo.workdir else []
-    model = [
-        '{pad}GOOGLE_GENAI_USE_ENTERPRISE: "true"   # Gemini through Google Cloud, as the scaffold\'s integration tests',
-        "{pad}GOOGLE_CLOUD_PROJECT: ${{{{ vars.CICD_PROJECT_ID }}}}",
-        "{pad}GOOGLE_CLOUD_LOCATION: global",
-    ]
     steps = [
         "      # Google Cloud as the scaffold's pr_checks.yaml signs in: Workload Identity Federation with the",
         "      # variables and secrets agents-cli's CI/CD setup created (deployment/terraform/cicd).",
@@ -843,18 +847,18 @@ def acli_runtime(config: str, repo: Repo, action: str = DEFAULT_ACTION) -> Runti
         "      - name: Run the agent on every case",
         *workdir,
         "        env:",
-        *(line.format(pad="          ") for line in model),
+        *MODEL_ENV,
         f'        run: uv run --no-sync --with "{evalgate_requirement(action)}" evalgate run --config {_scalar(config)} --out {AGENT_RUNS} || [ "$?" -eq 1 ]',
     ]
     return Runtime(
         permissions=["  id-token: write       # Workload Identity Federation (google-github-actions/auth)"],
         steps=steps,
         inputs=[f"          resume: {AGENT_RUNS}   # the agent's runs from the step above: reused, not run again"],
-        env=["          # Google Cloud for the eval config's metrics (the eval service, LLM judges)", *(line.format(pad="          ") for line in model)],
+        env=["          # Google Cloud for the eval config's metrics (the eval service, LLM judges)", *MODEL_ENV],
     )
 
 
-def init_agents_cli(acli, action: str, branch: Optional[str], dry_run: bool, out: TextIO) -> int:
+def init_agents_cli(acli: "AcliProject", action: str, branch: Optional[str], dry_run: bool, out: TextIO) -> int:
     """`evalgate init` in a project agents-cli created: the manifest's agent, its datasets and eval
     config as one suite, and workflows that sign in and install as the scaffold's own do."""
     root = acli.root
@@ -879,7 +883,7 @@ def init_agents_cli(acli, action: str, branch: Optional[str], dry_run: bool, out
     return 0
 
 
-def _print_acli_found(acli, agent: Agent, out: TextIO) -> None:
+def _print_acli_found(acli: "AcliProject", agent: Agent, out: TextIO) -> None:
     m = acli.manifest
     made = f", made by agents-cli {m.acli_version}" if m.acli_version else ""
     named = f"{m.name}{made}" if m.name else made.lstrip(", ")
@@ -912,7 +916,7 @@ def _print_acli_found(acli, agent: Agent, out: TextIO) -> None:
         out.write(f"  CI: {runner}; evalgate's gate is a GitHub Action, so init writes GitHub workflows all the same\n")
 
 
-def _print_acli_next(acli, config: Path, repo: Repo, action: str, written: list[Planned], out: TextIO) -> None:
+def _print_acli_next(acli: "AcliProject", config: Path, repo: Repo, action: str, written: list[Planned], out: TextIO) -> None:
     root = acli.root
     shown = display_path(config)
     flag = "" if root == Path.cwd().resolve() else f" --config {shown if _SHELL_SAFE.fullmatch(shown) else shlex.quote(shown)}"
