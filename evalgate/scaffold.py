@@ -434,6 +434,9 @@ class Runtime:
     steps: list[str] = field(default_factory=list)  # steps between the checkout and the action
     inputs: list[str] = field(default_factory=list)  # extra `with:` lines of the action
     env: list[str] = field(default_factory=list)  # the action step's `env:` lines
+    fork: list[str] = field(
+        default_factory=lambda: ["# A fork's pull request has no secrets: its agent cannot run, and the gate says ERROR, never PASS."]
+    )  # what becomes of a fork's pull request, as comment lines
 
 
 def pip_runtime(install: tuple[str, str]) -> Runtime:
@@ -468,8 +471,8 @@ def workflow_texts(action: str, config: str, repo: Repo, install: "tuple[str, st
     pr = [
         "# The pull request gate: runs the pull request's agent on the eval sets, compares with the",
         "# base commit's baseline, keeps one comment up to date and sets the commit status `evalgate`",
-        "# (require it in the branch protection rules to block merging on a failed gate). A fork's",
-        "# pull request has no secrets: its agent cannot run, and the gate says ERROR, never PASS.",
+        "# (require it in the branch protection rules to block merging on a failed gate).",
+        *runtime.fork,
         "# With a merge queue, merge_group gates the queue's head commit and sets the status there.",
         "name: evalgate-pr",
         "on:",
@@ -853,6 +856,7 @@ def acli_runtime(config: str, repo: Repo, action: str = DEFAULT_ACTION) -> Runti
     return Runtime(
         permissions=["  id-token: write       # Workload Identity Federation (google-github-actions/auth)"],
         steps=steps,
+        fork=["# A fork's pull request gets no OIDC token: its auth step fails, and nothing is gated or passed."],
         inputs=[f"          resume: {AGENT_RUNS}   # the agent's runs from the step above: reused, not run again"],
         env=["          # Google Cloud for the eval config's metrics (the eval service, LLM judges)", *MODEL_ENV],
     )
