@@ -114,6 +114,20 @@ def test_the_docs_show_what_init_says_and_writes():
     }
 
 
+@needs_agents_cli
+def test_the_workflow_docs_show_is_the_one_init_writes(project, cli):
+    """docs/workflows.md's agents-cli workflow: its permissions and every step it shows are the
+    ones init writes (step names and comments aside)."""
+    assert cli("init", cwd=project)[0] == 0
+    written = workflow(project / ".github" / "workflows" / "evalgate-pr.yml")
+    page = (REPO / "docs" / "workflows.md").read_text(encoding="utf-8").split("## An agents-cli project", 1)[1]
+    shown = yaml.safe_load(re.search(r"```yaml\n(.*?)```", page, re.S).group(1))
+    assert shown["permissions"] == written["permissions"]
+    steps = [{k: v for k, v in step.items() if k != "name"} for step in written["jobs"]["gate"]["steps"]]
+    for step in shown["jobs"]["gate"]["steps"]:
+        assert {k: v for k, v in step.items() if k != "name"} in steps, step
+
+
 @pytest.mark.parametrize(
     "action, expected",
     [
