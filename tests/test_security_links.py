@@ -20,6 +20,248 @@ from test_entrypoint import PR, Action, _pull_request, _push, _set_outputs, acti
 from test_security import GIT, _always_valid, git, judged_project, needs_git
 
 
+def _statuses(fake, sha: str) -> list[str]:
+    return [s["state"] for s in fake.statuses.get(sha, [])]
+
+
+@pytest.fixture
+def based(action):
+    """main's commit carries the config and has a baseline; the PR's agent regresses lights-en."""
+    base = main_with_baseline(action)
+    _set_outputs(action.ws, regressed=True)
+    return base
+
+
+LOOSE = ("  deterministic_flips: fail\n", "  deterministic_flips: test\n  margin_deterministic: 1.0\n")
+
+
+# --- hole 1: the config as a link -------------------------------------------------------------
+
+
+def test_a_config_replaced_by_a_link_to_a_looser_one_is_refused(action, based):
+    """Before: the base was asked for the link's target (policies/loose.yaml), which it lacks, so
+    the pull request's own looser gate judged it, the comment showed no policy change, and the
+    regressed pull request got `success`."""
+    config = action.ws / "evalgate.yaml"
+    loose = action.ws / "policies" / "loose.yaml"
+    loose.parent.mkdir()
+    loose.write_text(config.read_text(encoding="utf-8").replace(*LOOSE), encoding="utf-8")
+    config.unlink()
+    config.symlink_to(Path("policies") / "loose.yaml")
+    head = action.fake.add_commit([based], "evalgate.yaml -> policies/loose.yaml")
+    code = action("pull_request", _pull_request(head, based), sha=head)
+    assert code == 2, action.stdout
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert "evalgate.yaml" in error and "symbolic link" in error and "policies/loose.yaml" in error, error
+    assert "success" not in _statuses(action.fake, head)
+
+
+def test_a_config_in_a_linked_folder_is_refused_in_a_merge_queue(action, based):
+    """The link may be any folder on the way: `config: cfg/evalgate.yaml` with cfg a link."""
+    real = action.ws / "real"
+    shutil.copytree(action.ws / "evals", real / "evals")
+    shutil.copytree(action.ws / "runs", real / "runs")
+    (real / "evalgate.yaml").write_text((action.ws / "evalgate.yaml").read_text(encoding="utf-8").replace(*LOOSE), encoding="utf-8")
+    (action.ws / "cfg").symlink_to("real")
+    head = action.fake.add_commit([based], "queue head")
+    event = {"merge_group": {"head_sha": head, "base_sha": based, "head_ref": "refs/heads/gh-readonly-queue/main/pr-7"},
+             "repository": {"full_name": "octo/hello", "default_branch": "main"}}
+    code = action("merge_group", event, sha=head, ref="refs/heads/gh-readonly-queue/main/pr-7", config="cfg/evalgate.yaml")
+    assert code == 2, action.stdout
+    assert "symbolic link" in action.stdout and "success" not in _statuses(action.fake, head)
+
+
+def test_a_linked_config_still_works_where_no_pull_request_is_judged(action, based):
+    """A push to the default branch reads a linked config as before (a maintainer's choice)."""
+    config = action.ws / "evalgate.yaml"
+    (action.ws / "shared.yaml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
+    config.unlink()
+    config.symlink_to("shared.yaml")
+    _set_outputs(action.ws, regressed=False)
+    head = action.fake.add_commit([based], "main again")
+    action.fake.refs["refs/heads/main"] = head
+    assert action("push", _push(head), sha=head) == 0, action.stdout
+
+
+def test_a_base_without_a_config_is_named_and_diffed_against_nothing(action):
+    """The base commit has a baseline but no evalgate.yaml (its config was elsewhere, or the
+    pull request moved it). Before: the pull request's own gate was used and compared with
+    itself: no policy change shown. Now the comment says the base has no config there and shows
+    the pull request's whole gate section as added."""
+    fake, ws = action.fake, action.ws
+    base, _ = fake.linear_history(2)  # commits with no files: no config at the base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    config = ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace(*LOOSE), encoding="utf-8")
+    head = fake.add_commit([base], "loosen")
+    action("pull_request", _pull_request(head, base), sha=head)
+    [comment] = fake.issue_comments(PR)
+    body = comment["body"]
+    assert "This pull request changes the gate" in body, body
+    assert "--- base: no evalgate.yaml" in body, body
+    assert "+  deterministic_flips: test" in body and "\n-  " not in body.split("```diff", 1)[1].split("```", 1)[0]
+    assert "has no evalgate.yaml" in action.summary
+
+
+# --- hole 2: the baseline folder as a link ---------------------------------------------------
+
+
+def _dir_store_base(action) -> str:
+    """main's commit with the config and a committed `dir` baseline store."""
+    fake, ws = action.fake, action.ws
+    base, _ = fake.linear_history(2)
+    assert action("push", _push(base), sha=base, baseline_store="dir") == 0, action.stdout
+    files = {"evalgate.yaml": (ws / "evalgate.yaml").read_bytes()}
+    for path in (ws / ".evalgate" / "baselines").rglob("*"):
+        if path.is_file():
+            files[path.relative_to(ws).as_posix()] = path.read_bytes()
+    fake.commits[base]["tree"] = fake.commits[fake.add_commit([], "tree", files=files)]["tree"]
+    return base
+
+
+def test_a_baseline_folder_made_a_link_to_an_empty_folder_still_reads_the_bases_baseline(action):
+    """Before: the base commit was asked for the link's target (empty/...), which it lacks, and
+    the checkout's copy was empty: "no baseline", so the pull request's own criteria (a zeroed
+    threshold) judged its regression, and it got `success`."""
+    fake, ws = action.fake, action.ws
+    base = _dir_store_base(action)
+    _set_outputs(ws, regressed=True)
+    config = ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("tool_trajectory_avg_score: {threshold: 1.0,", "tool_trajectory_avg_score: {threshold: 0.0,"), encoding="utf-8")
+    shutil.rmtree(ws / ".evalgate" / "baselines")
+    (ws / "empty").mkdir()
+    (ws / ".evalgate" / "baselines").symlink_to(ws / "empty")
+    head = fake.add_commit([base], "baselines -> empty")
+    code = action("pull_request", _pull_request(head, base), sha=head, baseline_store="dir")
+    assert code == 1, action.stdout
+    assert _statuses(fake, head) == ["failure"]
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert results["suites"][0]["criteria"]["tool_trajectory_avg_score"]["threshold"] == 1.0  # the base's
+    assert "is a symbolic link" in action.stdout  # said, and read from the base commit only
+
+
+# --- hole 12: the output files as links --------------------------------------------------------
+
+OUTPUTS = ("report.md", "results.json", "junit.xml", "report.html", "inference.jsonl", "resume.json")
+
+
+def test_output_files_committed_as_links_are_replaced_not_written_through(action, based, tmp_path):
+    """Before: report.md, results.json, junit.xml and report.html were written through the links:
+    the files outside the workspace were overwritten (the action runs as root)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = action.ws / "evalgate-results"
+    shutil.rmtree(out)  # the base's push wrote it; the pull request's checkout has its own
+    out.mkdir()
+    for name in OUTPUTS:
+        (outside / name).write_text("precious\n", encoding="utf-8")
+        (out / name).symlink_to(outside / name)
+    (outside / "adk").mkdir()
+    (out / "adk").symlink_to(outside / "adk")  # a folder the writers descend into
+    head = action.fake.add_commit([based], "links")
+    code = action("pull_request", _pull_request(head, based), sha=head)
+    assert code == 2, action.stdout  # adk/ is a folder on the way: refused, naming the input
+    assert "output-dir" in action.stdout and "symbolic link" in action.stdout
+    for name in OUTPUTS:
+        assert (outside / name).read_text(encoding="utf-8") == "precious\n", name
+    assert list((outside / "adk").iterdir()) == []
+    assert "success" not in _statuses(action.fake, head)
+
+
+def test_every_output_file_is_replaced_not_written_through(action, based, tmp_path):
+    """The same links, with no linked folder on the way: the run succeeds in writing its own
+    files, and nothing outside changes."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = action.ws / "evalgate-results"
+    shutil.rmtree(out)  # the base's push wrote it; the pull request's checkout has its own
+    out.mkdir()
+    for name in OUTPUTS:
+        (outside / name).write_text("precious\n", encoding="utf-8")
+        (out / name).symlink_to(outside / name)
+    head = action.fake.add_commit([based], "links")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 1, action.stdout
+    for name in OUTPUTS:
+        assert (outside / name).read_text(encoding="utf-8") == "precious\n", name
+    for name in ("report.md", "results.json", "junit.xml", "report.html"):
+        assert (out / name).is_file() and not (out / name).is_symlink(), name
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["suites"]
+
+
+def test_an_output_folder_that_is_a_link_is_refused_in_pr_mode(action, based):
+    """A link inside the workspace (here to .github) passes the check that paths stay in the
+    workspace; the pull request must not choose where evalgate writes."""
+    (action.ws / ".github").mkdir()
+    shutil.rmtree(action.ws / "evalgate-results")
+    (action.ws / "evalgate-results").symlink_to(".github")
+    head = action.fake.add_commit([based], "out -> .github")
+    assert action("pull_request", _pull_request(head, based), sha=head) == 2, action.stdout
+    assert "output-dir" in action.stdout and "symbolic link" in action.stdout
+    assert list((action.ws / ".github").iterdir()) == []
+
+
+# --- hole 13: the judge cache's folders as links ----------------------------------------------
+
+
+@pytest.fixture
+def judged(fake_github, tmp_path, capsys):  # noqa: F811
+    return Action(fake_github, judged_project(tmp_path / "ws"), tmp_path, capsys)
+
+
+def test_cache_folders_committed_as_links_are_not_written_through(judged, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """Before: the judge's verdicts were written into the folder outside the workspace."""
+    fake, ws = judged.fake, judged.ws
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "PR head")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cache = ws / ".evalgate" / "cache"
+    cache.mkdir(parents=True)
+    for i in range(256):
+        (cache / f"{i:02x}").symlink_to(outside)
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    judged("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+    assert len(fake_gemini.requests) == 2, judged.stdout  # judged, not stopped
+    assert list(outside.iterdir()) == []
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"PASSED"}
+
+
+@needs_git
+def test_committed_verdicts_reached_through_a_linked_cache_folder_are_not_believed(judged, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """The pull request commits verdicts (claiming a default-branch writer) under docs/, and the
+    cache's key folders as links to them: git tracks the links, not the entries as cache files.
+    Before: the entries were read through the links and believed: PASSED without a judge."""
+    fake, ws = judged.fake, judged.ws
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "PR head")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    judged("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")  # the attacker's endpoint
+    cache = ws / ".evalgate" / "cache"
+    planted = ws / "docs" / "verdicts"
+    planted.mkdir(parents=True)
+    for path in list(cache.rglob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["writer"] = {"kind": "default", "event": "push", "ref": "refs/heads/main"}
+        (planted / path.name).write_text(json.dumps(data), encoding="utf-8")
+    shutil.rmtree(cache)
+    cache.mkdir(parents=True)
+    for path in planted.iterdir():
+        link = cache / path.name[:2]
+        if not link.is_symlink():
+            link.symlink_to(Path("..") / ".." / "docs" / "verdicts")
+    shutil.rmtree(ws / "evalgate-results")
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "pr")
+    clear_judge_env(monkeypatch, tmp_path)
+    judged("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}, judged.stdout
+
+
 # --- hole 14: templates from the config --------------------------------------------------------
 
 

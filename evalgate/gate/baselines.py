@@ -16,11 +16,9 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
-import os
 import re
 import shutil
 import subprocess
-import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol
@@ -323,16 +321,9 @@ class GitBranchStore:
 
 
 def _replace_atomically(file: Path, data: bytes) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, file)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    from evalgate import writing
+
+    writing.write_bytes(file, data)
 
 
 @contextlib.contextmanager
