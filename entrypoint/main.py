@@ -1176,15 +1176,18 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             _no_link(settings, settings.out, "input 'output-dir' (EVALGATE_OUT)", "Remove the link from the repository, or set output-dir to a folder that is not one.")
             # Every judge cache of this run is read as the folder was before any project code ran
             # (install's setup.py, custom metric modules, the agent): what appears later is refused
-            # under a pull request's policy, whoever claims to have written it.
+            # under a pull request's policy, whoever claims to have written it. One view, one
+            # folder: the one found now, whatever the config says once project code has run.
             with session():
-                for folder in _cache_folders(settings):
+                cache_folders = _cache_folders(settings)
+                for folder in cache_folders:
                     snapshot(folder)
                 install(settings, workflow)
                 ctx = Context(settings, workflow, env, secrets=tuple(known))
                 workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
                 # Every activity reads the config; publish re-scores the pull request's outputs under it.
                 loaded = _load(settings)
+                _keep_cache_folder(ctx, loaded, cache_folders[0])
                 outcome = ACTIVITIES[activity](ctx, loaded)
             return report(ctx, activity, outcome, _gate(settings, loaded))
     except InputError as e:
@@ -1231,6 +1234,20 @@ def _cache_folders(s: Settings) -> list[Path]:
         return [s.working_directory / ".evalgate" / "cache"]
     folder = Path(loaded.config.judge.cache_dir)
     return [folder if folder.is_absolute() else loaded.base / folder]
+
+
+def _keep_cache_folder(ctx: Context, loaded, folder: Path) -> None:
+    """The judge cache is the folder whose view was taken before `install` ran: project code
+    (a setup.py, a build backend) that rewrites judge.cache_dir to a folder it filled does not
+    move it. Said when the config now names another folder."""
+    named = Path(loaded.config.judge.cache_dir)
+    named = named if named.is_absolute() else loaded.base / named
+    if ctx.settings.cache_dir is None and os.path.abspath(named) != os.path.abspath(folder):
+        ctx.warn(
+            f"judge.cache_dir names {_shown(ctx.settings, named)} now, not the folder found before the install step "
+            f"({_shown(ctx.settings, folder)}); that one was used"
+        )
+    loaded.config = loaded.config.model_copy(update={"judge": loaded.config.judge.model_copy(update={"cache_dir": os.path.abspath(folder)})})
 
 
 def _written(s: Settings, loaded) -> list[Path]:

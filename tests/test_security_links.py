@@ -262,6 +262,69 @@ def test_committed_verdicts_reached_through_a_linked_cache_folder_are_not_believ
     assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}, judged.stdout
 
 
+# --- hole 15: the install step moves the cache --------------------------------------------------
+
+
+def test_a_cache_folder_the_install_step_names_is_not_believed(judged, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """`pip install .` runs the pull request's build backend after the cache's view was taken: it
+    plants entries (claiming a default-branch writer) in a new folder and points judge.cache_dir
+    at it. Before: that folder's view was taken when the cache opened, after the planting, so
+    the planted verdicts counted as there "before the run": PASSED with no judge credentials."""
+    fake, ws = judged.fake, judged.ws
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "PR head")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _always_valid
+    judged("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
+    cache, planted = ws / ".evalgate" / "cache", tmp_path / "planted"
+    shutil.move(str(cache), str(planted))
+    for path in planted.rglob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["writer"] = {"kind": "default", "event": "push", "ref": "refs/heads/main"}
+        path.write_text(json.dumps(data), encoding="utf-8")
+    config = ws / "evalgate.yaml"
+    (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
+    (ws / "planter.py").write_text(
+        "import os, shutil\n"
+        f"shutil.copytree({str(planted)!r}, {str(ws / 'elsewhere')!r}, dirs_exist_ok=True)\n"
+        f"open({str(config)!r}, 'a').write('judge:\\n  cache_dir: elsewhere\\n')\n"
+        "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
+        "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+        "    os.makedirs(os.path.join(directory, 'planter-0.dist-info'))\n"
+        "    open(os.path.join(directory, 'planter-0.dist-info', 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: planter\\nVersion: 0\\n')\n"
+        "    return 'planter-0.dist-info'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    clear_judge_env(monkeypatch, tmp_path)
+    judged("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge", install="--dry-run --no-deps --no-build-isolation .")
+    assert "cache_dir: elsewhere" in config.read_text(encoding="utf-8") and list((ws / "elsewhere").rglob("*.json")), judged.stdout
+    results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"NOT_EVALUATED"}, judged.stdout
+    assert "judge.cache_dir names elsewhere now, not the folder found before the install step (.evalgate/cache)" in judged.stdout
+
+
+def test_a_cache_folder_no_view_was_taken_of_holds_nothing_from_before_the_run(tmp_path):
+    """The same at the cache: once the run took its views (before install), a cache opened on
+    another folder believes none of the entries found there, only what the run writes."""
+    from evalgate.judge.cache import CachePolicy, JudgeCache, session, snapshot
+    from test_security import _plant_entry
+
+    policy = CachePolicy("pull_request", "pull_request", "refs/pull/7/merge", frozenset({"default"}))
+    seen, other = tmp_path / "seen", tmp_path / "other"
+    _plant_entry(seen, "a" * 64, "from main")
+    _plant_entry(other, "b" * 64, "planted")
+    with session():
+        snapshot(seen)
+        assert JudgeCache(seen, policy).get("a" * 64).text == "from main"
+        cache = JudgeCache(other, policy)
+        assert cache.get("b" * 64) is None and cache.refused == {"late": 1}
+        cache.put("c" * 64, "the judge's answer", {})
+        assert cache.get("c" * 64).text == "the judge's answer"
+    with session():  # without views taken first (gate.pairwise's own tests): the first cache's view
+        assert JudgeCache(other, policy).get("b" * 64).text == "planted"
+
+
 # --- hole 14: templates from the config --------------------------------------------------------
 
 

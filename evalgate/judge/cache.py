@@ -114,28 +114,34 @@ def eval_cache_key(request: EvalRequest) -> str:
 # (entry stamps, keys written, files git tracks) of a folder, as the run first found it.
 _session: Optional[dict[Path, tuple[dict[str, tuple[int, int, int]], set[str], Optional[frozenset[str]]]]] = None
 _session_lock = threading.Lock()
+_sealed = False  # snapshot() was called in this session: a folder it did not see has no view
 
 
 @contextlib.contextmanager
 def session() -> Iterator[None]:
     """One run: caches opened inside it share the first one's view of each folder (above)."""
-    global _session
+    global _session, _sealed
     with _session_lock:
-        _session = {}
+        _session, _sealed = {}, False
     try:
         yield
     finally:
         with _session_lock:
-            _session = None
+            _session, _sealed = None, False
 
 
 def snapshot(root: Path) -> None:
     """Inside a `session`: take the folder's view now, before any project code runs, for the
-    caches the run opens later (a no-op outside a session, or when already taken)."""
+    caches the run opens later (a no-op outside a session, or when already taken). Once a
+    view was taken so, a folder of no snapshot opened later in the session (one project code
+    named meanwhile) has an empty view: nothing in it was there before the run."""
+    global _sealed
     key = Path(root).resolve()
     with _session_lock:
-        if _session is not None and key not in _session:
-            _session[key] = (_stamps(Path(root)), set(), tracked_files(Path(root)))
+        if _session is not None:
+            _sealed = True
+            if key not in _session:
+                _session[key] = (_stamps(Path(root)), set(), tracked_files(Path(root)))
 
 
 class JudgeCache:
@@ -171,7 +177,9 @@ class JudgeCache:
             with _session_lock:
                 shared = _session.get(self.root.resolve()) if _session is not None else None
                 if shared is None:
-                    shared = (_stamps(self.root), self._own, tracked_files(self.root))
+                    # In a run whose views were taken before project code ran, a folder none
+                    # was taken of holds nothing from before: only what this run writes counts.
+                    shared = ({} if _sealed else _stamps(self.root), self._own, tracked_files(self.root))
                     if _session is not None:
                         _session[self.root.resolve()] = shared
             self._opened, self._own, self._tracked = shared
