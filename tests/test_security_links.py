@@ -103,6 +103,26 @@ def test_a_base_without_a_config_is_named_and_diffed_against_nothing(action):
     assert "has no evalgate.yaml" in action.summary
 
 
+def test_evalgate_gate_asks_the_base_for_the_config_at_the_path_as_written(cli, tmp_path):
+    """`evalgate gate` on a developer's machine: the branch made evalgate.yaml a link to a looser
+    config. Before: git was asked for policies/loose.yaml at the base, which has none, and the
+    branch's own gate judged it (PASS). Now the base's evalgate.yaml is read: FAIL."""
+    from test_local_gate import _comment, _git, _regress, _repo
+
+    repo, _base = _repo(cli, tmp_path)
+    _regress(repo)
+    config = repo / "evalgate.yaml"
+    (repo / "policies").mkdir()
+    (repo / "policies" / "loose.yaml").write_text(config.read_text(encoding="utf-8").replace(*LOOSE), encoding="utf-8")
+    config.unlink()
+    config.symlink_to(Path("policies") / "loose.yaml")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "evalgate.yaml -> policies/loose.yaml")
+    code, out, err = cli("gate", cwd=repo)
+    assert code == 1, out + err
+    assert "-  deterministic_flips: fail" in _comment(repo)
+
+
 # --- hole 2: the baseline folder as a link ---------------------------------------------------
 
 
