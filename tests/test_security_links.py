@@ -208,6 +208,27 @@ def test_every_output_file_is_replaced_not_written_through(action, based, tmp_pa
     assert json.loads((out / "results.json").read_text(encoding="utf-8"))["suites"]
 
 
+def test_a_local_run_replaces_linked_output_files_and_may_write_into_a_linked_folder(cli, tmp_path):
+    """Outside the action's pull request runs the same holds for the files (replaced, never
+    written through); a folder the user linked is theirs to choose."""
+    from test_inputs import make_project
+
+    root = make_project(tmp_path / "project")
+    outside, elsewhere = tmp_path / "outside", tmp_path / "elsewhere"
+    outside.mkdir()
+    elsewhere.mkdir()
+    (root / "out").mkdir()
+    for name in ("results.json", "junit.xml", "report.html"):
+        (outside / name).write_text("precious\n", encoding="utf-8")
+        (root / "out" / name).symlink_to(outside / name)
+    (root / "linked").symlink_to(elsewhere)
+    for out in ("out", "linked"):
+        code, stdout, err = cli("run", "--out", out, "--quiet", cwd=root)
+        assert code == 0, stdout + err
+    assert all((outside / n).read_text(encoding="utf-8") == "precious\n" for n in ("results.json", "junit.xml", "report.html"))
+    assert not (root / "out" / "results.json").is_symlink() and (elsewhere / "results.json").is_file()
+
+
 def test_an_output_folder_that_is_a_link_is_refused_in_pr_mode(action, based):
     """A link inside the workspace (here to .github) passes the check that paths stay in the
     workspace; the pull request must not choose where evalgate writes."""
