@@ -160,6 +160,36 @@ def test_a_baseline_folder_made_a_link_to_an_empty_folder_still_reads_the_bases_
     assert "is a symbolic link" in action.stdout  # said, and read from the base commit only
 
 
+def test_a_dir_stores_files_and_lock_files_committed_as_links_are_replaced(tmp_path):
+    """Saving a baseline, the ledger and the trend (a default-branch run) into a folder whose
+    baseline file and lock files were committed as links: the files outside stay as they were.
+    Before: each lock file's target was created (opened for appending through the link)."""
+    from datetime import datetime, timezone
+
+    from evalgate.gate.baselines import DirStore, baseline_path, ledger_path, make_baseline, trend_path
+    from evalgate.gate.trends import Trend
+    from evalgate.results import RunInfo
+    from result_builders import run_of
+
+    store = DirStore(tmp_path / "store", gate_id="evalgate")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    sha = "a" * 40
+    names = [baseline_path("evalgate", sha)] + [str(Path(rel).with_suffix(".lock")) for rel in (ledger_path("evalgate"), trend_path("evalgate"))]
+    for name in names:
+        target = outside / name.replace("/", "_")
+        if not name.endswith(".lock"):
+            target.write_text("precious\n", encoding="utf-8")
+        (store.path / name).parent.mkdir(parents=True, exist_ok=True)
+        (store.path / name).symlink_to(target)  # a lock file's target does not exist: not to be created
+    store.save(make_baseline(run_of([], "0" * 64, RunInfo()), sha, "refs/heads/main", datetime.now(timezone.utc)))
+    store.save_ledger("evalgate", lambda old: old)
+    store.save_trend("evalgate", lambda old: Trend(gate_id="evalgate"))
+    assert [p.read_text(encoding="utf-8") for p in outside.iterdir()] == ["precious\n"]
+    assert not any(p.is_symlink() for p in store.path.rglob("*"))
+    assert store.load(sha) is not None
+
+
 # --- hole 12: the output files as links --------------------------------------------------------
 
 OUTPUTS = ("report.md", "results.json", "junit.xml", "report.html", "inference.jsonl", "resume.json")
