@@ -1181,6 +1181,7 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             with session():
                 cache_folders = _cache_folders(settings)
                 for folder in cache_folders:
+                    _no_link(settings, folder, "judge.cache_dir (or the cache-dir input)", "Keep the judge cache in a folder of the workspace that is not a link (default .evalgate/cache).")
                     snapshot(folder)
                 install(settings, workflow)
                 ctx = Context(settings, workflow, env, secrets=tuple(known))

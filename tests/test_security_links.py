@@ -299,6 +299,18 @@ def test_cache_folders_committed_as_links_are_not_written_through(judged, fake_g
     assert {c["criteria"]["final_response_match_v2"]["status"] for c in results["suites"][0]["cases"]} == {"PASSED"}
 
 
+def test_a_cache_folder_that_is_a_link_is_refused_in_pr_mode(judged):
+    fake, ws = judged.fake, judged.ws
+    base, _ = fake.linear_history(2)
+    head = fake.add_commit([base], "PR head")
+    (ws / "verdicts").mkdir()
+    (ws / ".evalgate").mkdir()
+    (ws / ".evalgate" / "cache").symlink_to(ws / "verdicts")
+    assert judged("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge") == 2, judged.stdout
+    assert "judge.cache_dir" in judged.stdout and ".evalgate/cache is a symbolic link" in judged.stdout
+    assert not fake.statuses
+
+
 @needs_git
 def test_committed_verdicts_reached_through_a_linked_cache_folder_are_not_believed(judged, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
     """The pull request commits verdicts (claiming a default-branch writer) under docs/, and the
