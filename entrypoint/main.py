@@ -726,8 +726,7 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> tuple[Optional[tup
     if client is None:
         ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} from git (fetch-depth: 0 in actions/checkout gives the history); the pull request's own gate policy was used")
         return None, None
-    ctx.warn(f"the base commit {base_sha[:12]} has no {rel} (nor another config name in its folder): the pull request's own gate section was used, and the comment shows all of it as the change")
-    return None, rel
+    return None, rel  # said in the comment (`_gate_under_base`)
 
 
 def _base_gate(ctx: Context, loaded, base_sha: str) -> tuple[Any, Optional[str]]:
@@ -786,6 +785,10 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
         comparison = compare(baseline, run, gate, past, info, pairwise=pairs)
     comparison = _cached_new_cases(_incomplete(ctx, comparison), run)
     comparison.gate_change = under.change()
+    if missing is not None:
+        comparison.reasons.insert(
+            0, _("the base commit has no {file}: this pull request's own gate section was used, shown whole as the change", file=missing)
+        )
     return comparison, run, baseline, history
 
 

@@ -100,7 +100,8 @@ def test_a_base_without_a_config_is_named_and_diffed_against_nothing(action):
     assert "This pull request changes the gate" in body, body
     assert "--- base: no evalgate.yaml" in body, body
     assert "+  deterministic_flips: test" in body and "\n-  " not in body.split("```diff", 1)[1].split("```", 1)[0]
-    assert "has no evalgate.yaml" in action.summary
+    assert "- the base commit has no evalgate.yaml: this pull request's own gate section was used" in body
+    assert "the base commit has no evalgate.yaml" in action.summary
 
 
 def test_evalgate_gate_asks_the_base_for_the_config_at_the_path_as_written(cli, tmp_path):
