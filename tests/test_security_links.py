@@ -71,6 +71,23 @@ def test_a_config_in_a_linked_folder_is_refused_in_a_merge_queue(action, based):
     assert "symbolic link" in action.stdout and "success" not in _statuses(action.fake, head)
 
 
+def test_a_linked_config_is_refused_in_publish_mode(action, fake_github):  # noqa: F811
+    """The trusted job reads the default branch's checkout; a link there is refused as in a
+    pull request's run (the rule is per mode, not per who made the link)."""
+    from test_trusted_publish import _publish
+
+    fake = action.fake
+    base = fake.linear_history(2)[1]
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    config = action.ws / "evalgate.yaml"
+    (action.ws / "shared.yaml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
+    config.unlink()
+    config.symlink_to("shared.yaml")
+    code, head = _publish(action, base)
+    assert code == 2, action.stdout
+    assert "symbolic link" in action.stdout and head not in fake.statuses
+
+
 def test_a_linked_config_still_works_where_no_pull_request_is_judged(action, based):
     """A push to the default branch reads a linked config as before (a maintainer's choice)."""
     config = action.ws / "evalgate.yaml"
