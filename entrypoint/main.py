@@ -680,17 +680,17 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str
     return None
 
 
-def _base_gate(ctx: Context, loaded, base_sha: str):
-    """The `gate:` section of the base commit's config (None: the base has no readable config,
-    as when this pull request adds evalgate)."""
-    from evalgate.gate.base_policy import gate_of_text
+def _base_config(ctx: Context, loaded, base_sha: str):
+    """The base commit's config (None: the base has no readable config, as when this pull
+    request adds evalgate)."""
+    from evalgate.gate.base_policy import config_of_text
 
     found = _base_config_text(ctx, loaded, base_sha)
     if found is None:
         return None
     text, name = found
     try:
-        return gate_of_text(text, name)
+        return config_of_text(text, name)
     except InputError as e:
         ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
         return None
@@ -708,20 +708,21 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
 
 def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any, Any]:
     """Score under `base_sha`'s policy and compare with its baseline: (comparison, results,
-    baseline results, trend). The config's gate section becomes the base's (`loaded` is changed)."""
+    baseline results, trend). The config's gate, judge and vertex sections become the base's
+    (`loaded` is changed)."""
     from evalgate.gate import compare
-    from evalgate.gate.base_policy import UnderBase
+    from evalgate.gate.base_policy import UnderBase, scoring_policy, with_base_policy
 
-    own_gate = loaded.config.gate
-    base_gate = _base_gate(ctx, loaded, base_sha)
-    if base_gate is not None:
-        loaded.config = loaded.config.model_copy(update={"gate": base_gate})
+    own = loaded.config
+    base = _base_config(ctx, loaded, base_sha)
+    if base is not None:  # the base's gate, judge and vertex sections decide
+        loaded.config = with_base_policy(own, base)
     gate = _gate(ctx.settings, loaded)
     store = _store(ctx, gate, loaded, base_sha=base_sha)
     baseline, info = find(ctx, store, gate, base_sha)
     past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)
-    under = UnderBase(own_gate, base_gate, baseline)
+    under = UnderBase(own.gate, base.gate if base is not None else None, baseline, scoring_policy(own), scoring_policy(base) if base is not None else None)
 
     def policy(plans: list) -> None:
         for note in under.apply(plans):

@@ -1,0 +1,155 @@
+"""Issue 34: what decides a verdict comes from the base, cases pair by what their criteria
+score, and the publish job is bound to its run, tried the way an attacker would.
+
+Each test here failed on the code before issue 34 (the attack's outcome on main is in its
+docstring): a pull request that slows its own judge to nothing, a fork whose answers the
+judge refuses, a case "changed" by an empty field, a fork's record with no conversation,
+and a fork's pr.json naming another pull request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from fake_gemini import fake_gemini, prompt_blocked, prompt_text  # noqa: E402,F401  (fixture)
+from fake_github import fake_github  # noqa: E402,F401  (fixture)
+from test_entrypoint import PR, Action, _pull_request, _push  # noqa: E402
+from test_security import JUDGED, _invocation  # noqa: E402
+
+CRIT = "final_response_match_v2"
+# Twelve cases, so that one run's drop can be told from noise.
+EXPECTED = {
+    "수도-ko": ("한국의 수도는?", "서울"),
+    "首都-ja": ("日本の首都は？", "東京"),
+    **{
+        f"capital-{code}": (f"What is the capital of {country}?", city)
+        for code, country, city in [
+            ("fr", "France", "Paris"), ("it", "Italy", "Rome"), ("de", "Germany", "Berlin"), ("es", "Spain", "Madrid"),
+            ("ca", "Canada", "Ottawa"), ("pt", "Portugal", "Lisbon"), ("pe", "Peru", "Lima"), ("ke", "Kenya", "Nairobi"),
+            ("no", "Norway", "Oslo"), ("eg", "Egypt", "Cairo"),
+        ]
+    },
+}
+WRONG = "I like turtles"
+
+
+def judged_project(root: Path) -> Path:
+    from conftest import write_json
+
+    write_json(root / "evals" / "geo.evalset.json", {
+        "eval_set_id": "geo",
+        "eval_cases": [{"eval_id": k, "conversation": [_invocation(q, a)]} for k, (q, a) in EXPECTED.items()],
+    })
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    (root / "evalgate.yaml").write_text(JUDGED, encoding="utf-8")
+    _answer(root, {})
+    return root
+
+
+def _agent_response(body) -> str:
+    m = re.search(r"<agent_response>\n(.*?)\n</agent_response>", prompt_text(body), re.S)
+    return m.group(1) if m else ""
+
+
+def _judge(body):
+    """The judge: an answer is right when it names the capital."""
+    answer = _agent_response(body)
+    right = any(a in answer for _q, a in EXPECTED.values())
+    return {"reasoning": "compared with the reference", "verdict": "valid" if right else "invalid"}
+
+
+def _answer(ws: Path, answers: dict[str, str]) -> None:
+    """The agent's recorded outputs: `answers[case]`, else the right answer."""
+    lines = [
+        {"eval_set_id": "geo", "eval_id": k, "invocations": [_invocation(q, answers.get(k, a))]}
+        for k, (q, a) in EXPECTED.items()
+    ]
+    (ws / "runs" / "out.jsonl").write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+
+
+@pytest.fixture
+def judged(fake_github, fake_gemini, monkeypatch, tmp_path, capsys):  # noqa: F811
+    """A judged project whose main has its config in its tree and a baseline where both cases
+    passed, scored by a judge that knows the capital."""
+    ws = judged_project(tmp_path / "ws")
+    action = Action(fake_github, ws, tmp_path, capsys)
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _judge
+    base = fake_github.add_commit([], "main", files={"evalgate.yaml": (ws / "evalgate.yaml").read_bytes()})
+    fake_github.refs["refs/heads/main"] = base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    fake_github.log.clear()
+    fake_gemini.reset()
+    action.base = base
+    return action
+
+
+def _statuses(ws: Path, results: str = "evalgate-results") -> dict[str, str]:
+    data = json.loads((ws / results / "results.json").read_text(encoding="utf-8"))
+    return {c["eval_id"]: c["criteria"][CRIT]["status"] for c in data["suites"][0]["cases"]}
+
+
+# --- hole 4: judge: and vertex: are the base's -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "judge",
+    [
+        pytest.param("judge: {deadline_s: 0.000001}\n", id="deadline"),
+        pytest.param("judge: {timeout_s: 0.000001, max_attempts: 1}\n", id="timeout"),
+    ],
+)
+def test_a_pull_request_cannot_starve_its_own_judge(judged, judge):
+    """Before: the pull request's `judge:` section ran its judge, so a deadline of a microsecond
+    left every judged case NOT_EVALUATED: INCONCLUSIVE, and the status `success`. Now the
+    judge's settings are the base's: the wrong answer is judged, FAILED, and the status is
+    `failure`; the comment shows the change."""
+    action, fake = judged, judged.fake
+    config = action.ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + judge, encoding="utf-8")
+    _answer(action.ws, dict.fromkeys(EXPECTED, WRONG))
+    head = fake.add_commit([action.base], "starve the judge")
+    code = action("pull_request", _pull_request(head, action.base), sha=head)
+    assert set(_statuses(action.ws).values()) == {"FAILED"}, action.stdout
+    assert code == 1 and [s["state"] for s in fake.statuses[head]] == ["failure"]
+    [comment] = fake.issue_comments(PR)
+    assert "This pull request changes the gate" in comment["body"]
+    key = re.search(r"\{(\w+):", judge).group(1)
+    assert f"+  {key}: 1.0e-06" in comment["body"]  # the pull request's side of the change
+
+
+@pytest.mark.skipif(__import__("shutil").which("git") is None, reason="needs the git program")
+def test_evalgate_gate_takes_the_judge_section_from_the_base_too(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """`evalgate gate` on a developer's machine: the same attack, the same answer."""
+    from test_local_gate import _git
+
+    repo = judged_project(tmp_path / "repo")
+    (repo / ".gitignore").write_text("evalgate-results/\n.evalgate/\nbase-out/\n", encoding="utf-8")
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = _judge
+    _git(repo, "init", "-q")
+    _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    assert cli("run", "--out", "base-out", "--quiet", cwd=repo)[0] == 0
+    assert cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)[0] == 0
+    _git(repo, "checkout", "-q", "-b", "feature")
+    config = repo / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "judge: {deadline_s: 0.000001}\n", encoding="utf-8")
+    _answer(repo, dict.fromkeys(EXPECTED, WRONG))
+    _git(repo, "commit", "-q", "-am", "starve the judge")
+    code, out, err = cli("gate", cwd=repo)
+    assert set(_statuses(repo).values()) == {"FAILED"}, out + err
+    assert code == 1, out + err
+    assert "+  deadline_s: 1.0e-06" in (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
