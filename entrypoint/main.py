@@ -947,6 +947,56 @@ def _artifact(ctx: Context) -> tuple[Path, int, str]:
     return outputs_file(s.artifact_dir / "inference.jsonl"), number, head_sha
 
 
+def _triggering_run(s: Settings) -> Optional[tuple[str, str, list[int]]]:
+    """(head repository, head branch, its pull requests' numbers) of the workflow_run that
+    triggered this job, from the event GitHub wrote; None when this is not a workflow_run
+    event (mode publish on another event, with an artifact from elsewhere). A workflow_run
+    that does not say what it tested is an input error: nothing could bind pr.json to it."""
+    run = s.event.get("workflow_run")
+    if s.event_name != "workflow_run" and not isinstance(run, dict):
+        return None
+    run = run if isinstance(run, dict) else {}
+    repo = run.get("head_repository")
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    branch = run.get("head_branch")
+    if not isinstance(name, str) or not name or not isinstance(branch, str) or not branch:
+        raise InputError(
+            Problem(
+                None,
+                "event payload (GITHUB_EVENT_PATH): workflow_run",
+                "has no head_repository.full_name and head_branch, so the pull request in pr.json cannot be bound to the run that tested it",
+                "Run the publish job on workflow_run events (GitHub's payload has both).",
+            )
+        )
+    pulls = [p.get("number") for p in run.get("pull_requests") or [] if isinstance(p, dict)]
+    return name, branch, [n for n in pulls if isinstance(n, int)]
+
+
+def _bound_to_run(s: Settings, pull: dict, number: int) -> None:
+    """The pull request pr.json names must be the one the triggering run tested: its head
+    repository and branch are the run's, and where GitHub lists the run's pull requests (a
+    same-repository branch) it is among them. pr.json only confirms: a fork's run writes it,
+    and could otherwise name another pull request whose head is the same commit (its comment
+    and status would then be the fork's)."""
+    run = _triggering_run(s)
+    if run is None:
+        return
+    run_repo, run_branch, run_pulls = run
+    head = pull.get("head") if isinstance(pull.get("head"), dict) else {}
+    repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
+    pr_repo, pr_branch = str(repo.get("full_name") or "(a deleted repository)"), str(head.get("ref") or "")
+    if pr_repo.lower() != run_repo.lower() or pr_branch != run_branch or (run_pulls and number not in run_pulls):
+        raise InputError(
+            Problem(
+                None,
+                "pr.json",
+                f"pull request #{number} is {pr_repo}:{pr_branch}; the triggering run tested {run_repo}:{run_branch}"
+                + (f" for pull request {', '.join(f'#{n}' for n in run_pulls)}" if run_pulls else ""),
+                "Publish only the artifact of the workflow_run that triggered this run: its pr.json names that run's pull request.",
+            )
+        )
+
+
 def activity_publish(ctx: Context, loaded) -> Outcome:
     from evalgate.gate import compare
     from evalgate.github import GitHubError
@@ -959,6 +1009,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
         pull = client.get_pull(number)
     except GitHubError as e:
         raise InputError(Problem(None, "pr.json", f"cannot read pull request #{number}: {e}", "Check the artifact's PR number.")) from None
+    _bound_to_run(ctx.settings, pull, number)
     current = str((pull.get("head") or {}).get("sha") or "").lower()
     if not current:
         raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))

@@ -153,3 +153,76 @@ def test_evalgate_gate_takes_the_judge_section_from_the_base_too(cli, fake_gemin
     assert set(_statuses(repo).values()) == {"FAILED"}, out + err
     assert code == 1, out + err
     assert "+  deadline_s: 1.0e-06" in (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
+
+
+# --- hole 7: the publish job is bound to its triggering run --------------------------------------
+
+from test_entrypoint import _writes, action, baseline, history, ws  # noqa: E402,F401  (fixtures)
+from test_trusted_publish import _records, _write_records  # noqa: E402
+
+
+def _fork_run(head: str, branch: str = "feature", repo: str = "someone/hello", pulls: tuple[int, ...] = ()) -> dict:
+    """A workflow_run event as GitHub sends it for a pull request's run."""
+    return {
+        "action": "completed",
+        "workflow_run": {
+            "id": 99, "event": "pull_request", "head_sha": head, "head_branch": branch,
+            "head_repository": {"full_name": repo}, "pull_requests": [{"number": n} for n in pulls],
+        },
+    }
+
+
+def _forged_artifact(action, base: str, head: str, number: int) -> Path:
+    """The fork's artifact: outputs on which every case passes (its workflow uploads what it
+    likes) and a pr.json naming pull request `number`."""
+    from evalgate.cli import main as cli
+
+    artifact = action.ws / "evalgate-artifact"
+    assert cli(["run", "--config", str(action.ws / "evalgate.yaml"), "--out", str(artifact), "--quiet"]) == 0
+    (artifact / "pr.json").write_text(json.dumps({"number": number, "head_sha": head, "base_sha": base}))
+    action.capsys.readouterr()
+    return artifact
+
+
+def test_a_forks_pr_json_cannot_name_another_pull_request_with_the_same_head(action, baseline):  # noqa: F811
+    """Before: a fork's pull request (#8) at the same commit as a same-repository one (#7), its
+    pr.json naming #7: #7's comment was written with the fork's outputs and `success` posted.
+    Now the pull request must come from the run's head repository and branch: refused, exit 2,
+    nothing written."""
+    fake = action.fake
+    head = fake.add_commit([baseline], "the same commit on both")
+    fake.add_pull(PR, head, baseline)  # a same-repository pull request ...
+    fake.add_pull(PR + 1, head, baseline, fork=True)  # ... and a fork's, at the same commit
+    _forged_artifact(action, baseline, head, PR)
+    code = action("workflow_run", _fork_run(head), sha=baseline, artifact_dir="evalgate-artifact")
+    assert code == 2, action.stdout
+    assert _writes(fake) == [] and not fake.issue_comments(PR)
+    [error] = [line for line in action.stdout.splitlines() if line.startswith("::error")]
+    assert f"pull request #{PR} is octo/hello:feature" in error and "someone/hello:feature" in error
+
+
+def test_pr_json_cannot_name_another_branchs_pull_request_of_the_same_repository(action, baseline):  # noqa: F811
+    """The same within one repository: the run tested branch `feature` (pull request #7); pr.json
+    names #9, from branch `other`, whose head is the same commit."""
+    fake = action.fake
+    head = fake.add_commit([baseline], "the same commit on two branches")
+    fake.add_pull(PR, head, baseline)
+    fake.add_pull(9, head, baseline)["head"]["ref"] = "other"
+    _forged_artifact(action, baseline, head, 9)
+    code = action("workflow_run", _fork_run(head, repo="octo/hello", pulls=(PR,)), sha=baseline, artifact_dir="evalgate-artifact")
+    assert code == 2, action.stdout
+    assert _writes(fake) == []
+    assert "pull request #9 is octo/hello:other" in action.stdout
+
+
+def test_a_run_without_its_head_repository_and_branch_publishes_nothing(action, baseline):  # noqa: F811
+    """A workflow_run payload that does not say which repository and branch it tested cannot
+    bind pr.json to anything: refused."""
+    fake = action.fake
+    head = fake.add_commit([baseline], "fork head")
+    fake.add_pull(PR, head, baseline, fork=True)
+    _forged_artifact(action, baseline, head, PR)
+    event = {"workflow_run": {"id": 99, "head_sha": head}}
+    assert action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact") == 2, action.stdout
+    assert _writes(fake) == []
+    assert "head_repository" in action.stdout

@@ -51,7 +51,7 @@ def _publish(action, baseline: str, forge=None) -> tuple[int, str]:  # noqa: F81
     artifact = _artifact(action, baseline, head)  # the fork's run: lights-en regressed
     if forge is not None:
         forge(artifact)
-    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}, "pull_requests": []}}
     code = action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact", status_per_suite="true")
     return code, head
 
@@ -387,7 +387,7 @@ def test_a_fork_run_of_an_agent_suite_is_re_scored_run_by_run(fake_github, tmp_p
     records = _records(artifact)
     assert sorted({r.get("run") or 1 for r in records}) == list(range(1, num_runs + 1))
     capsys.readouterr()
-    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}, "pull_requests": []}}
     assert action("workflow_run", event, sha=base, artifact_dir="evalgate-artifact") == 0, action.stdout
     [status] = fake.statuses[head]
     assert status["state"] == "success"
