@@ -69,6 +69,7 @@ class CaseInput:
     scenario: dict[str, Any] | None = None  # a conversation_scenario (no expected turns; a simulated user plays it)
     simulator: Any = None  # evalgate.simulated_user.UserSimulatorConfig for a scenario case (None: ADK's defaults)
     rubrics: list[Any] = field(default_factory=list)  # case-level rubrics, for invocations generated later
+    parts: dict[str, str] = field(default_factory=dict)  # digests of its expected data, part by part (evalgate.loaders.evalsets.part_digests)
 
     def agent_runs(self) -> list[AgentRun]:
         return self.runs or [AgentRun(self.actual)]
@@ -287,6 +288,18 @@ class Timing:
         return {"seconds": round(self.seconds, 3), "criteria": {k: round(v, 3) for k, v in sorted(self.criteria.items())}}
 
 
+def scored_digest(case: CaseInput) -> str | None:
+    """sha256 of the parts of the case's expected data that its criteria read, and of what its
+    agent's run reads: the gate pairs a case with its baseline by it. None without part digests."""
+    if not case.parts:
+        return None
+    from evalgate.results import digest
+
+    reads = set().union(*(crit.reads for crit in case.criteria.values())) if case.criteria else {"*"}
+    names = ["run", "*"] if "*" in reads else ["run", *sorted(reads)]
+    return digest({name: case.parts.get(name) for name in names})
+
+
 def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
     results = {}
     tally = CaseTally()
@@ -304,6 +317,7 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
         expected_digest=case.expected_digest,
+        scored_digest=scored_digest(case),
         status=case_status(results),
         criteria=results,
         invocations=_summaries(case),

@@ -22,7 +22,7 @@ from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.i18n import _, n_
 from evalgate.loaders.actual import ActualRecord, load_actual
-from evalgate.loaders.evalsets import EVALSET_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
+from evalgate.loaders.evalsets import EVALSET_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, part_digests, split_selector, test_config_beside
 from evalgate.results import digest
 from evalgate.simulated_user import BUILT_IN_PERSONAS, UserSimulatorConfig, known_persona
 
@@ -171,6 +171,7 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 eval_id=case.eval_id,
                 criteria=criteria,
                 expected_digest=expected_digest(case),
+                parts=part_digests(case),
                 expected=expected,
                 # Paths relative to the config, so results do not depend on the working folder.
                 source={"evalset": shown_from_config(es.path)},

@@ -132,6 +132,11 @@ class CaseResult(_Model):
     eval_set_id: str
     eval_id: str
     expected_digest: str = Field(description="sha256 of the case's expected data; a changed case has a new digest.")
+    scored_digest: Optional[str] = Field(
+        default=None,
+        description="sha256 of the parts of the case's expected data its criteria read (and its agent's run reads): "
+        "the gate pairs the case with its baseline by it, so a field no criterion reads does not unpair it.",
+    )
     status: Status
     criteria: dict[str, CriterionResult]
     invocations: list[InvocationSummary] = Field(default_factory=list)

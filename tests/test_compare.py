@@ -398,10 +398,33 @@ def test_pairing_changed_added_removed():
     assert s.added == [K("d")]
     assert s.removed == [K("c")]
     assert s.criteria[0].n_pairs == 1  # only a is compared
-    # b and d fail but are not gated in regression mode: listed, with a warning.
-    assert s.verdict is Verdict.PASS
-    assert any("2 added or changed cases fail, not gated" in r and "set/b, set/d" in r for r in s.reasons)
+    # d fails but is not gated (no baseline to compare with): listed, with a warning. b changed,
+    # and the baseline passed it: failing now decides the gate (issue 34: a case does not leave
+    # the gate by being edited).
+    assert s.verdict is Verdict.FAIL
+    assert s.reasons[0] == "1 changed case the baseline passed fails now: set/b (its expected data changed in this run; a case does not leave the gate by being edited)"
+    assert any("1 added or changed case fail, not gated" in r and "set/d" in r for r in s.reasons)
     assert s.changes == []
+    # A changed case that failed in the baseline too, or passes now, decides nothing.
+    base = one({"a": {"tool": 1.0}, "b": {"tool": 0.0}, "c": {"tool": 1.0}}, digests={"b": "old", "c": "old"})
+    cur = one({"a": {"tool": 1.0}, "b": {"tool": 0.0}, "c": {"tool": 1.0}}, digests={"b": "new", "c": "new"})
+    assert compare(base, cur, POLICY).suites[0].verdict is Verdict.PASS
+
+
+def test_cases_pair_by_what_their_criteria_read():
+    """The scored digest (the parts of the expected data the criteria read) pairs a case whose
+    whole data changed elsewhere; a run without it (an older baseline) pairs by the whole."""
+    def with_scored(results: RunResults, scored: dict) -> RunResults:
+        for case in results.suites[0].cases:
+            case.scored_digest = scored.get(case.eval_id)
+        return results
+
+    base = with_scored(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {"a": "x", "b": "y"})
+    cur = with_scored(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": "x", "b": "y"})
+    s = compare(base, cur, POLICY).suites[0]
+    assert s.changed == [] and s.criteria[0].n_pairs == 2 and [c.key for c in s.changes] == [K("b")]
+    older = with_scored(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {})
+    assert compare(older, cur, POLICY).suites[0].changed == [K("b")]
 
 
 def test_cases_pair_across_eval_sets_and_suites_by_full_key():

@@ -337,3 +337,53 @@ def test_a_forks_record_that_cannot_be_a_run_of_its_scenario_is_not_scored(tidy,
     assert {c["eval_id"]: c["status"] for c in suite["cases"]} == dict.fromkeys(SCENARIOS, "NOT_EVALUATED")
     [comment] = fake.issue_comments(PR)
     assert "2 of 2 cases hold no run of their eval case in the pull request's outputs" in comment["body"], comment["body"]
+
+
+# --- hole 3: cases pair by what their criteria score ----------------------------------------------
+
+
+def _base_with(action, history, extra: str) -> str:
+    """main's commit with the config (plus `extra` in its gate section) in its tree, and its baseline."""
+    config = action.ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    base = action.fake.add_commit([history[1]], "main", files={"evalgate.yaml": config.read_bytes()})
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    return base
+
+
+def _edit_case(ws: Path, eval_id: str, edit) -> None:
+    path = ws / "evals" / "home.evalset.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for case in data["eval_cases"]:
+        if case["eval_id"] == eval_id:
+            edit(case)
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def test_a_field_no_criterion_reads_does_not_take_a_broken_case_out_of_the_gate(action, history):  # noqa: F811
+    """Before: the pull request broke lights-en and gave it `"final_session_state": {}`; the
+    expected digest changed, the case was listed as changed and left the gate, even under
+    `removed_cases: fail`: PASS, `success`. Now the case is paired by what its criteria score
+    (no criterion reads the final session state): it regressed, FAIL."""
+    from test_entrypoint import _set_outputs
+
+    base = _base_with(action, history, "  removed_cases: fail\n")
+    _set_outputs(action.ws, regressed=True)
+    _edit_case(action.ws, "lights-en", lambda case: case.update(final_session_state={}))
+    head = action.fake.add_commit([base], "break it, and add an empty field")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    assert [s["state"] for s in action.fake.statuses[head]] == ["failure"]
+    [comment] = action.fake.issue_comments(PR)
+    assert "lights-en" in comment["body"] and "Regressed" in comment["body"], comment["body"]
+
+
+def test_a_changed_case_the_baseline_passed_that_fails_now_decides_the_gate(action, history):  # noqa: F811
+    """The pull request changes what the case's criteria read (the expected room) so that its
+    agent fails it. Before: changed, not gated, PASS. Now a changed case the baseline passed
+    and the run fails FAILs its suite, named."""
+    base = _base_with(action, history, "")
+    _edit_case(action.ws, "lights-en", lambda case: case["conversation"][0]["intermediate_data"]["tool_uses"][0]["args"].update(room="attic"))
+    head = action.fake.add_commit([base], "change the case")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
+    [comment] = action.fake.issue_comments(PR)
+    assert "1 changed case the baseline passed fails now: home/lights-en" in comment["body"].replace("\\", ""), comment["body"]

@@ -3,10 +3,10 @@ each criterion's tests run (drop, level, partial, breakage)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
-from evalgate.gate import breakage, crash, drop, level, partial
+from evalgate.gate import breakage, changed as changed_cases, crash, drop, level, partial
 from evalgate.gate import confirm as confirmation
 from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
@@ -21,6 +21,7 @@ from evalgate.gate.values import (
     is_evaluated,
     run_scores,
     sampling_of,
+    same_data,
     score_range,
 )
 from evalgate.gate.words import case_names
@@ -45,6 +46,7 @@ class Draft:
     changed: list[CaseKey]
     notes: list[str]  # warnings that do not decide the verdict
     crashes: list[Crash]  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
+    changed_broken: list[CaseKey] = field(default_factory=list)  # changed cases the baseline passed that fail now (evalgate.gate.changed)
 
 
 KIND_ORDER = {"broken_stable": 0, "regressed": 1, "fixed": 2, "score_drop": 3, "score_rise": 4}
@@ -83,8 +85,8 @@ def draft_suite(
     base_cases = cases_by_key(baseline) if baseline is not None else {}
     added = sorted(k for k in cur_cases if k not in base_cases)
     removed = sorted(k for k in base_cases if k not in cur_cases)
-    changed = sorted(k for k in cur_cases if k in base_cases and cur_cases[k].expected_digest != base_cases[k].expected_digest)
-    paired = sorted(k for k in cur_cases if k in base_cases and cur_cases[k].expected_digest == base_cases[k].expected_digest)
+    changed = sorted(k for k in cur_cases if k in base_cases and not same_data(base_cases[k], cur_cases[k]))
+    paired = sorted(k for k in cur_cases if k in base_cases and same_data(base_cases[k], cur_cases[k]))
     cur_specs = criteria_of(current)
     base_specs = criteria_of(baseline) if baseline is not None else {}
     notes: list[str] = []
@@ -190,6 +192,7 @@ def draft_suite(
 
     changes = []
     crashes: list[Crash] = []
+    changed_broken: list[CaseKey] = []
     if not absolute:
         shared = sorted(set(cur_specs) & set(base_specs))
         if policy.mode != "absolute":
@@ -198,7 +201,8 @@ def draft_suite(
             change = case_change(k, base_cases[k], cur_cases[k], shared)
             if change is not None:
                 changes.append(change)
-        not_compared = sorted(k for k in added + changed if cur_cases[k].status is Status.FAILED)
+        changed_broken = changed_cases.measure(changed, base_cases, cur_cases) if policy.mode != "absolute" else []
+        not_compared = sorted(k for k in added + changed if cur_cases[k].status is Status.FAILED and k not in changed_broken)
         if not_compared:
             notes.append(
                 n_(
@@ -222,6 +226,7 @@ def draft_suite(
         changed=changed,
         notes=notes,
         crashes=crashes,
+        changed_broken=changed_broken,
     )
 
 

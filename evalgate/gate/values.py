@@ -142,6 +142,16 @@ def cases_by_key(suite: SuiteResult) -> dict[CaseKey, CaseResult]:
     return {CaseKey(suite.name, c.eval_set_id, c.eval_id): c for c in suite.cases}
 
 
+def same_data(base: CaseResult, cur: CaseResult) -> bool:
+    """Whether a case ran and was scored on the same data in both runs: the parts of its
+    expected data its criteria read and its agent's run reads (`scored_digest`), or, where a
+    run predates that digest, its whole expected data. A field no criterion reads (an empty
+    `final_session_state` added by a pull request, say) does not make it another case."""
+    if base.scored_digest is not None and cur.scored_digest is not None:
+        return base.scored_digest == cur.scored_digest
+    return base.expected_digest == cur.expected_digest
+
+
 def criteria_of(suite: SuiteResult) -> dict[str, tuple[float, bool, str]]:
     """name -> (threshold, judge, version), from the suite's specs and, failing that, its cases."""
     out = {name: (spec.threshold, spec.judge, spec.version) for name, spec in suite.criteria.items()}

@@ -22,7 +22,9 @@ Verdicts
       seconds per turn) rose significantly beyond its tolerance (evalgate.gate.efficiency;
       ungated ones and absolute mode: reported only).
       What has no baseline (a new suite, a new criterion, a suite with no case in common)
-      is judged on absolute thresholds. Added and changed cases are listed, not gated.
+      is judged on absolute thresholds. Added and changed cases are listed, not gated,
+      except a changed case the baseline passed that fails now, which FAILs the suite
+      (evalgate.gate.changed).
     - A suite with no cases is an ERROR, and so is one whose agent failed on every case
       run (`agent_error`: nothing it does was scored, typically a fork's run without the
       model's key). Overall: FAIL if any suite FAILs or is an ERROR,
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from evalgate.gate import breakage, crash, drop, efficiency, partial, side_by_side
+from evalgate.gate import breakage, changed, crash, drop, efficiency, partial, side_by_side
 from evalgate.gate.absolute import absolute_verdict, below, failing, not_evaluated_reasons
 from evalgate.gate.draft import Draft
 from evalgate.gate.efficiency import CostComparison
@@ -74,6 +76,9 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
     crashed, crash_notes = crash.decide(draft.crashes, policy)
     if crashed:
         fail.append(crashed)
+    edited = changed.decide(draft.changed_broken)
+    if edited:
+        fail.append(edited)
     fails_ne, unheard = not_evaluated_reasons(suite)
     ne_reasons = crash_notes + unheard  # said first: cases the baseline passed that the agent failed on
     if fails_ne:
