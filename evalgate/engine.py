@@ -312,6 +312,9 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
                 timing.add(name, time.perf_counter() - t0)
     finally:
         CASE_TALLY.reset(token)
+    for name, service in tally.down.items():  # the service was down, not the case's data refused
+        if name in results and results[name].status is Status.NOT_EVALUATED:
+            results[name].unavailable = service  # type: ignore[assignment]
     return CaseResult(
         judge_cache_hits=tally.cache_hits or None,
         eval_set_id=case.eval_set_id,

@@ -51,6 +51,13 @@ class CriterionResult(_Model):
     threshold: float
     per_invocation: list[InvocationResult] = Field(default_factory=list)
     error: Optional[str] = Field(None, description="Why the criterion was not (fully) evaluated.")
+    unavailable: Optional[Literal["judge", "vertex"]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Not evaluated because its service was down (unreachable, overloaded, out of time, no or refused credentials): "
+        "judge or vertex. Absent when it was evaluated, or when the service answered and refused the case's data, which the gate "
+        "counts against the run where the baseline evaluated it.",
+    )
     runs: Optional[list[Optional[float]]] = Field(
         None,
         exclude_if=lambda v: v is None,  # absent with one run: single-run results stay as they were

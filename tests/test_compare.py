@@ -73,7 +73,9 @@ THRESHOLD = 0.5
 
 def crit(value, threshold: float = THRESHOLD, error: str = "no judge credentials") -> CriterionResult:
     if value is None:
-        return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, error=error)
+        # Without judge credentials the engine marks the judge as unavailable (evalgate.gate.refused).
+        unavailable = "judge" if error.startswith("no judge credentials") else None
+        return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, error=error, unavailable=unavailable)
     if isinstance(value, list):
         valid = [s for s in value if s is not None]
         score = 1.0 if sum(s >= threshold for s in valid) * 2 > len(valid) else 0.0

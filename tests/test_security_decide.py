@@ -91,6 +91,7 @@ def judged(fake_github, fake_gemini, monkeypatch, tmp_path, capsys):  # noqa: F8
     fake_github.log.clear()
     fake_gemini.reset()
     action.base = base
+    action.gemini = fake_gemini
     return action
 
 
@@ -387,3 +388,95 @@ def test_a_changed_case_the_baseline_passed_that_fails_now_decides_the_gate(acti
     assert action("pull_request", _pull_request(head, base), sha=head) == 1, action.stdout
     [comment] = action.fake.issue_comments(PR)
     assert "1 changed case the baseline passed fails now: home/lights-en" in comment["body"].replace("\\", ""), comment["body"]
+
+
+# --- hole 5: a criterion the baseline evaluated that is not evaluated now counts against the PR ---
+
+from fake_gemini import clear_judge_env, error  # noqa: E402
+
+
+def _refusing(refusal):
+    """The judge: it refuses every prompt whose answer is wrong (`refusal`, a raw reply)."""
+    def judge(body):
+        verdict = _judge(body)
+        return refusal if verdict["verdict"] == "invalid" else verdict
+    return judge
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        pytest.param(prompt_blocked("PROHIBITED_CONTENT"), id="a blocked prompt"),
+        pytest.param(error(400, "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576)."), id="an input too long"),
+    ],
+)
+def test_answers_the_judge_refuses_count_against_the_pull_request(judged, refusal):
+    """Before: the pull request's wrong answers were ones the judge refuses (a blocked prompt, an
+    input over its limit): every regression became NOT_EVALUATED, INCONCLUSIVE, `success`.
+    Now a criterion the baseline evaluated that is not evaluated now, its judge up, FAILs the
+    suite, saying why."""
+    action, fake = judged, judged.fake
+    judged.gemini.responder = _refusing(refusal)
+    _answer(action.ws, dict.fromkeys(EXPECTED, WRONG))
+    head = fake.add_commit([action.base], "answers the judge refuses")
+    code = action("pull_request", _pull_request(head, action.base), sha=head)
+    assert set(_statuses(action.ws).values()) == {"NOT_EVALUATED"}, action.stdout
+    assert code == 1 and [s["state"] for s in fake.statuses[head]] == ["failure"], action.stdout
+    [comment] = fake.issue_comments(PR)
+    body = comment["body"].replace("\\", "")
+    assert "12 criteria the baseline evaluated were not evaluated now, though their judge or service was up" in body, body
+
+
+def test_a_judge_that_is_down_is_not_held_against_the_pull_request(judged, monkeypatch, tmp_path):
+    """The judge's service failing (here: no judge credentials in the pull request's run) is not
+    the pull request's doing: the cases stay under `not_evaluated` (warn: INCONCLUSIVE), and a
+    warning says which service was down."""
+    action, fake = judged, judged.fake
+    clear_judge_env(monkeypatch, tmp_path)
+    _answer(action.ws, dict.fromkeys(EXPECTED, WRONG))
+    head = fake.add_commit([action.base], "no judge here")
+    assert action("pull_request", _pull_request(head, action.base), sha=head) == 0, action.stdout
+    assert set(_statuses(action.ws).values()) == {"NOT_EVALUATED"}
+    [comment] = fake.issue_comments(PR)
+    body = comment["body"].replace("\\", "")
+    assert "INCONCLUSIVE" in body
+    assert "12 criteria the baseline evaluated were not evaluated now because the judge was unavailable" in body, body
+
+
+def test_a_judge_service_error_is_not_held_against_the_pull_request(judged):
+    """The same for the judge answering 503 to every request of the run."""
+    action, fake = judged, judged.fake
+    config = action.ws / "evalgate.yaml"
+    config.write_text(JUDGED + "judge: {max_attempts: 1}\n", encoding="utf-8")  # no retries: a quick test
+    base = fake.add_commit([action.base], "main", files={"evalgate.yaml": config.read_bytes()})
+    fake.refs["refs/heads/main"] = base
+    assert action("push", _push(base), sha=base) == 0, action.stdout
+    judged.gemini.responder = lambda body: error(503, "The model is overloaded.")
+    _answer(action.ws, dict.fromkeys(EXPECTED, WRONG))
+    head = fake.add_commit([base], "the judge is down")
+    assert action("pull_request", _pull_request(head, base), sha=head) == 0, action.stdout
+    assert set(_statuses(action.ws).values()) == {"NOT_EVALUATED"}
+    [comment] = fake.issue_comments(PR)
+    assert "because the judge was unavailable" in comment["body"].replace("\\", "")
+
+
+def test_a_forks_answers_the_judge_refuses_fail_in_the_publish_job(judged, monkeypatch, tmp_path):
+    """The fork-safe flow: the trusted job re-judges the fork's outputs, and its judge refuses
+    them. Before: NOT_EVALUATED, INCONCLUSIVE, `success` on the fork's head. Now FAIL."""
+    from evalgate.cli import main as cli
+
+    action, fake = judged, judged.fake
+    head = fake.add_commit([action.base], "fork head")
+    fake.add_pull(PR, head, action.base, fork=True)
+    _answer(action.ws, dict.fromkeys(EXPECTED, WRONG))
+    clear_judge_env(monkeypatch, tmp_path)  # the fork's own run has no secrets
+    artifact = action.ws / "evalgate-artifact"
+    cli(["run", "--config", str(action.ws / "evalgate.yaml"), "--out", str(artifact), "--quiet"])
+    (artifact / "pr.json").write_text(json.dumps({"number": PR, "head_sha": head, "base_sha": action.base}))
+    _answer(action.ws, {})  # the trusted checkout's own files are the default branch's
+    action.capsys.readouterr()
+    judged.gemini.use_gemini_api(monkeypatch)  # the trusted job's judge ...
+    judged.gemini.responder = _refusing(prompt_blocked("PROHIBITED_CONTENT"))  # ... refuses the fork's answers
+    code = action("workflow_run", _fork_run(head), sha=action.base, artifact_dir="evalgate-artifact")
+    assert set(_statuses(action.ws).values()) == {"NOT_EVALUATED"}, action.stdout
+    assert code == 1 and [s["state"] for s in fake.statuses[head]] == ["failure"], action.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from evalgate.gate import breakage, changed as changed_cases, crash, drop, level, partial
+from evalgate.gate import breakage, changed as changed_cases, crash, drop, level, partial, refused as refusals
 from evalgate.gate import confirm as confirmation
 from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
@@ -47,6 +47,7 @@ class Draft:
     notes: list[str]  # warnings that do not decide the verdict
     crashes: list[Crash]  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
     changed_broken: list[CaseKey] = field(default_factory=list)  # changed cases the baseline passed that fail now (evalgate.gate.changed)
+    refused: list[refusals.Refused] = field(default_factory=list)  # criteria the baseline evaluated, not evaluated now (evalgate.gate.refused)
 
 
 KIND_ORDER = {"broken_stable": 0, "regressed": 1, "fixed": 2, "score_drop": 3, "score_rise": 4}
@@ -193,10 +194,12 @@ def draft_suite(
     changes = []
     crashes: list[Crash] = []
     changed_broken: list[CaseKey] = []
+    refused: list[refusals.Refused] = []
     if not absolute:
         shared = sorted(set(cur_specs) & set(base_specs))
         if policy.mode != "absolute":
             crashes = crash.measure(paired, base_cases, cur_cases, shared, policy, ledger)
+            refused = refusals.measure(paired, base_cases, cur_cases, shared)
         for k in paired:
             change = case_change(k, base_cases[k], cur_cases[k], shared)
             if change is not None:
@@ -227,6 +230,7 @@ def draft_suite(
         notes=notes,
         crashes=crashes,
         changed_broken=changed_broken,
+        refused=refused,
     )
 
 
@@ -257,6 +261,13 @@ def case_changes(d: Draft, ledger: Optional[Ledger]) -> list[CaseChange]:
                 key=c.key, kind="regressed", criteria={n: (base_cases[c.key].criteria[n].score, None) for n in c.criteria}
             )
             changes.append(change)
+    for r in d.refused:  # not evaluated now, its judge up: regressed, as the verdict counts it
+        if r.service is None:
+            change = by_key.get(r.key)
+            if change is None:
+                change = by_key[r.key] = CaseChange(key=r.key, kind="regressed", criteria={})
+                changes.append(change)
+            change.criteria.setdefault(r.criterion, (base_cases[r.key].criteria[r.criterion].score, None))
     if ledger:
         for change in changes:
             if change.kind == "regressed":

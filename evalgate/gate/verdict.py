@@ -17,7 +17,9 @@ Verdicts
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
       A case the baseline passed whose agent failed in the run and in every confirmation
       run FAILs the suite whatever that policy (evalgate.gate.crash); one nothing re-ran is a
-      warning among the reasons.
+      warning among the reasons. So does a criterion the baseline evaluated that is not
+      evaluated now while its judge or service was up (a refused prompt: evalgate.gate.refused);
+      one whose service was down is a warning naming the service.
       With `gate.efficiency`, a suite FAILs when a gated efficiency value (tokens, calls,
       seconds per turn) rose significantly beyond its tolerance (evalgate.gate.efficiency;
       ungated ones and absolute mode: reported only).
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from evalgate.gate import breakage, changed, crash, drop, efficiency, partial, side_by_side
+from evalgate.gate import breakage, changed, crash, drop, efficiency, partial, refused, side_by_side
 from evalgate.gate.absolute import absolute_verdict, below, failing, not_evaluated_reasons
 from evalgate.gate.draft import Draft
 from evalgate.gate.efficiency import CostComparison
@@ -79,8 +81,13 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
     edited = changed.decide(draft.changed_broken)
     if edited:
         fail.append(edited)
+    refusal, down_notes = refused.decide(draft.refused)
+    if refusal:
+        fail.append(refusal)
     fails_ne, unheard = not_evaluated_reasons(suite)
-    ne_reasons = crash_notes + unheard  # said first: cases the baseline passed that the agent failed on
+    # Cases the baseline passed that the agent failed on are said first; criteria whose service
+    # was down after the policy's own reason, which they explain.
+    ne_reasons = crash_notes + unheard + down_notes
     if fails_ne:
         fail += ne_reasons
     if fail:
