@@ -1043,6 +1043,7 @@ def activity_shard(ctx: Context, loaded) -> Outcome:
     from evalgate.gate import compare
 
     s = ctx.settings
+    _base_scoring(ctx, loaded)
     run, _plans = score(ctx, loaded)
     note = _(
         "Shard {shard}: {cases} scored into `{out}`. Upload that folder (actions/upload-artifact); "
@@ -1052,6 +1053,25 @@ def activity_shard(ctx: Context, loaded) -> Outcome:
         out=_shown(s, s.out),
     )
     return Outcome(compare(None, run, _gate(s, loaded)), run, notes=[note], leg=True)
+
+
+def _base_scoring(ctx: Context, loaded) -> None:
+    """A leg of a pull request's (or merge group's) sharded run scores under its base's
+    `gate:`, `judge:` and `vertex:` sections, as the merge job compares under them: a pull
+    request must not starve the legs' judge (a deadline of a microsecond) to leave its cases
+    unheard. The suites' criteria stay the legs' own (docs/gate.md)."""
+    from evalgate.gate.base_policy import with_base_policy
+
+    s = ctx.settings
+    if s.event_name in PR_EVENTS:
+        base_sha = _pr_from_event(s)[2]
+    elif s.event_name == "merge_group":
+        base_sha = _merge_group_from_event(s)[1]
+    else:
+        return
+    base = _base_config(ctx, loaded, base_sha)
+    if base is not None:
+        loaded.config = with_base_policy(loaded.config, base)
 
 
 ACTIVITIES = {

@@ -129,6 +129,25 @@ def test_a_pull_request_cannot_starve_its_own_judge(judged, judge):
     assert f"+  {key}: 1.0e-06" in comment["body"]  # the pull request's side of the change
 
 
+def test_the_legs_of_a_sharded_pull_request_run_take_the_judge_section_from_the_base(judged):
+    """A matrix of `shard` legs scores the cases, and the merge job compares them. Before: the
+    legs ran the pull request's own judge, and its microsecond deadline left every judged case
+    NOT_EVALUATED. Now a leg of a pull request's run takes `judge:` (and `vertex:`, `gate:`)
+    from the base, as the merge job does."""
+    from test_entrypoint import _legs
+
+    action, fake = judged, judged.fake
+    config = action.ws / "evalgate.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "judge: {deadline_s: 0.000001}\n", encoding="utf-8")
+    _answer(action.ws, dict.fromkeys(EXPECTED, WRONG))
+    head = fake.add_commit([action.base], "starve the legs' judge")
+    event = _pull_request(head, action.base)
+    _legs(action, "pull_request", event, head, 2)
+    code = action("pull_request", event, sha=head, mode="merge", shards="legs")
+    assert set(_statuses(action.ws).values()) == {"FAILED"}, action.stdout
+    assert code == 1 and [s["state"] for s in fake.statuses[head]] == ["failure"]
+
+
 @pytest.mark.skipif(__import__("shutil").which("git") is None, reason="needs the git program")
 def test_evalgate_gate_takes_the_judge_section_from_the_base_too(cli, fake_gemini, monkeypatch, tmp_path):  # noqa: F811
     """`evalgate gate` on a developer's machine: the same attack, the same answer."""
