@@ -499,3 +499,38 @@ def test_a_forks_answers_the_judge_refuses_fail_in_the_publish_job(judged, monke
     code = action("workflow_run", _fork_run(head), sha=action.base, artifact_dir="evalgate-artifact")
     assert set(_statuses(action.ws).values()) == {"NOT_EVALUATED"}, action.stdout
     assert code == 1 and [s["state"] for s in fake.statuses[head]] == ["failure"], action.stdout
+
+
+def test_a_pull_request_cannot_point_vertex_ai_elsewhere(fake_github, monkeypatch, tmp_path, capsys):  # noqa: F811
+    """`vertex: {endpoint: ...}` in the pull request's config: before, its Vertex AI metrics went
+    to that endpoint (here one that does not answer: every case NOT_EVALUATED; an endpoint of
+    its own would answer what it likes). Now the base's endpoint scores them."""
+    pytest.importorskip("google.cloud.aiplatform_v1beta1")
+    from fake_vertex import FakeVertex, result
+    from test_inputs import make_project
+    from test_vertex_run import _config
+
+    vertex = FakeVertex().start()
+    try:
+        clear_judge_env(monkeypatch, tmp_path)
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(vertex.write_adc(tmp_path / "adc.json")))
+        vertex.access_token = None
+        vertex.responder = lambda body: result(1.0, "safe") if "safety" in json.dumps(body) else result(0.75, "good")
+        ws = make_project(tmp_path / "ws", config=_config(vertex.url))
+        action = Action(fake_github, ws, tmp_path, capsys)
+        base = fake_github.add_commit([], "main", files={"evalgate.yaml": (ws / "evalgate.yaml").read_bytes()})
+        fake_github.refs["refs/heads/main"] = base
+        assert action("push", _push(base), sha=base) == 0, action.stdout
+        vertex.requests.clear()
+        __import__("shutil").rmtree(ws / ".evalgate" / "cache")  # nothing answered from the cache
+        (ws / "evalgate.yaml").write_text(_config("http://127.0.0.1:9"), encoding="utf-8")
+        head = fake_github.add_commit([base], "Vertex AI elsewhere")
+        action("pull_request", _pull_request(head, base), sha=head, judge_concurrency="2")
+        results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+        statuses = {n: c["status"] for case in results["suites"][0]["cases"] for n, c in case["criteria"].items() if ":" in n or "safety" in n}
+        assert set(statuses.values()) == {"PASSED"}, action.stdout
+        assert vertex.requests  # the base's endpoint answered
+        [comment] = fake_github.issue_comments(PR)
+        assert "+  endpoint: http://127.0.0.1:9" in comment["body"]
+    finally:
+        vertex.stop()
