@@ -534,3 +534,22 @@ def test_a_pull_request_cannot_point_vertex_ai_elsewhere(fake_github, monkeypatc
         assert "+  endpoint: http://127.0.0.1:9" in comment["body"]
     finally:
         vertex.stop()
+
+
+def test_an_edited_case_whose_answer_the_judge_refuses_still_counts(judged):
+    """Holes 3 and 5 together: the pull request edits every case (their expected answers, which
+    the criterion reads: they are changed cases) and answers wrongly in a way the judge
+    refuses. A criterion the baseline evaluated that is not evaluated now counts against the
+    pull request on a changed case too."""
+    action, fake = judged, judged.fake
+    judged.gemini.responder = _refusing(prompt_blocked("PROHIBITED_CONTENT"))
+    path = action.ws / "evals" / "geo.evalset.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for case in data["eval_cases"]:
+        case["conversation"][0]["final_response"]["parts"][0]["text"] += "."
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    _answer(action.ws, dict.fromkeys(EXPECTED, WRONG))
+    head = fake.add_commit([action.base], "edit the cases, answers the judge refuses")
+    code = action("pull_request", _pull_request(head, action.base), sha=head)
+    assert set(_statuses(action.ws).values()) == {"NOT_EVALUATED"}, action.stdout
+    assert code == 1 and [s["state"] for s in fake.statuses[head]] == ["failure"], action.stdout

@@ -195,16 +195,19 @@ def draft_suite(
     crashes: list[Crash] = []
     changed_broken: list[CaseKey] = []
     refused: list[refusals.Refused] = []
+    shared = sorted(set(cur_specs) & set(base_specs))
+    if baseline is not None and policy.mode != "absolute":
+        # Changed cases too, and when every case changed (nothing paired, judged on absolute
+        # thresholds): editing a case does not take what it does out of the gate.
+        changed_broken = changed_cases.measure(changed, base_cases, cur_cases)
+        refused = refusals.measure(paired + changed, base_cases, cur_cases, shared)
     if not absolute:
-        shared = sorted(set(cur_specs) & set(base_specs))
         if policy.mode != "absolute":
-            crashes = crash.measure(paired, base_cases, cur_cases, shared, policy, ledger)
-            refused = refusals.measure(paired, base_cases, cur_cases, shared)
+            crashes = crash.measure(paired + changed, base_cases, cur_cases, shared, policy, ledger)
         for k in paired:
             change = case_change(k, base_cases[k], cur_cases[k], shared)
             if change is not None:
                 changes.append(change)
-        changed_broken = changed_cases.measure(changed, base_cases, cur_cases) if policy.mode != "absolute" else []
         not_compared = sorted(k for k in added + changed if cur_cases[k].status is Status.FAILED and k not in changed_broken)
         if not_compared:
             notes.append(

@@ -140,6 +140,11 @@ def suite_verdict(
     efficiency tests and `gate.removed_cases` folded in."""
     absolute = mode == "absolute" or d.absolute
     verdict, reasons = _absolute_suite(d, has_baseline) if absolute else regression_verdict(d, policy)
+    if absolute and verdict is not Verdict.ERROR:  # every case changed: what they did still counts
+        for text in (changed.decide(d.changed_broken), refused.decide(d.refused)[0]):
+            if text:
+                verdict = Verdict.FAIL
+                reasons.insert(0, text)
     if pw is not None:
         if absolute:
             side_by_side.decide(pw, policy)  # for information, as the statistics
