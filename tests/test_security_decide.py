@@ -553,3 +553,27 @@ def test_an_edited_case_whose_answer_the_judge_refuses_still_counts(judged):
     code = action("pull_request", _pull_request(head, action.base), sha=head)
     assert set(_statuses(action.ws).values()) == {"NOT_EVALUATED"}, action.stdout
     assert code == 1 and [s["state"] for s in fake.statuses[head]] == ["failure"], action.stdout
+
+
+def test_a_judge_reply_it_could_not_read_once_is_a_fluke_the_re_run_clears(judged):
+    """A criterion the baseline evaluated that is not evaluated now is a confirmation suspect: an
+    unchanged pull request whose judge once gave a reply that could not be read (no verdict
+    in it) re-draws that case's samples, passes, and is not held against it."""
+    action, fake = judged, judged.fake
+    glitches = []
+
+    def once_unreadable(body):
+        if "capital-fr" not in glitches and "France" in prompt_text(body):
+            glitches.append("capital-fr")
+            return "I would rather not say."  # a reply with no verdict: the sample fails
+        return _judge(body)
+
+    judged.gemini.responder = once_unreadable
+    __import__("shutil").rmtree(action.ws / ".evalgate" / "cache")  # asked afresh, as a new commit's answers are
+    head = fake.add_commit([action.base], "unchanged")
+    code = action("pull_request", _pull_request(head, action.base), sha=head)
+    assert glitches == ["capital-fr"]
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    [fr] = [c for c in results["suites"][0]["cases"] if c["eval_id"] == "capital-fr"]
+    assert fr["criteria"][CRIT]["status"] == "NOT_EVALUATED" and [r["criteria"][CRIT]["status"] for r in fr["reruns"]] == ["PASSED", "PASSED"]
+    assert code == 0 and [s["state"] for s in fake.statuses[head]] == ["success"], action.stdout

@@ -10,7 +10,7 @@ from evalgate.gate import breakage, changed as changed_cases, crash, drop, level
 from evalgate.gate import confirm as confirmation
 from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
-from evalgate.gate.model import CaseChange, CaseKey, Crash, CriterionComparison, GatePolicy, Verdict
+from evalgate.gate.model import CaseChange, CaseKey, Crash, CriterionComparison, GatePolicy, Refused, Verdict
 from evalgate.gate.stats import EPSILON, ROUND
 from evalgate.gate.values import (
     case_value,
@@ -47,7 +47,7 @@ class Draft:
     notes: list[str]  # warnings that do not decide the verdict
     crashes: list[Crash]  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
     changed_broken: list[CaseKey] = field(default_factory=list)  # changed cases the baseline passed that fail now (evalgate.gate.changed)
-    refused: list[refusals.Refused] = field(default_factory=list)  # criteria the baseline evaluated, not evaluated now (evalgate.gate.refused)
+    refused: list[Refused] = field(default_factory=list)  # criteria the baseline evaluated, not evaluated now (evalgate.gate.refused)
 
 
 KIND_ORDER = {"broken_stable": 0, "regressed": 1, "fixed": 2, "score_drop": 3, "score_rise": 4}
@@ -194,7 +194,7 @@ def draft_suite(
     changes = []
     crashes: list[Crash] = []
     changed_broken: list[CaseKey] = []
-    refused: list[refusals.Refused] = []
+    refused: list[Refused] = []
     shared = sorted(set(cur_specs) & set(base_specs))
     if baseline is not None and policy.mode != "absolute":
         # Changed cases too, and when every case changed (nothing paired, judged on absolute

@@ -8,37 +8,29 @@ so, or by a fork that writes its own outputs) would turn its regressions into
 NOT_EVALUATED. Hence: on a case both runs share (same data, evalgate.gate.values.same_data)
 whose agent ran (a failed run is the crash test's, evalgate.gate.crash), a criterion the
 baseline evaluated (PASSED or FAILED) that is NOT_EVALUATED now counts against the pull
-request, as a failure does, and FAILs the suite, named with the first reason.
+request, as a failure does, and FAILs the suite, named with the first reason. Such a case is
+a confirmation suspect (evalgate.gate.confirm), as a crashed one is: a re-run that passes
+the criterion shows the first was a fluke of the judge (a reply it could not read), not
+counted.
 
 Unless the service was down: the judge or Vertex AI could not be reached, timed out, was
 overloaded, ran out of the run's deadline, or had no or refused credentials (the engine
 records it as the criterion's `unavailable`, from the runtime's classification of each
 failed request, evalgate.judge.retry.Outcome.down). That is not the pull request's doing;
 such criteria stay under the `not_evaluated` policy, and a warning says which service was
-down. A re-run (gate.confirm) that passed the criterion makes it flaky, not counted.
+down.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
-from evalgate.gate.model import CaseKey
+from evalgate.gate.model import CaseKey, Refused
 from evalgate.gate.words import case_names
 from evalgate.i18n import _, n_
 from evalgate.results import CaseResult, Status
 
 MAX_ERROR = 160  # characters of the criterion's error shown in a reason
-
-
-@dataclass
-class Refused:
-    """A criterion of a shared case the baseline evaluated and this run did not."""
-
-    key: CaseKey
-    criterion: str
-    error: str  # why it was not evaluated now (the criterion's error)
-    service: Optional[str] = None  # "judge" or "vertex" when that service was down: not counted
 
 
 def measure(keys: list[CaseKey], base_cases: dict[CaseKey, CaseResult], cur_cases: dict[CaseKey, CaseResult], shared: list[str]) -> list[Refused]:
