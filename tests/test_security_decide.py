@@ -1,10 +1,13 @@
 """Issue 34: what decides a verdict comes from the base, cases pair by what their criteria
 score, and the publish job is bound to its run, tried the way an attacker would.
 
-Each test here failed on the code before issue 34 (the attack's outcome on main is in its
-docstring): a pull request that slows its own judge to nothing, a fork whose answers the
-judge refuses, a case "changed" by an empty field, a fork's record with no conversation,
-and a fork's pr.json naming another pull request.
+Each attack here succeeded on the code before issue 34 (its outcome then is in the test's
+docstring): a pull request that starves its own judge (or points Vertex AI elsewhere), a
+pull request or fork whose answers the judge refuses, a case "changed" by an empty field or
+edited out of the gate, a fork's record with no conversation, and a fork's pr.json naming
+another pull request. The others hold what the fixes must not break: a judge that is down
+is not held against a pull request, and a judge's one unreadable reply is cleared by the
+confirmation re-run.
 """
 
 from __future__ import annotations
