@@ -289,16 +289,15 @@ class Timing:
         return {"seconds": round(self.seconds, 3), "criteria": {k: round(v, 3) for k, v in sorted(self.criteria.items())}}
 
 
-def scored_digest(case: CaseInput) -> str | None:
-    """sha256 of the parts of the case's expected data that its criteria read, and of what its
-    agent's run reads: the gate pairs a case with its baseline by it. None without part digests."""
+def part_digests(case: CaseInput) -> dict[str, str] | None:
+    """The digests of the parts of the case's data its criteria read, and of what its agent's
+    run reads (`run`): the gate pairs a case with its baseline by those the criteria both runs
+    share read (evalgate.gate.values.same_data). None without part digests."""
     if not case.parts:
         return None
-    from evalgate.results import digest
-
     reads = set().union(*(crit.reads for crit in case.criteria.values())) if case.criteria else {"*"}
-    names = ["run", "*"] if "*" in reads else ["run", *sorted(reads)]
-    return digest({name: case.parts.get(name) for name in names})
+    names = {"run", "*"} if "*" in reads else {"run", *reads}
+    return {name: case.parts[name] for name in sorted(names) if name in case.parts}
 
 
 def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
@@ -321,7 +320,7 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
         expected_digest=case.expected_digest,
-        scored_digest=scored_digest(case),
+        parts=part_digests(case),
         status=case_status(results),
         criteria=results,
         invocations=_summaries(case),
@@ -354,7 +353,8 @@ def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
         for name, crit in case.criteria.items():
             if name not in specs:  # the first case's; built once, not once a case
                 specs[name] = CriterionSpec(
-                    threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options(), sampling=crit.sampling()
+                    threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options(), sampling=crit.sampling(),
+                    reads=sorted(crit.reads),
                 )
     return dict(sorted(specs.items()))
 

@@ -139,10 +139,13 @@ class CaseResult(_Model):
     eval_set_id: str
     eval_id: str
     expected_digest: str = Field(description="sha256 of the case's expected data; a changed case has a new digest.")
-    scored_digest: Optional[str] = Field(
+    parts: Optional[dict[str, str]] = Field(
         default=None,
-        description="sha256 of the parts of the case's expected data its criteria read (and its agent's run reads): "
-        "the gate pairs the case with its baseline by it, so a field no criterion reads does not unpair it.",
+        exclude_if=lambda v: v is None,
+        description="sha256 of each part of the case's data its suite's criteria read (`run`: what the agent's run reads; "
+        "`tool_uses`, `final_response`, `intermediate`, `rubrics`; `*`: all of it but the final session state): the gate "
+        "pairs the case with its baseline by the parts the criteria both runs share read, so a field no criterion reads "
+        "does not unpair it.",
     )
     status: Status
     criteria: dict[str, CriterionResult]
@@ -196,6 +199,11 @@ class CriterionSpec(_Model):
         description="Judge criteria: requests, cache_hits, retries, failures and tokens spent on this suite.",
     )
     options: dict[str, Any] = Field(default_factory=dict)
+    reads: Optional[list[str]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="The parts of a case's expected data the criterion reads (see CaseResult.parts); [\"*\"]: all of it.",
+    )
     sampling: Optional[Literal["early_stop"]] = Field(
         None,
         description="Judge criteria decided by a majority vote: \"early_stop\" when samples stopped once the "

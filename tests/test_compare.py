@@ -414,18 +414,29 @@ def test_pairing_changed_added_removed():
 
 
 def test_cases_pair_by_what_their_criteria_read():
-    """The scored digest (the parts of the expected data the criteria read) pairs a case whose
-    whole data changed elsewhere; a run without it (an older baseline) pairs by the whole."""
-    def with_scored(results: RunResults, scored: dict) -> RunResults:
+    """A case pairs by the parts of its data that the criteria both runs share read (and what
+    its run reads): a change to a part no shared criterion reads does not unpair it; a run
+    that does not record them (an older baseline) pairs by the whole expected data."""
+    def with_parts(results: RunResults, parts: dict, reads: list[str] | None = ["tool_uses"]) -> RunResults:  # noqa: B006
         for case in results.suites[0].cases:
-            case.scored_digest = scored.get(case.eval_id)
+            case.parts = parts.get(case.eval_id)
+        for spec in results.suites[0].criteria.values():
+            spec.reads = reads
         return results
 
-    base = with_scored(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {"a": "x", "b": "y"})
-    cur = with_scored(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": "x", "b": "y"})
+    same, other = {"run": "r", "tool_uses": "t"}, {"run": "r", "tool_uses": "t", "final_response": "f2"}
+    base = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {"a": same, "b": {**same, "final_response": "f1"}})
+    cur = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": same, "b": other})
     s = compare(base, cur, POLICY).suites[0]
     assert s.changed == [] and s.criteria[0].n_pairs == 2 and [c.key for c in s.changes] == [K("b")]
-    older = with_scored(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {})
+    # The part the criterion reads changed: another case.
+    moved = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": same, "b": {"run": "r", "tool_uses": "t2"}})
+    assert compare(base, moved, POLICY).suites[0].changed == [K("b")]
+    # What the run reads changed: another case too.
+    asked = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": same, "b": {"run": "r2", "tool_uses": "t"}})
+    assert compare(base, asked, POLICY).suites[0].changed == [K("b")]
+    # A baseline that does not say what its criteria read pairs by the whole expected data.
+    older = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {}, reads=None)
     assert compare(older, cur, POLICY).suites[0].changed == [K("b")]
 
 

@@ -15,6 +15,7 @@ from evalgate.gate.stats import EPSILON, ROUND
 from evalgate.gate.values import (
     case_value,
     cases_by_key,
+    compared_parts,
     criteria_of,
     has_samples,
     is_continuous,
@@ -86,8 +87,9 @@ def draft_suite(
     base_cases = cases_by_key(baseline) if baseline is not None else {}
     added = sorted(k for k in cur_cases if k not in base_cases)
     removed = sorted(k for k in base_cases if k not in cur_cases)
-    changed = sorted(k for k in cur_cases if k in base_cases and not same_data(base_cases[k], cur_cases[k]))
-    paired = sorted(k for k in cur_cases if k in base_cases and same_data(base_cases[k], cur_cases[k]))
+    parts = compared_parts(baseline, current) if baseline is not None else None
+    changed = sorted(k for k in cur_cases if k in base_cases and not same_data(base_cases[k], cur_cases[k], parts))
+    paired = sorted(k for k in cur_cases if k in base_cases and same_data(base_cases[k], cur_cases[k], parts))
     cur_specs = criteria_of(current)
     base_specs = criteria_of(baseline) if baseline is not None else {}
     notes: list[str] = []

@@ -338,7 +338,7 @@ PARTS = ("run", "final_response", "tool_uses", "intermediate", "rubrics", "*")
 
 def part_digests(case: EvalCase) -> dict[str, str]:
     """sha256 of each of the case's PARTS, `_VOLATILE` keys left out: the gate pairs a case
-    with its baseline by the parts its criteria read (evalgate.engine.scored_digest), so a
+    with its baseline by the parts its criteria read (evalgate.gate.values.same_data), so a
     field no criterion reads (an empty `final_session_state`, say) does not unpair it."""
     from evalgate.results import digest
 
