@@ -214,16 +214,16 @@ def _base_config(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
         return None
     text = git_show(repo, base.commit, rel)
     if text is None and not _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo):
-        base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate section was used", commit=base.commit[:12]))
+        base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate, judge and vertex sections were used", commit=base.commit[:12]))
         return None
     if text is None:
-        base.notes.append(_("git has no {file} at the base commit {commit}: the working tree's gate section was used", file=rel, commit=base.commit[:12]))
+        base.notes.append(_("git has no {file} at the base commit {commit}: the working tree's gate, judge and vertex sections were used", file=rel, commit=base.commit[:12]))
         return None
     try:
         return config_of_text(text, loaded.path.name)
     except InputError as e:
         # The problem itself is an input error: English, as every error is.
-        base.notes.append(_("the base commit's {file} is not valid ({problem}): the working tree's gate section was used", file=rel, problem=e.problems[0].what))
+        base.notes.append(_("the base commit's {file} is not valid ({problem}): the working tree's gate, judge and vertex sections were used", file=rel, problem=e.problems[0].what))
         return None
 
 
