@@ -347,6 +347,7 @@ def _write_outputs(run, plans, out: Path, gate) -> None:
 
     try:
         infer.write_inference(plans, out / "inference.jsonl")
+        infer.write_traces(plans, out / "traces")
         results.write(run, out / "results.json")
         (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
         write_adk_results(run, plans, out / "adk")
