@@ -409,7 +409,7 @@ def load_config(path: Path) -> LoadedConfig:
                     shown,
                     loaded.where("suites", i),
                     "the suite names no actual outputs and no agent to run",
-                    "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.",
+                    "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history, an inference JSONL file or agents-cli traces.",
                 )
         custom = suite.custom_metrics or {}
         if custom and not isinstance(suite.criteria, dict):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from evalgate.agents_cli.cases import EVAL_SET_FIELD, AcliDataset, case_dump, case_id, parse_dataset, trace_case, trace_invocations
-from evalgate.errors import InputError, Problem, ProblemCollector
+from evalgate.errors import ProblemCollector
 
 SUITE_FIELD = "evalgate_suite"
 RUN_FIELD = "evalgate_run"
@@ -194,14 +194,3 @@ def settle(records: list[Any], sets_by_case: dict[str, list[str]]) -> list[Any]:
             key = (r.eval_set_id, r.eval_id, r.suite)
             newest[key] = max(newest.get(key, (float("-inf"), "")), (r.timestamp or 0.0, r.shown))
     return [r for r in records if r.trace is None or newest[(r.eval_set_id, r.eval_id, r.suite)] == (r.timestamp or 0.0, r.shown)]
-
-
-def is_traces_file(path: Path) -> bool:
-    """Does this file hold an agents-cli dataset or traces (by content, not by name)?"""
-    from evalgate.agents_cli.dataset import is_dataset_file
-
-    return is_dataset_file(path)
-
-
-def no_trace_problem(shown: str) -> InputError:
-    return InputError(Problem(shown, None, "not agents-cli traces", "Point 'actual' at traces_<time>.json files that agents-cli eval generate (or evalgate) wrote, or at a folder of them."))

@@ -1,0 +1,402 @@
+"""agents-cli datasets as eval sets, the agent run on them as `agents-cli eval generate` runs it,
+and traces as recorded outputs (read and written).
+
+google-agents-cli 1.11.0 is the peer: what we send equals its `split_case_history`; the
+traces evalgate writes are graded by the real `agents-cli eval grade`; traces the real
+`agents-cli eval generate` wrote against a real `adk api_server` read back as the invocations
+our own run of that agent gives, and our traces equal its traces where both record the same.
+The agent is tests/agents/weather_agent (real Python tools) on the fake Gemini; the model's
+requests show what history it saw.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent_project import AGENT_DIR, EVALSET, agent_model_server
+from fake_gemini import system_text
+
+# The server fixtures: a real `adk api_server` serving the weather agent on the fake Gemini.
+from test_runner_api_server import APP, adk_server, agents_dir, comparable, model, model_env  # noqa: F401
+
+from evalgate.config import load_config
+from evalgate.plan import build_plans
+
+USER = "user"
+
+
+def content(text: str, role: str = USER) -> dict[str, Any]:
+    return {"role": role, "parts": [{"text": text}]}
+
+
+PROMPT_KO = {
+    "eval_case_id": "seoul_ko",
+    "prompt": content("서울 날씨 어때요?"),
+    "reference": {"response": content("The weather in 서울: 맑음, 18도.", "model")},
+    "team_note": {"owner": "날씨팀"},
+}
+# N+1, camelCase as the SDK also writes it: the earlier turn is the session's history; the
+# state delta on the first user event sets the agent's units (its instruction reads {units?}).
+FOLLOW_UP_JA = {
+    "evalCaseId": "tokyo_ja",
+    "agentData": {
+        "turns": [
+            {
+                "turnIndex": 0,
+                "turnId": "t0",
+                "events": [
+                    {"author": "user", "content": content("こんにちは、東京に住んでいます"), "stateDelta": {"units": "metric"}},
+                    {"author": "model", "content": content("よろしくお願いします!", "model")},
+                ],
+            },
+            {"turnIndex": 1, "turnId": "t1", "events": [{"author": "user", "content": content("東京の天気は?")}]},
+        ]
+    },
+}
+# The same without a state delta: what ADK 2.13's api_server lets agents-cli seed.
+FOLLOW_UP_PLAIN = {
+    "eval_case_id": "london_follow_up",
+    "agent_data": {
+        "turns": [
+            {
+                "turn_index": 0,
+                "turn_id": "t0",
+                "events": [
+                    {"author": "user", "content": content("I am planning a trip.")},
+                    {"author": "model", "content": content("Where to?", "model")},
+                ],
+            },
+            {"turn_index": 1, "turn_id": "t1", "events": [{"author": "user", "content": content("London, what's the weather?")}]},
+        ]
+    },
+}
+NO_ID = {"prompt": content("Paris?")}  # its id is its index
+FAILS = {"eval_case_id": "atlantis", "prompt": content("Weather in Atlantis?")}  # the tool raises
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    return path
+
+
+def write_project(root: Path, cases: list[dict], suite: dict | None = None, agent: dict | None = {"adk": "weather_agent"}, name: str = "basic-dataset") -> Path:
+    """A project: the weather agent, tests/eval/datasets/<name>.json with a README beside it,
+    and evalgate.yaml with one suite over the datasets folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / "weather_agent").exists():
+        shutil.copytree(AGENT_DIR, root / "weather_agent", ignore=shutil.ignore_patterns("__pycache__", ".adk"))
+    datasets = root / "tests" / "eval" / "datasets"
+    write_json(datasets / f"{name}.json", {"eval_cases": cases})
+    (datasets / "README.md").write_text("# Datasets\n", encoding="utf-8")
+    body = {"name": "app", "evalsets": "tests/eval/datasets", "criteria": {"response_match_score": 0.5}, **(suite or {})}
+    config = {"suites": [body]}
+    if agent is not None:
+        config["agent"] = agent
+    (root / "evalgate.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return root / "evalgate.yaml"
+
+
+def plans_of(config: Path):
+    return build_plans(load_config(config))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def traces_in(folder: Path) -> list[dict]:
+    files = sorted((folder / "traces").glob("traces_*.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text(encoding="utf-8"))["eval_cases"]
+
+
+def request_texts(fake) -> list[list[tuple[str, str]]]:
+    """Each model request's conversation as (role, text) pairs."""
+    return [[(c.get("role"), "".join(p.get("text", "") for p in c.get("parts", []))) for c in r.body.get("contents", [])] for r in fake.requests]
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def test_a_folder_yields_its_datasets_by_content_and_skips_the_rest(tmp_path):
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, NO_ID])
+    datasets = tmp_path / "tests" / "eval" / "datasets"
+    # Beside the datasets: an eval config as JSON, a results file, an ADK eval set (taken as ever).
+    write_json(datasets / "eval_config.json", {"metrics_to_run": ["FINAL_RESPONSE_QUALITY"]})
+    write_json(datasets / "results_20260101_000000.json", {"eval_case_results": [], "summary_metrics": []})
+    shutil.copy(EVALSET, datasets / "weather.evalset.json")
+    (plan,) = plans_of(config)
+    cases = {(c.eval_set_id, c.eval_id): c for c in plan.cases}
+    assert sorted(cases) == sorted(
+        [("basic-dataset", "seoul_ko"), ("basic-dataset", "tokyo_ja"), ("basic-dataset", "2"), ("weather", "paris"), ("weather", "seoul_ko"), ("weather", "two_turns")]
+    )
+    ko, ja, third = cases["basic-dataset", "seoul_ko"], cases["basic-dataset", "tokyo_ja"], cases["basic-dataset", "2"]
+    # The case as written (snake_case, extra fields kept) travels with it; ADK cases have none.
+    assert ko.acli == {**PROMPT_KO} and ko.history == []
+    assert ja.acli["agent_data"]["turns"][0]["events"][0]["state_delta"] == {"units": "metric"}
+    assert cases["weather", "paris"].acli is None and cases["weather", "paris"].history == []
+    # What is sent: the prompt, or the trailing user message after the history.
+    assert [inv.user_content.parts[0].text for inv in ko.expected] == ["서울 날씨 어때요?"]
+    assert ko.expected[0].final_response.parts[0].text == "The weather in 서울: 맑음, 18도."
+    assert [inv.user_content.parts[0].text for inv in ja.expected] == ["東京の天気は?"] and ja.expected[0].final_response is None
+    assert ja.history == [
+        {"author": "user", "content": content("こんにちは、東京に住んでいます"), "actions": {"state_delta": {"units": "metric"}}},
+        {"author": "model", "content": content("よろしくお願いします!", "model")},
+    ]
+    assert third.expected[0].user_content.parts[0].text == "Paris?"
+    assert ko.source == {"evalset": "tests/eval/datasets/basic-dataset.json"}
+
+
+def test_a_glob_and_a_case_selector_name_dataset_cases(tmp_path):
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, NO_ID], suite={"evalsets": ["tests/eval/datasets/*.json"]})
+    assert sorted(c.eval_id for c in plans_of(config)[0].cases) == ["2", "seoul_ko", "tokyo_ja"]
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, NO_ID], suite={"evalsets": ["tests/eval/datasets/basic-dataset.json:tokyo_ja,2"]})
+    assert sorted(c.eval_id for c in plans_of(config)[0].cases) == ["2", "tokyo_ja"]
+
+
+@pytest.mark.parametrize("raw", [PROMPT_KO, FOLLOW_UP_JA, FOLLOW_UP_PLAIN], ids=["prompt", "n+1 camelCase", "n+1"])
+def test_history_and_message_equal_agents_cli_split(tmp_path, raw):
+    generate = pytest.importorskip("google.agents.cli.eval.cmd_generate")
+    from google.agents.cli._agent_platform_types import types as sdk
+    from google.agents.cli.eval._events import to_adk_event_payload
+
+    (plan,) = plans_of(write_project(tmp_path, [raw]))
+    (case,) = plan.cases
+    prior, message = generate.split_case_history(sdk.EvalCase.model_validate(raw))
+    assert case.expected[0].user_content.model_dump(mode="json", exclude_none=True) == message.model_dump(mode="json", exclude_none=True)
+    theirs = [to_adk_event_payload(e) for e in prior]  # what agents-cli posts, camelCase
+
+    def key(event: dict) -> tuple:
+        actions = event.get("actions") or {}
+        return (event.get("author"), event.get("content"), actions.get("state_delta", actions.get("stateDelta")))
+
+    assert [key(e) for e in case.history] == [key(e) for e in theirs]
+    assert len(case.history) == {"seoul_ko": 0, "tokyo_ja": 2, "london_follow_up": 2}[case.eval_id]
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ({"eval_case_id": "nothing"}, "has no user message to send"),
+        ({"eval_case_id": "both", "prompt": content("hi"), "agent_data": FOLLOW_UP_PLAIN["agent_data"]}, "has both a top-level prompt and agent_data.turns"),
+        ({"eval_case_id": "ends_with_agent", "agent_data": {"turns": [{"events": [{"author": "user", "content": content("hi")}, {"author": "model", "content": content("yo", "model")}]}]}}, "has no user message to send"),
+        ({"eval_case_id": "scenario_and_prompt", "prompt": content("hi"), "user_scenario": {"starting_prompt": "hi", "conversation_plan": "ask"}}, "has a user_scenario and also a prompt"),
+    ],
+    ids=["neither", "both", "agent last", "scenario and prompt"],
+)
+def test_a_case_agents_cli_cannot_run_is_an_input_error_naming_file_place_and_fix(tmp_path, cli, bad, why):
+    config = write_project(tmp_path, [PROMPT_KO, bad])
+    code, out, err = cli("validate", "--config", str(config))
+    assert code == 2, out + err
+    assert "Traceback" not in err
+    assert f"basic-dataset.json: eval_cases[1]: the case {why}" in err
+    assert "a top-level prompt" in err and "user_scenario" in err  # the fix names the shapes there are
+
+
+def test_duplicate_case_ids_and_a_named_file_that_is_no_eval_data_are_input_errors(tmp_path, cli):
+    config = write_project(tmp_path, [PROMPT_KO, {**NO_ID, "eval_case_id": "seoul_ko"}])
+    code, _, err = cli("validate", "--config", str(config))
+    assert code == 2 and "basic-dataset.json: eval_cases[1].eval_case_id: duplicate eval_case_id 'seoul_ko' (first at eval_cases[0])" in err
+    # By index too: a case without an id is "1" when it is second.
+    config = write_project(tmp_path, [{**PROMPT_KO, "eval_case_id": "1"}, NO_ID])
+    code, _, err = cli("validate", "--config", str(config))
+    assert code == 2 and "duplicate eval_case_id '1'" in err
+    # An explicitly named JSON file that is neither: the clear error, not a silent skip.
+    config = write_project(tmp_path, [PROMPT_KO], suite={"evalsets": ["tests/eval/eval_config.json"]})
+    write_json(tmp_path / "tests" / "eval" / "eval_config.json", {"metrics_to_run": ["SAFETY"]})
+    code, _, err = cli("validate", "--config", str(config))
+    assert code == 2 and "eval_config.json: not an ADK eval set nor an agents-cli dataset" in err
+    # A folder with no dataset in it says so.
+    empty = tmp_path / "empty"
+    write_json(empty / "eval_config.json", {"metrics_to_run": ["SAFETY"]})
+    config = write_project(tmp_path, [PROMPT_KO], suite={"evalsets": ["empty"]})
+    code, _, err = cli("validate", "--config", str(config))
+    assert code == 2 and "'empty' holds no ADK eval set (*.evalset.json, *.test.json) nor agents-cli dataset" in err
+
+
+def test_user_scenario_cases_are_played_by_the_simulated_user(tmp_path):
+    scenario = {"eval_case_id": "refund", "user_scenario": {"starting_prompt": "払い戻しをお願いします", "conversation_plan": "Ask for a refund of order A-1, then thank the agent."}}
+    (plan,) = plans_of(write_project(tmp_path, [scenario], suite={"criteria": {"response_match_score": 0.5}}))
+    (case,) = plan.cases
+    assert case.expected is None and case.history == []
+    assert case.scenario == {"starting_prompt": "払い戻しをお願いします", "conversation_plan": "Ask for a refund of order A-1, then thank the agent."}
+    assert case.acli == scenario
+
+
+def test_the_expected_digest_covers_the_whole_case_as_written(tmp_path):
+    from evalgate.adk import EvalSet
+    from evalgate.loaders.evalsets import expected_digest
+
+    def digest_of(case: dict) -> str:
+        (plan,) = plans_of(write_project(tmp_path, [case]))
+        return plan.cases[0].expected_digest
+
+    base = digest_of(PROMPT_KO)
+    assert digest_of(copy.deepcopy(PROMPT_KO)) == base
+    # What only an agents-cli case has changes it too: an extra field, rubrics, the history.
+    assert digest_of({**PROMPT_KO, "team_note": {"owner": "다른 팀"}}) != base
+    assert digest_of({**PROMPT_KO, "rubric_groups": {"g": {"rubrics": [{"rubric_id": "r", "content": {"property": {"description": "polite"}}}]}}}) != base
+    follow = copy.deepcopy(FOLLOW_UP_JA)
+    follow["agentData"]["turns"][0]["events"][0]["stateDelta"] = {"units": "imperial"}
+    assert digest_of(follow) != digest_of(FOLLOW_UP_JA)
+    # ADK eval sets keep their digest.
+    config = write_project(tmp_path, [PROMPT_KO], suite={"evalsets": ["evals"]})
+    shutil.copytree(EVALSET.parent, tmp_path / "evals", dirs_exist_ok=True)
+    eval_set = EvalSet.model_validate_json(EVALSET.read_text(encoding="utf-8"))
+    ours = {c.eval_id: c.expected_digest for c in plans_of(config)[0].cases}
+    assert ours == {c.eval_id: expected_digest(c) for c in eval_set.eval_cases}
+
+
+# --- running the agent on dataset cases ------------------------------------------------------
+
+
+def run_in_process(config: Path):
+    """Plan and run the agent in this process (what `evalgate run` does before scoring)."""
+    from evalgate import infer
+
+    loaded = load_config(config)
+    plans = build_plans(loaded)
+    infer.run_agents(plans, loaded)
+    return plans
+
+
+def by_id(plans) -> dict[str, Any]:
+    return {c.eval_id: c for p in plans for c in p.cases}
+
+
+def test_in_process_the_model_sees_the_history_and_each_run_keeps_its_trace(tmp_path, monkeypatch):
+    from google.agents.cli._agent_platform_types import types as sdk
+
+    from evalgate import infer
+
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, FAILS])
+    with agent_model_server(monkeypatch) as fake:
+        plans = run_in_process(config)
+        requests = [(r.body, texts) for r, texts in zip(fake.requests, request_texts(fake))]
+    # The N+1 case: the model's first request holds the history, the agent's own earlier reply
+    # as its own ("model" was rewritten to the root agent, as agents-cli rewrites it), then the
+    # one message sent; the state delta reached the instruction through the session's state.
+    tokyo = [(body, texts) for body, texts in requests if texts and texts[-1][1] == "東京の天気は?"]
+    assert tokyo and tokyo[0][1] == [("user", "こんにちは、東京に住んでいます"), ("model", "よろしくお願いします!"), ("user", "東京の天気は?")]
+    assert "Units: metric." in system_text(tokyo[0][0])
+    seoul = [(body, texts) for body, texts in requests if texts and texts[0][1] == "서울 날씨 어때요?"]
+    assert seoul[0][1] == [("user", "서울 날씨 어때요?")] and "Units: ." in system_text(seoul[0][0])
+
+    cases = by_id(plans)
+    assert cases["atlantis"].runs[0].error and cases["atlantis"].runs[0].trace is None
+    trace = cases["tokyo_ja"].runs[0].trace
+    # The history stays (its "model" author rewritten), the run's events follow in the last turn.
+    events = [e for t in trace["agent_data"]["turns"] for e in t["events"]]
+    assert [e["author"] for e in events] == ["user", "weather", "user", "weather", "weather", "weather"]
+    assert [list(e["content"]["parts"][0]) for e in events[3:]] == [["function_call"], ["function_response"], ["text"]]
+    assert events[3]["content"]["parts"][0]["function_call"]["args"] == {"city": "東京"}
+    assert trace["responses"] == [{"response": {"role": "model", "parts": [{"text": "The weather in 東京: 晴れ、20度."}]}}]
+    assert (trace["evalgate_eval_set_id"], trace["evalgate_suite"], "evalgate_run" in trace) == ("basic-dataset", "app", False)
+    # agent_data.agents from the agent's tree, as ADK's /app-info gives it.
+    (agent,) = trace["agent_data"]["agents"].values()
+    assert (agent["agent_id"], agent["agent_type"], agent["sub_agents"]) == ("weather", "LlmAgent", [])
+    assert "Units: {units?}" in agent["instruction"]
+    assert [t["function_declarations"][0]["name"] for t in agent["tools"]] == ["get_weather", "get_stock_price"]
+    prompt = cases["seoul_ko"].runs[0].trace
+    assert [t["turn_id"] for t in prompt["agent_data"]["turns"]] == ["turn_0"] and prompt["team_note"] == {"owner": "날씨팀"}
+
+    # The file: the successful runs' traces, an EvaluationDataset agents-cli's SDK reads (it
+    # refuses unknown top-level keys).
+    path = infer.write_traces(plans, tmp_path / "out" / "traces")
+    assert path is not None and path.name.startswith("traces_") and path.parent.name == "traces"
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert written == {"eval_cases": [cases["seoul_ko"].runs[0].trace, trace]}
+    dataset = sdk.EvaluationDataset.model_validate_json(path.read_text(encoding="utf-8"))
+    assert [c.eval_case_id for c in dataset.eval_cases] == ["seoul_ko", "tokyo_ja"]
+    assert "東京" in path.read_text(encoding="utf-8")  # written as text, not \\u escapes
+
+
+def test_num_runs_traces_say_their_run(tmp_path, monkeypatch):
+    config = write_project(tmp_path, [PROMPT_KO], agent={"adk": "weather_agent", "num_runs": 2})
+    with agent_model_server(monkeypatch):
+        plans = run_in_process(config)
+    runs = by_id(plans)["seoul_ko"].runs
+    assert [r.trace["evalgate_run"] for r in runs] == [1, 2]
+
+
+def test_the_api_server_gets_the_history_as_session_events_and_state(cli, adk_server, model, model_env, tmp_path):
+    """A real `adk api_server`: the history as the session's events (state deltas, which
+    ADK 2.13 refuses on events, as its state), and the same invocations and traces as the
+    in-process runner."""
+    out = {}
+    for kind, agent in {"adk": {"adk": "weather_agent"}, "url": {"url": adk_server, "app": APP}}.items():
+        config = write_project(tmp_path / kind, [PROMPT_KO, FOLLOW_UP_JA], agent=agent)
+        model.reset()
+        code, stdout, err = cli("run", "--config", str(config), "--out", str(tmp_path / kind / "out"))
+        assert code in (0, 1) and "Traceback" not in err, stdout + err
+        out[kind] = (read_jsonl(tmp_path / kind / "out" / "inference.jsonl"), traces_in(tmp_path / kind / "out"), request_texts(model), list(model.requests))
+    (adk_lines, adk_traces, _, _), (url_lines, url_traces, url_texts, url_requests) = out["adk"], out["url"]
+    assert all("error" not in r for r in url_lines), url_lines
+    first = next(i for i, texts in enumerate(url_texts) if texts[-1][1] == "東京の天気は?")
+    assert url_texts[first] == [("user", "こんにちは、東京に住んでいます"), ("model", "よろしくお願いします!"), ("user", "東京の天気は?")]
+    assert "Units: metric." in system_text(url_requests[first].body)
+    assert [comparable(r) for r in url_lines] == [comparable(r) for r in adk_lines]
+    # The traces agree too (agents from /app-info as from the tree), but for call ids.
+    assert [scrub_ids(t) for t in url_traces] == [scrub_ids(t) for t in adk_traces]
+
+
+def scrub_ids(value: Any) -> Any:
+    """Function call ids (random per run) as their order of appearance."""
+    ids: dict[str, str] = {}
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if k in ("function_call", "function_response", "functionCall", "functionResponse") and isinstance(x, dict) and "id" in x:
+                    x = {**x, "id": ids.setdefault(x["id"], f"call-{len(ids)}")}
+                out[k] = walk(x)
+            return out
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+HISTORY_ECHO = r'''
+import json, sys
+sys.stdin.reconfigure(encoding="utf-8"); sys.stdout.reconfigure(encoding="utf-8")
+for n, line in enumerate(sys.stdin, start=1):
+    turn = json.loads(line)
+    said = {"line": n, "keys": sorted(turn), "history": turn.get("history")}
+    print(json.dumps({"final_response": {"role": "model", "parts": [{"text": json.dumps(said, ensure_ascii=False)}]}}, ensure_ascii=False), flush=True)
+'''
+
+
+def test_the_command_gets_the_history_on_its_first_line_only_when_there_is_one(cli, tmp_path):
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA], agent={"command": [sys.executable, "agent.py"]})
+    (tmp_path / "agent.py").write_text(HISTORY_ECHO, encoding="utf-8")
+    code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
+    assert code in (0, 1) and "Traceback" not in err, out + err
+    said = {r["eval_id"]: json.loads(r["invocations"][0]["final_response"]["parts"][0]["text"]) for r in read_jsonl(tmp_path / "out" / "inference.jsonl")}
+    # A case without history: the line as before (no new key).
+    assert said["seoul_ko"] == {"line": 1, "keys": ["eval_id", "eval_set_id", "run", "session_input", "user_content"], "history": None}
+    assert said["tokyo_ja"]["history"] == [
+        {"author": "user", "content": content("こんにちは、東京に住んでいます"), "actions": {"state_delta": {"units": "metric"}}},
+        {"author": "model", "content": content("よろしくお願いします!", "model")},
+    ]
+    # It validates against the published schema's AgentInput.
+    from evalgate.agents.agent_io import AgentInput
+
+    AgentInput.model_validate({"eval_set_id": "s", "eval_id": "c", "run": 1, "session_input": {}, "user_content": content("x"), "history": said["tokyo_ja"]["history"]})
+    # The traces of a command's runs are written too (the agent named as agents-cli falls back).
+    traces = traces_in(tmp_path / "out")
+    assert [t["eval_case_id"] for t in traces] == ["seoul_ko", "tokyo_ja"]
+    assert traces[0]["agent_data"]["turns"][0]["events"][0]["author"] == "root_agent"
