@@ -488,7 +488,7 @@ def case_trace(plan: SuitePlan, case: CaseInput, run: AgentRun, root: Optional[s
 
     assert case.acli is not None
     several = plan.agent is not None and plan.agent.num_runs > 1
-    return run_trace(case.acli, run.invocations or [], eval_set_id=case.eval_set_id, suite=plan.name, run=run.run if several else None, root=root, agents=agents)
+    return run_trace(case.acli, run.invocations or [], eval_set_id=case.eval_set_id, eval_id=case.eval_id, suite=plan.name, run=run.run if several else None, root=root, agents=agents)
 
 
 def write_traces(plans: list[SuitePlan], folder: Path) -> Optional[Path]:

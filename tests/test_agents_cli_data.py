@@ -323,11 +323,14 @@ def test_in_process_the_model_sees_the_history_and_each_run_keeps_its_trace(tmp_
 
 
 def test_num_runs_traces_say_their_run(tmp_path, monkeypatch):
-    config = write_project(tmp_path, [PROMPT_KO], agent={"adk": "weather_agent", "num_runs": 2})
+    config = write_project(tmp_path, [PROMPT_KO, NO_ID], agent={"adk": "weather_agent", "num_runs": 2})
     with agent_model_server(monkeypatch):
         plans = run_in_process(config)
     runs = by_id(plans)["seoul_ko"].runs
     assert [r.trace["evalgate_run"] for r in runs] == [1, 2]
+    assert "evalgate_eval_id" not in runs[0].trace
+    # A case without eval_case_id: its id (its index in the dataset) goes with its trace.
+    assert [r.trace["evalgate_eval_id"] for r in by_id(plans)["1"].runs] == ["1", "1"]
 
 
 def test_the_api_server_gets_the_history_as_session_events_and_state(cli, adk_server, model, model_env, tmp_path):
@@ -400,3 +403,136 @@ def test_the_command_gets_the_history_on_its_first_line_only_when_there_is_one(c
     traces = traces_in(tmp_path / "out")
     assert [t["eval_case_id"] for t in traces] == ["seoul_ko", "tokyo_ja"]
     assert traces[0]["agent_data"]["turns"][0]["events"][0]["author"] == "root_agent"
+
+
+# --- traces as recorded outputs --------------------------------------------------------------
+
+
+def hand_trace(case: dict, answer: str, city: str | None = None) -> dict:
+    """A dataset case as `eval generate` writes its trace: a call and its result when `city`,
+    then the answer, authored by the agent, appended to the last turn (a new turn_0 for a
+    prompt case), and `responses`."""
+    trace = copy.deepcopy(case)
+    events = []
+    if city:
+        events.append({"author": "weather", "content": {"role": "model", "parts": [{"function_call": {"id": "c1", "name": "get_weather", "args": {"city": city}}}]}, "event_time": "2026-01-01T00:00:00Z"})
+        events.append({"author": "weather", "content": {"role": "user", "parts": [{"function_response": {"id": "c1", "name": "get_weather", "response": {"city": city}}}]}})
+    events.append({"author": "weather", "content": content(answer, "model")})
+    events.append({"author": "weather", "state_delta": {"seen": True}})  # an actions-only event, as agents-cli keeps them
+    data = trace.get("agent_data") or trace.get("agentData")
+    if data is None:
+        trace["agent_data"] = {"turns": [{"turn_index": 0, "turn_id": "turn_0", "events": events}]}
+    else:
+        data["turns"][-1]["events"].extend(events)
+    trace["responses"] = [{"response": content(answer, "model")}]
+    return trace
+
+
+def recorded_project(tmp_path: Path, cases: list[dict], actual: Any = "artifacts/traces") -> Path:
+    return write_project(tmp_path, cases, agent=None, suite={"actual": actual})
+
+
+def run_recorded(cli, config: Path, out: Path) -> tuple[int, str, dict[str, dict], dict[str, dict]]:
+    code, stdout, err = cli("run", "--config", str(config), "--out", str(out))
+    if code == 2:
+        return code, err, {}, {}
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    cases = {c["eval_id"]: c for s in results["suites"] for c in s["cases"]}
+    lines = {r["eval_id"]: r for r in read_jsonl(out / "inference.jsonl")}
+    return code, stdout + err, cases, lines
+
+
+def test_the_newest_trace_of_each_case_wins_and_other_json_is_skipped(cli, tmp_path):
+    config = recorded_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA])
+    traces = tmp_path / "artifacts" / "traces"
+    write_json(traces / "traces_20260101_090000.json", {"eval_cases": [hand_trace(PROMPT_KO, "옛날 대답"), hand_trace(FOLLOW_UP_JA, "The weather in 東京: 晴れ、20度.", "東京")]})
+    write_json(traces / "traces_20260102_090000.json", {"eval_cases": [hand_trace(PROMPT_KO, "The weather in 서울: 맑음, 18도.", "서울")]})
+    write_json(traces / "eval_config.json", {"metrics_to_run": ["SAFETY"]})
+    (traces / "README.md").write_text("traces\n", encoding="utf-8")
+    code, text, cases, lines = run_recorded(cli, config, tmp_path / "out")
+    assert code in (0, 1) and "Traceback" not in text, text  # tokyo_ja has no reference: response_match_score fails it
+    assert cases["seoul_ko"]["criteria"]["response_match_score"]["score"] == 1.0  # the newer file's answer
+    assert "traces_20260102_090000.json eval_cases[0]" in cases["seoul_ko"]["source"]["actual"]
+    assert "traces_20260101_090000.json eval_cases[1]" in cases["tokyo_ja"]["source"]["actual"]
+    (inv,) = lines["tokyo_ja"]["invocations"]
+    # Only the run's turn is the agent's output; the history is not.
+    assert inv["user_content"] == content("東京の天気は?")
+    assert inv["final_response"]["parts"][0]["text"] == "The weather in 東京: 晴れ、20度."
+    parts = [e["content"]["parts"][0] for e in inv["intermediate_data"]["invocation_events"]]
+    assert [list(p) for p in parts] == [["function_call"], ["function_response"]]
+    assert "not scored" not in text  # the older seoul_ko trace is not an unmatched record
+
+
+def test_without_a_time_stamp_in_the_name_the_newer_file_wins(cli, tmp_path):
+    config = recorded_project(tmp_path, [PROMPT_KO])
+    traces = tmp_path / "artifacts" / "traces"
+    newer = write_json(traces / "a.json", {"eval_cases": [hand_trace(PROMPT_KO, "The weather in 서울: 맑음, 18도.")]})
+    older = write_json(traces / "b.json", {"eval_cases": [hand_trace(PROMPT_KO, "전혀 다른 대답")]})
+    os.utime(older, (1_700_000_000, 1_700_000_000))
+    os.utime(newer, (1_800_000_000, 1_800_000_000))
+    code, text, cases, _ = run_recorded(cli, config, tmp_path / "out")
+    assert code == 0, text
+    assert "a.json" in cases["seoul_ko"]["source"]["actual"]
+
+
+def test_a_trace_that_could_be_of_two_datasets_is_an_input_error_unless_it_names_its_set(cli, tmp_path):
+    config = recorded_project(tmp_path, [NO_ID])
+    write_json(tmp_path / "tests" / "eval" / "datasets" / "other.json", {"eval_cases": [{"prompt": content("London?")}]})
+    trace = hand_trace(NO_ID, "The weather in Paris: sunny, 21 C.")
+    write_json(tmp_path / "artifacts" / "traces" / "traces_20260101_000000.json", {"eval_cases": [trace]})
+    code, err, _, _ = run_recorded(cli, config, tmp_path / "out")
+    assert code == 2
+    assert "traces_20260101_000000.json: eval_cases[0]: the trace of case '0' could be of the case of that id in any of the eval sets 'basic-dataset', 'other'" in err
+    # evalgate's own traces name their eval set, and the id of a case without eval_case_id
+    # (its index in its dataset, not in the traces file): they match exactly.
+    london = hand_trace({"prompt": content("London?")}, "London is cloudy.")
+    write_json(
+        tmp_path / "artifacts" / "traces" / "traces_20260101_000000.json",
+        {"eval_cases": [{**trace, "evalgate_eval_set_id": "basic-dataset", "evalgate_eval_id": "0"}, {**london, "evalgate_eval_set_id": "other", "evalgate_eval_id": "0"}]},
+    )
+    code, text, _, _ = run_recorded(cli, config, tmp_path / "out")
+    assert code in (0, 1) and "Traceback" not in text, text
+    records = read_jsonl(tmp_path / "out" / "inference.jsonl")
+    assert sorted((r["eval_set_id"], r["invocations"][0]["final_response"]["parts"][0]["text"]) for r in records) == [
+        ("basic-dataset", "The weather in Paris: sunny, 21 C."),
+        ("other", "London is cloudy."),
+    ]
+
+
+def test_a_named_file_that_is_not_traces_and_a_folder_without_any_are_input_errors(cli, tmp_path):
+    config = recorded_project(tmp_path, [PROMPT_KO], actual="artifacts/notes.json")
+    write_json(tmp_path / "artifacts" / "notes.json", {"hello": "세계"})
+    code, err, _, _ = run_recorded(cli, config, tmp_path / "out")
+    assert code == 2 and "notes.json: not ADK eval history, evalgate inference JSONL nor agents-cli traces" in err
+    config = recorded_project(tmp_path, [PROMPT_KO], actual="artifacts")
+    code, err, _, _ = run_recorded(cli, config, tmp_path / "out")
+    assert code == 2 and "'artifacts' holds no ADK eval history (*.evalset_result.json), inference JSONL (*.jsonl) nor agents-cli traces" in err
+
+
+def test_evalgate_s_own_traces_read_back_as_its_run(cli, tmp_path, monkeypatch):
+    """Run the agent on a dataset, then score the traces it wrote as recorded outputs: the same
+    invocations (where a trace records them: no usage, no timings) and the same scores."""
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, FAILS])
+    with agent_model_server(monkeypatch):
+        code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "ran"))
+    assert code in (0, 1), out + err
+    shutil.copytree(tmp_path / "ran" / "traces", tmp_path / "artifacts" / "traces")
+    config = recorded_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA])
+    code, text, cases, lines = run_recorded(cli, config, tmp_path / "read")
+    assert code in (0, 1), text
+    ran = {r["eval_id"]: r for r in read_jsonl(tmp_path / "ran" / "inference.jsonl")}
+    for eval_id in ("seoul_ko", "tokyo_ja"):
+        assert [essence(i) for i in lines[eval_id]["invocations"]] == [essence(i) for i in ran[eval_id]["invocations"]]
+    ran_results = json.loads((tmp_path / "ran" / "results.json").read_text(encoding="utf-8"))
+    scores = {c["eval_id"]: c["criteria"]["response_match_score"]["score"] for s in ran_results["suites"] for c in s["cases"]}
+    assert {k: c["criteria"]["response_match_score"]["score"] for k, c in cases.items()} == {k: scores[k] for k in ("seoul_ko", "tokyo_ja")}
+
+
+def essence(inv: dict) -> dict:
+    """What a trace and a run both record of an invocation: the user's message, the final
+    text, and each step with content (author and parts; call ids as their order)."""
+    from evalgate.adk import Invocation
+
+    data = Invocation.model_validate(inv).model_dump(mode="json", exclude_none=True)
+    steps = [(e["author"], e["content"]["parts"]) for e in (data.get("intermediate_data") or {}).get("invocation_events", []) if e.get("content")]
+    return scrub_ids({"user": data["user_content"]["parts"], "final": (data.get("final_response") or {}).get("parts"), "steps": steps})

@@ -10,8 +10,10 @@ newest file's wins.
 
 agents-cli records no dataset in a trace, so a trace matches a case by its id. evalgate adds
 extra case fields to the traces it writes (agents-cli keeps extra fields):
-`evalgate_eval_set_id` (the dataset, so they match exactly), `evalgate_suite`, and
-`evalgate_run` when a case ran more than once.
+`evalgate_eval_set_id` (the dataset, so they match exactly), `evalgate_suite`,
+`evalgate_run` when a case ran more than once, and `evalgate_eval_id` for a case without an
+`eval_case_id` (its id is its index in the dataset, which a traces file does not keep: it
+holds several datasets' cases, and no failed ones).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from evalgate.errors import ProblemCollector
 
 SUITE_FIELD = "evalgate_suite"
 RUN_FIELD = "evalgate_run"
+EVAL_ID_FIELD = "evalgate_eval_id"
 TRACES_FOLDER = "traces"
 _STAMP = re.compile(r"(\d{8}_\d{6})")
 _MODEL_AUTHOR = "model"
@@ -79,16 +82,20 @@ def run_trace(
     invocations: list[Any],
     *,
     eval_set_id: str,
+    eval_id: str,
     suite: str,
     run: Optional[int],
     root: Optional[str] = None,
     agents: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     """The trace of one run of a dataset case (`trace_case`, after agents-cli's rewrite of
-    "model" authors), with the fields that name it for evalgate: its eval set, its suite, and
-    its run when the case runs more than once (`run` None)."""
+    "model" authors), with the fields that name it for evalgate: its eval set, its id when
+    the case has no eval_case_id, its suite, and its run when the case runs more than once
+    (`run` None)."""
     trace = trace_case(_rewritten_case(dump, root), invocations, agents or None, root)
     trace[EVAL_SET_FIELD] = eval_set_id
+    if not (dump.get("eval_case_id") or "").strip():
+        trace[EVAL_ID_FIELD] = eval_id
     trace[SUITE_FIELD] = suite
     if run is not None:
         trace[RUN_FIELD] = run
@@ -149,11 +156,11 @@ def trace_records(data: Any, path: Path, shown: str) -> list[Any]:
             continue
         dump = case_dump(case)
         extra = case.model_extra or {}
-        set_id, suite, run = extra.get(EVAL_SET_FIELD), extra.get(SUITE_FIELD), extra.get(RUN_FIELD)
+        set_id, suite, run, own_id = extra.get(EVAL_SET_FIELD), extra.get(SUITE_FIELD), extra.get(RUN_FIELD), extra.get(EVAL_ID_FIELD)
         records.append(
             ActualRecord(
                 eval_set_id=set_id if isinstance(set_id, str) else "",
-                eval_id=case_id(case, i),
+                eval_id=own_id if isinstance(own_id, str) and own_id and not case.eval_case_id else case_id(case, i),
                 invocations=invocations,
                 shown=shown,
                 place=place,
