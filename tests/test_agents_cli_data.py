@@ -534,5 +534,125 @@ def essence(inv: dict) -> dict:
     from evalgate.adk import Invocation
 
     data = Invocation.model_validate(inv).model_dump(mode="json", exclude_none=True)
-    steps = [(e["author"], e["content"]["parts"]) for e in (data.get("intermediate_data") or {}).get("invocation_events", []) if e.get("content")]
+    steps = [[e["author"], e["content"]["parts"]] for e in (data.get("intermediate_data") or {}).get("invocation_events", []) if e.get("content")]
     return scrub_ids({"user": data["user_content"]["parts"], "final": (data.get("final_response") or {}).get("parts"), "steps": steps})
+
+
+# --- agents-cli itself ---------------------------------------------------------------------
+
+CALLS_AND_CHARS = """\
+def evaluate(instance):
+    calls = 0
+    for turn in (instance.get("agent_data") or {}).get("turns", []):
+        for event in turn.get("events", []):
+            for part in (event.get("content") or {}).get("parts", []):
+                if part.get("function_call"):
+                    calls += 1
+    text = "".join(p.get("text", "") for p in (instance.get("response") or {}).get("parts", []))
+    return {"score": calls * 1000 + len(text), "explanation": text}
+"""
+
+
+def agents_cli_command() -> Path:
+    pytest.importorskip("google.agents.cli")
+    path = Path(sys.executable).parent / "agents-cli"
+    if not path.exists():
+        pytest.skip(f"no agents-cli console script beside {sys.executable}")
+    return path
+
+
+def agents_cli_env(tmp_path: Path) -> dict[str, str]:
+    """agents-cli offline: no model keys; a throwaway ADC file for the storage client its SDK
+    builds before grading; LiteLLM's bundled model prices instead of a download."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "GEMINI_"))}
+    adc = write_json(tmp_path / "adc.json", {"type": "authorized_user", "client_id": "x.apps.googleusercontent.com", "client_secret": "s", "refresh_token": "r"})
+    env.update(GOOGLE_APPLICATION_CREDENTIALS=str(adc), GOOGLE_CLOUD_PROJECT="offline-project", LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONUTF8="1")
+    return env
+
+
+def test_agents_cli_grade_scores_our_traces_as_the_function_computes(cli, tmp_path, monkeypatch):
+    command = agents_cli_command()
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, NO_ID, FAILS])
+    with agent_model_server(monkeypatch):
+        code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
+    assert code in (0, 1), out + err
+    ours = traces_in(tmp_path / "out")
+    assert len(ours) == 3  # atlantis failed: left out, as agents-cli leaves failed cases out
+    grade = tmp_path / "grade"
+    grade.mkdir()
+    (grade / "eval_config.yaml").write_text(
+        yaml.safe_dump({"metrics_to_run": ["calls_and_chars"], "custom_metrics": [{"name": "calls_and_chars", "custom_function": CALLS_AND_CHARS}]}), encoding="utf-8"
+    )
+    done = subprocess.run(
+        [str(command), "eval", "grade", "--traces", str(tmp_path / "out" / "traces"), "--config", "eval_config.yaml", "--output", str(grade / "results")],
+        cwd=grade, env=agents_cli_env(tmp_path), capture_output=True, text=True, encoding="utf-8", timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (results_file,) = (grade / "results").glob("results_*.json")
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    assert results["summary_metrics"][0]["num_cases_error"] == 0
+    graded = results["evaluation_dataset"][0]["eval_cases"]
+    names = [c.get("eval_case_id") or c["evalgate_eval_id"] for c in graded]
+    theirs = {names[r["eval_case_index"]]: r["response_candidate_results"][0]["metric_results"]["calls_and_chars"]["score"] for r in results["eval_case_results"]}
+
+    scope: dict[str, Any] = {}
+    exec(CALLS_AND_CHARS, scope)
+    expected = {
+        t.get("eval_case_id") or t["evalgate_eval_id"]: float(scope["evaluate"]({**{k: v for k, v in t.items() if k != "responses"}, "response": t["responses"][0]["response"]})["score"])
+        for t in ours
+    }
+    assert theirs == expected
+    # Not vacuous: one tool call each, and the final text's length.
+    assert theirs == {"seoul_ko": 1000 + len("The weather in 서울: 맑음, 18도."), "tokyo_ja": 1000 + len("The weather in 東京: 晴れ、20度."), "2": 1000 + len("The weather in Paris: sunny, 21 C.")}
+
+
+def test_traces_agents_cli_generate_wrote_read_back_as_our_run(cli, adk_server, model, tmp_path):
+    """The real `agents-cli eval generate --url` against a real `adk api_server` writes traces;
+    read under `actual:` they give the invocations evalgate's own run of that server gives,
+    and the traces evalgate wrote equal agents-cli's where both record the same (agents-cli
+    adds event times and actions-only events; evalgate names the dataset)."""
+    command = agents_cli_command()
+    cases = [
+        PROMPT_KO,
+        {**FOLLOW_UP_PLAIN, "reference": {"response": content("The weather in London: cloudy, 14 C.", "model")}},
+        {**NO_ID, "reference": {"response": content("The weather in Paris: sunny, 21 C.", "model")}},
+    ]
+    # evalgate runs the server's agent.
+    config = write_project(tmp_path / "ours", cases, agent={"url": adk_server, "app": APP})
+    code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "ours" / "out"))
+    assert code == 0, out + err
+    our_lines = {r["eval_id"]: r for r in read_jsonl(tmp_path / "ours" / "out" / "inference.jsonl")}
+    our_traces = traces_in(tmp_path / "ours" / "out")
+    # agents-cli runs it, in a project of its own (it wants its manifest and the agent folder).
+    project = tmp_path / "acli"
+    shutil.copytree(AGENT_DIR, project / "weather_agent", ignore=shutil.ignore_patterns("__pycache__", ".adk"))
+    (project / "agents-cli-manifest.yaml").write_text('name: "weather"\nagent_directory: "weather_agent"\n', encoding="utf-8")
+    dataset = write_json(project / "tests" / "eval" / "datasets" / "basic-dataset.json", {"eval_cases": cases})
+    done = subprocess.run(
+        [str(command), "eval", "generate", "--dataset", str(dataset), "--output", str(project / "artifacts" / "traces") + os.sep, "--url", adk_server, "--app-name", APP],
+        cwd=project, env=agents_cli_env(tmp_path), capture_output=True, text=True, encoding="utf-8", timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (their_file,) = (project / "artifacts" / "traces").glob("traces_*.json")
+    their_traces = json.loads(their_file.read_text(encoding="utf-8"))["eval_cases"]
+
+    # Read back as recorded outputs: the same invocations as our own run.
+    shutil.copytree(project / "artifacts", tmp_path / "read" / "artifacts")  # a config's data lies inside its project
+    config = recorded_project(tmp_path / "read", cases)
+    code, text, _, read_lines = run_recorded(cli, config, tmp_path / "read" / "out")
+    assert code == 0, text
+    assert sorted(read_lines) == sorted(our_lines) == ["2", "london_follow_up", "seoul_ko"]
+    for eval_id in our_lines:
+        assert [essence(i) for i in read_lines[eval_id]["invocations"]] == [essence(i) for i in our_lines[eval_id]["invocations"]], eval_id
+    london = essence(read_lines["london_follow_up"]["invocations"][0])
+    assert london["user"] == [{"text": "London, what's the weather?"}] and london["final"] == [{"text": "The weather in London: cloudy, 14 C."}]
+
+    # Our traces equal theirs where both record the same.
+    def shared(trace: dict) -> dict:
+        out = {k: v for k, v in trace.items() if not k.startswith("evalgate_")}
+        for turn in out["agent_data"]["turns"]:
+            turn["events"] = [{k: v for k, v in e.items() if k != "event_time"} for e in turn["events"] if e.get("content")]
+        return scrub_ids(out)
+
+    assert [shared(t) for t in our_traces] == [shared(t) for t in their_traces]
+    assert their_traces[0]["agent_data"]["agents"]["weather"]["tools"]  # not vacuous: the agents came from /app-info on both sides
