@@ -4,7 +4,8 @@ It speaks the server's HTTP API, never ADK's Python: per case run it creates a s
 (`POST /apps/{app}/users/{user}/sessions` with the case's `session_input` state, user id
 and session id, ADK's eval defaults otherwise), sends each user turn to `POST /run`
 (non-streaming; the answer is the turn's events in camelCase, without the user's message,
-which is put back here), and deletes the session at the end. The events become invocations
+which is put back here), and deletes the session at the end. An agents-cli "N+1" case's
+history goes into the created session as its `events` (state deltas as its `state`). The events become invocations
 in `evalgate.agents.events`, the same code the in-process runner uses; only `app_details`
 (the agent's instructions and tool declarations) cannot be known from outside the server.
 
