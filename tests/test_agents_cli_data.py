@@ -656,3 +656,29 @@ def test_traces_agents_cli_generate_wrote_read_back_as_our_run(cli, adk_server, 
 
     assert [shared(t) for t in our_traces] == [shared(t) for t in their_traces]
     assert their_traces[0]["agent_data"]["agents"]["weather"]["tools"]  # not vacuous: the agents came from /app-info on both sides
+
+
+def test_a_user_scenario_case_is_played_by_the_simulated_user_and_traced_turn_by_turn(cli, tmp_path, monkeypatch):
+    from test_simulated_user import respond as agent_or_simulated_user
+
+    plan = "You want the weather of several cities. Cities: London, 東京."
+    case = {"eval_case_id": "tour", "user_scenario": {"starting_prompt": "서울 날씨 어때요?", "conversation_plan": plan}}
+    config = write_project(tmp_path, [case], suite={"criteria": {"tool_trajectory_avg_score": 1.0}})
+    with agent_model_server(monkeypatch) as fake:
+        fake.responder = agent_or_simulated_user
+        code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
+    assert code in (0, 1) and "Traceback" not in err, out + err
+    (line,) = read_jsonl(tmp_path / "out" / "inference.jsonl")
+    users = [inv["user_content"]["parts"][0]["text"] for inv in line["invocations"]]
+    assert users == ["서울 날씨 어때요?", "And the weather in London?", "And the weather in 東京?"]
+    (trace,) = traces_in(tmp_path / "out")
+    turns = trace["agent_data"]["turns"]
+    assert [t["turn_id"] for t in turns] == ["turn_0", "turn_1", "turn_2"]
+    assert [t["events"][0] for t in turns] == [{"author": "user", "content": content(u)} for u in users]
+    assert trace["user_scenario"] == case["user_scenario"] and "prompt" not in trace
+    # Read back, every user-started turn is the agent's output.
+    shutil.copytree(tmp_path / "out" / "traces", tmp_path / "artifacts" / "traces")
+    config = recorded_project(tmp_path, [case])
+    code, text, _, lines = run_recorded(cli, config, tmp_path / "read")
+    assert code in (0, 1), text
+    assert [essence(i) for i in lines["tour"]["invocations"]] == [essence(i) for i in line["invocations"]]
