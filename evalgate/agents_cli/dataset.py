@@ -10,7 +10,6 @@ as written (metrics read it) and the session history an N+1 case starts from.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from evalgate.agents_cli.cases import (
     session_events,
     split_history,
 )
-from evalgate.errors import ProblemCollector
+from evalgate.errors import ProblemCollector, display_path, load_json_file
 
 CASE_SHAPES = (
     "Give the case one of: a top-level prompt ({role: user, parts: [{text: ...}]}); agent_data.turns whose last "
@@ -47,13 +46,10 @@ class DatasetCase:
 
 
 def is_dataset_file(path: Path) -> bool:
-    """Is this JSON file an agents-cli dataset (or traces file)? False for anything that is not
-    JSON or not a dataset (a README, an eval config, an ADK eval set, a results file)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    return looks_like_dataset(data)
+    """Is this `.json` file an agents-cli dataset (or traces file)? False for other JSON (an
+    eval config, an ADK eval set, a results file). A file that is not JSON at all is an input
+    error naming it: it may be a dataset with a typo, which must not mean fewer cases."""
+    return looks_like_dataset(load_json_file(path, display_path(path)))
 
 
 def dataset_evalset(path: Path, shown: str, data: Any) -> Any:
