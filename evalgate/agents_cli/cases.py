@@ -253,8 +253,23 @@ def _dump_content(content: Content) -> dict[str, Any]:
     return content.model_dump(mode="json", exclude_none=True, by_alias=False)
 
 
+def _unsigned(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events without the model's thought signatures, as agents-cli writes a run's new
+    events (`strip_thought_signatures`)."""
+    for event in events:
+        for part in (event.get("content") or {}).get("parts") or []:
+            if isinstance(part, dict):
+                part.pop("thought_signature", None)
+    return events
+
+
 def _agent_events(inv: Invocation, agent: str) -> list[dict[str, Any]]:
-    """The events an invocation's agent produced, in order, as a trace holds them."""
+    """The events an invocation's agent produced, in order, as a trace holds them (without
+    thought signatures, which agents-cli strips)."""
+    return _unsigned(_produced(inv, agent))
+
+
+def _produced(inv: Invocation, agent: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     data = inv.intermediate_data
     if isinstance(data, InvocationEvents):
