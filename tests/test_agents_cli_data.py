@@ -540,7 +540,8 @@ def essence(inv: dict) -> dict:
     from evalgate.adk import Invocation
 
     data = Invocation.model_validate(inv).model_dump(mode="json", exclude_none=True)
-    steps = [[e["author"], e["content"]["parts"]] for e in (data.get("intermediate_data") or {}).get("invocation_events", []) if e.get("content")]
+    # Thought signatures are the model's, not the agent's: agents-cli's traces leave them out.
+    steps = [[e["author"], [{k: v for k, v in p.items() if k != "thought_signature"} for p in e["content"]["parts"]]] for e in (data.get("intermediate_data") or {}).get("invocation_events", []) if e.get("content")]
     return scrub_ids({"user": data["user_content"]["parts"], "final": (data.get("final_response") or {}).get("parts"), "steps": steps})
 
 
@@ -618,6 +619,26 @@ def test_traces_agents_cli_generate_wrote_read_back_as_our_run(cli, adk_server, 
     and the traces evalgate wrote equal agents-cli's where both record the same (agents-cli
     adds event times and actions-only events; evalgate names the dataset)."""
     command = agents_cli_command()
+    # The model signs its calls, as Gemini's thinking models do; agents-cli's traces leave the
+    # signatures out.
+    plain = model.responder
+
+    def signed(body: Any) -> Any:
+        reply = plain(body)
+        for candidate in reply.body.get("candidates", []):
+            for part in candidate["content"]["parts"]:
+                if "functionCall" in part:
+                    part["thoughtSignature"] = "c2lnbmVkIGJ5IHRoZSBtb2RlbA=="
+        return reply
+
+    model.responder = signed
+    try:
+        _generate_and_compare(cli, adk_server, command, tmp_path)
+    finally:
+        model.responder = plain
+
+
+def _generate_and_compare(cli, adk_server: str, command: Path, tmp_path: Path) -> None:
     cases = [
         PROMPT_KO,
         {**FOLLOW_UP_PLAIN, "reference": {"response": content("The weather in London: cloudy, 14 C.", "model")}},
