@@ -272,10 +272,15 @@ def _agent_events(inv: Invocation, agent: str) -> list[dict[str, Any]]:
 def _produced(inv: Invocation, agent: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     data = inv.intermediate_data
+    final_author = agent
     if isinstance(data, InvocationEvents):
         for e in data.invocation_events:
             if e.content is not None and e.content.parts:
                 events.append({"author": e.author, "content": _dump_content(e.content)})
+            elif e.author:
+                # The final response's event is recorded without its content (its text is the
+                # final response): it says who answered, a sub-agent after a transfer.
+                final_author = e.author
     elif isinstance(data, IntermediateData):
         responses = list(data.tool_responses)
         for i, call in enumerate(data.tool_uses):
@@ -292,7 +297,7 @@ def _produced(inv: Invocation, agent: str) -> list[dict[str, Any]]:
     if inv.final_response is not None and inv.final_response.parts:
         final = _dump_content(inv.final_response)
         final.setdefault("role", "model")
-        events.append({"author": agent, "content": final})
+        events.append({"author": final_author, "content": final})
     return events
 
 
