@@ -709,3 +709,89 @@ def test_a_user_scenario_case_is_played_by_the_simulated_user_and_traced_turn_by
     code, text, _, lines = run_recorded(cli, config, tmp_path / "read")
     assert code in (0, 1), text
     assert [essence(i) for i in lines["tour"]["invocations"]] == [essence(i) for i in line["invocations"]]
+
+
+# --- a multi-agent app: the sub-agent answers -----------------------------------------------
+
+CONCIERGE = '''"""A root agent that hands weather questions to a sub-agent (tests/test_agents_cli_data.py)."""
+
+from google.adk.agents import Agent
+
+
+def get_weather(city: str) -> dict:
+    """Returns the current weather in a city."""
+    return {"city": city, "forecast": {"London": "cloudy, 14 C", "서울": "맑음, 18도"}.get(city, "unknown")}
+
+
+forecaster = Agent(name="forecaster", model="gemini-2.5-flash", description="Answers weather questions.", instruction="Answer with the forecast.", tools=[get_weather])
+root_agent = Agent(name="concierge", model="gemini-2.5-flash", description="Routes requests.", instruction="Send weather questions to forecaster.", sub_agents=[forecaster])
+'''
+
+
+def concierge_model(fallback):
+    """The concierge transfers to forecaster; forecaster calls get_weather for the city the
+    user named, then answers from its result. Other agents: `fallback`."""
+    import agent_model
+
+    def respond(body: Any) -> Any:
+        system = system_text(body)
+        contents = body.get("contents") or []
+        if 'internal name is "concierge"' in system:
+            return agent_model._reply([{"functionCall": {"name": "transfer_to_agent", "args": {"agent_name": "forecaster"}}}])
+        if 'internal name is "forecaster"' not in system:
+            return fallback(body)
+        last = contents[-1].get("parts") or []
+        result = next((p["functionResponse"]["response"] for p in last if p.get("functionResponse", {}).get("name") == "get_weather"), None)
+        if result is not None:
+            return agent_model._reply([{"text": f"{result['city']}: {result['forecast']}."}])
+        said = " ".join(p.get("text", "") for c in contents if c.get("role") == "user" for p in c.get("parts", []))
+        city = next(c for c in ("London", "서울") if c in said)
+        return agent_model._reply([{"functionCall": {"name": "get_weather", "args": {"city": city}}}])
+
+    return respond
+
+
+def test_a_sub_agent_s_answer_is_authored_by_it_as_agents_cli_records_it(cli, adk_server, agents_dir, model, model_env, tmp_path, monkeypatch):
+    command = agents_cli_command()
+    (agents_dir / "concierge").mkdir(exist_ok=True)
+    (agents_dir / "concierge" / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+    (agents_dir / "concierge" / "agent.py").write_text(CONCIERGE, encoding="utf-8")
+    cases = [{"eval_case_id": "seoul", "prompt": content("서울 날씨 알려주세요")}, FOLLOW_UP_PLAIN]
+    plain = model.responder
+    model.responder = concierge_model(plain)
+    try:
+        traces = {}
+        for kind, agent in {"adk": {"adk": "concierge"}, "url": {"url": adk_server, "app": "concierge"}}.items():
+            config = write_project(tmp_path / kind, cases, agent=agent)
+            shutil.copytree(agents_dir / "concierge", tmp_path / kind / "concierge", dirs_exist_ok=True)
+            code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / kind / "out"))
+            assert code in (0, 1) and "Traceback" not in err, out + err
+            traces[kind] = traces_in(tmp_path / kind / "out")
+        project = tmp_path / "acli"
+        shutil.copytree(agents_dir / "concierge", project / "concierge")
+        (project / "agents-cli-manifest.yaml").write_text('name: "concierge"\nagent_directory: "concierge"\n', encoding="utf-8")
+        dataset = write_json(project / "dataset.json", {"eval_cases": cases})
+        done = subprocess.run(
+            [str(command), "eval", "generate", "--dataset", str(dataset), "--output", str(project / "traces") + os.sep, "--url", adk_server, "--app-name", "concierge"],
+            cwd=project, env=agents_cli_env(tmp_path), capture_output=True, text=True, encoding="utf-8", timeout=600,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    finally:
+        model.responder = plain
+    (their_file,) = (project / "traces").glob("traces_*.json")
+    theirs = json.loads(their_file.read_text(encoding="utf-8"))["eval_cases"]
+
+    def shared(trace: dict) -> dict:
+        out = {k: v for k, v in trace.items() if not k.startswith("evalgate_")}
+        for turn in out["agent_data"]["turns"]:
+            turn["events"] = [{k: v for k, v in e.items() if k not in ("event_time", "state_delta")} for e in turn["events"] if e.get("content")]
+        return scrub_ids(out)
+
+    events = [e for t in traces["adk"][0]["agent_data"]["turns"] for e in t["events"]]
+    assert [(e["author"], list(e["content"]["parts"][0])) for e in events] == [
+        ("concierge", ["function_call"]), ("concierge", ["function_response"]),
+        ("forecaster", ["function_call"]), ("forecaster", ["function_response"]), ("forecaster", ["text"]),
+    ]
+    agents = traces["adk"][0]["agent_data"]["agents"]
+    assert {k: v.get("sub_agents") for k, v in agents.items()} == {"concierge": ["forecaster"], "forecaster": []}
+    assert [shared(t) for t in traces["adk"]] == [shared(t) for t in traces["url"]] == [shared(t) for t in theirs]
