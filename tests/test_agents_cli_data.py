@@ -795,3 +795,22 @@ def test_a_sub_agent_s_answer_is_authored_by_it_as_agents_cli_records_it(cli, ad
     agents = traces["adk"][0]["agent_data"]["agents"]
     assert {k: v.get("sub_agents") for k, v in agents.items()} == {"concierge": ["forecaster"], "forecaster": []}
     assert [shared(t) for t in traces["adk"]] == [shared(t) for t in traces["url"]] == [shared(t) for t in theirs]
+
+
+def test_merged_shards_hold_the_traces_of_the_whole_run(cli, tmp_path, monkeypatch):
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, NO_ID, FAILS, {"eval_case_id": "london", "prompt": content("London?")}])
+    with agent_model_server(monkeypatch):
+        cli("run", "-c", str(config), "-o", str(tmp_path / "whole"), "-q")
+        for k in (1, 2):
+            code, _, err = cli("run", "-c", str(config), "--shard", f"{k}/2", "-o", str(tmp_path / "shards" / f"s{k}"), "-q")
+            assert code in (0, 1), err
+    code, out, err = cli("merge", str(tmp_path / "shards"), "-o", str(tmp_path / "merged"), "-q")
+    assert code in (0, 1), out + err
+
+    def keyed(folder: Path) -> dict[str, dict]:
+        return {t.get("eval_case_id") or t["evalgate_eval_id"]: scrub_ids(t) for t in traces_in(folder)}
+
+    whole = keyed(tmp_path / "whole")
+    assert sorted(whole) == ["2", "london", "seoul_ko", "tokyo_ja"]
+    assert all(len(traces_in(tmp_path / "shards" / f"s{k}")) < 4 for k in (1, 2))  # each shard ran some
+    assert keyed(tmp_path / "merged") == whole
