@@ -137,6 +137,7 @@ class CriterionComparison:
     # What the means, delta and test are over: "scores" (the criterion's case scores) or
     # "samples" (per case, the mean of its judge samples; see the module docstring).
     basis: Literal["scores", "samples"] = "scores"
+    evaluated: int = 0  # cases with a score in this run (absolute mode's "cases": there is nothing to pair)
     # What the gate allowed for and found (regression mode; evalgate.gate.stats says why):
     run_sd: Optional[float] = None  # run-to-run standard deviation of the criterion's mean
     history: int = 0  # runs of history run_sd was measured on; 0: assumed (the policy's run_sd_*)

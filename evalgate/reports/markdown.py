@@ -45,7 +45,7 @@ from evalgate.gate import (
 )
 from evalgate import efficiency
 from evalgate.i18n import _, mark, n_, p_
-from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -361,8 +361,10 @@ class _View:
 
 
 def _label(key: CaseKey, show_suite: bool) -> str:
-    """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id."""
-    ids = f"{cut(key.eval_set_id, 60)} / {cut(key.eval_id, 80)}"
+    """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id. A
+    legacy `*.test.json` case is named by its file as its eval set is: the path once."""
+    same = key.eval_set_id == key.eval_id
+    ids = cut(key.eval_id, 80) if same else f"{cut(key.eval_set_id, 60)} / {cut(key.eval_id, 80)}"
     return f"{cut(key.suite, 40)}: {ids}" if show_suite else ids
 
 
@@ -531,21 +533,6 @@ def _history_p(change: Any) -> Optional[Markdown]:
     return Markdown(_("its criterion's stable cases, tested together: {p}, {p_holm} after Holm", p=_p(change.p_value), p_holm=_p(adjusted)))
 
 
-def flaky_words(change: Any) -> Optional[str]:
-    """A regressed case that fails on the default branch too: its record there, which the gate
-    weighs (a flaky case is not blamed on the pull request alone)."""
-    history = getattr(change, "flaky_history", None)
-    if history is None:
-        return None
-    passed, runs = history
-    return n_(
-        "flaky on the default branch: passed {passed} of its last {n} run there",
-        "flaky on the default branch: passed {passed} of its last {n} runs there",
-        runs,
-        passed=passed,
-    )
-
-
 def _scores(criteria: dict[str, tuple[Optional[float], Optional[float]]]) -> list[tuple[str, Markdown]]:
     return [(name, Markdown(f"{_num(b, 2)} → {_num(c, 2)}")) for name, (b, c) in criteria.items()]
 
@@ -643,7 +630,7 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
         criterion=c.criterion,
         kind=Markdown(_("judge, per sample") if getattr(c, "basis", "scores") == "samples" else _("judge")) if c.judge else None,
         threshold=Markdown(f"{c.threshold:.2f}"),
-        pairs=c.n_pairs,
+        pairs=c.n_pairs if with_baseline else c.evaluated,
         baseline=_num(c.baseline_mean),
         current=_num(c.current_mean),
         delta=Markdown(delta),
@@ -908,8 +895,9 @@ def _plan(
                 fixed.append(item)
             else:
                 moves.append(item)
-        listed.update(s.added)
-        listed.update(s.changed)
+        if with_baseline:  # without one, nothing is added or changed: every case is just this run's
+            listed.update(s.added)
+            listed.update(s.changed)
     for key, case in cases.items():
         if case.status is Status.FAILED and key not in listed:
             item = _Case(Markdown(_(_KIND["failed"])), _label(key, show_suite), _current_scores(case), None)
@@ -928,6 +916,8 @@ def _plan(
         (_("Removed cases"), None, "removed"),
         (_("Changed cases"), _("Their expected data changed, so they are not compared."), "changed"),
     ):
+        if not with_baseline:
+            continue
         keys = [k for s in comparison.suites for k in getattr(s, attr)]
         lists.append((title, note, _key_cases(keys, attr, show_suite, cases)))
 
