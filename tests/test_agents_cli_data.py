@@ -217,12 +217,17 @@ def test_duplicate_case_ids_and_a_named_file_that_is_no_eval_data_are_input_erro
     write_json(tmp_path / "tests" / "eval" / "eval_config.json", {"metrics_to_run": ["SAFETY"]})
     code, _, err = cli("validate", "--config", str(config))
     assert code == 2 and "eval_config.json: not an ADK eval set nor an agents-cli dataset" in err
-    # A .json beside the datasets that is not JSON at all may be a dataset with a typo: named, not skipped.
+    # A .json beside the datasets that says eval_cases but is not JSON may be a dataset with a
+    # typo: named, not skipped. Other files that are not JSON are passed over, as ever.
     config = write_project(tmp_path, [PROMPT_KO])
-    (tmp_path / "tests" / "eval" / "datasets" / "typo.json").write_text('{"eval_cases": [{"prompt": }]}', encoding="utf-8")
+    datasets = tmp_path / "tests" / "eval" / "datasets"
+    (datasets / "template.json").write_text("{{ cookiecutter.settings }}", encoding="utf-8")
+    code, out, err = cli("validate", "--config", str(config))
+    assert code == 0, out + err
+    (datasets / "typo.json").write_text('{"eval_cases": [{"prompt": }]}', encoding="utf-8")
     code, _, err = cli("validate", "--config", str(config))
     assert code == 2 and "typo.json: line 1" in err, err
-    (tmp_path / "tests" / "eval" / "datasets" / "typo.json").unlink()
+    (datasets / "typo.json").unlink()
     # A folder with no dataset in it says so.
     empty = tmp_path / "empty"
     write_json(empty / "eval_config.json", {"metrics_to_run": ["SAFETY"]})

@@ -27,7 +27,7 @@ from evalgate.agents_cli.cases import (
     session_events,
     split_history,
 )
-from evalgate.errors import ProblemCollector, display_path, load_json_file
+from evalgate.errors import ProblemCollector, display_path, parse_json, read_text
 
 CASE_SHAPES = (
     "Give the case one of: a top-level prompt ({role: user, parts: [{text: ...}]}); agent_data.turns whose last "
@@ -47,9 +47,15 @@ class DatasetCase:
 
 def is_dataset_file(path: Path) -> bool:
     """Is this `.json` file an agents-cli dataset (or traces file)? False for other JSON (an
-    eval config, an ADK eval set, a results file). A file that is not JSON at all is an input
-    error naming it: it may be a dataset with a typo, which must not mean fewer cases."""
-    return looks_like_dataset(load_json_file(path, display_path(path)))
+    eval config, an ADK eval set, a results file) and for any file that never says
+    `eval_cases`, unparsed (a folder may hold many fixtures, some not even JSON, which ADK
+    users' configs have always let evalgate pass over). A file that says it but is not JSON
+    is an input error naming the place: a dataset with a typo must not mean fewer cases."""
+    shown = display_path(path)
+    text = read_text(path, shown)
+    if '"eval_cases"' not in text and '"evalCases"' not in text:
+        return False
+    return looks_like_dataset(parse_json(text, shown))
 
 
 def dataset_evalset(path: Path, shown: str, data: Any) -> Any:
