@@ -222,6 +222,7 @@ def test_duplicate_case_ids_and_a_named_file_that_is_no_eval_data_are_input_erro
     config = write_project(tmp_path, [PROMPT_KO])
     datasets = tmp_path / "tests" / "eval" / "datasets"
     (datasets / "template.json").write_text("{{ cookiecutter.settings }}", encoding="utf-8")
+    (datasets / "blob.json").write_bytes(b"\xff\xfe\x00binary")
     code, out, err = cli("validate", "--config", str(config))
     assert code == 0, out + err
     (datasets / "typo.json").write_text('{"eval_cases": [{"prompt": }]}', encoding="utf-8")

@@ -52,10 +52,13 @@ def is_dataset_file(path: Path) -> bool:
     users' configs have always let evalgate pass over). A file that says it but is not JSON
     is an input error naming the place: a dataset with a typo must not mean fewer cases."""
     shown = display_path(path)
-    text = read_text(path, shown)
-    if '"eval_cases"' not in text and '"evalCases"' not in text:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        raw = b'"eval_cases"'  # read_text says what is wrong with it
+    if b'"eval_cases"' not in raw and b'"evalCases"' not in raw:
         return False
-    return looks_like_dataset(parse_json(text, shown))
+    return looks_like_dataset(parse_json(read_text(path, shown), shown))
 
 
 def dataset_evalset(path: Path, shown: str, data: Any) -> Any:
