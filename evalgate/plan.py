@@ -230,6 +230,14 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                     f"eval case '{case.eval_id}' has {len(expected or [])} expected invocations ({es.shown}) but {len(r.invocations)} actual ones",
                     "Record one actual invocation per expected turn, in order.",
                 )
+            if record.trace is not None and expected:
+                from evalgate.agents_cli.traces import shifted_index
+
+                for r in runs:
+                    why = shifted_index(r, expected[-1])
+                    if why:
+                        bad.append(r)
+                        problems.add(r.shown, r.place, why, "agents-cli names a case without eval_case_id by its place in the traces file, which shifts when a case fails: give every dataset case an eval_case_id, then run eval generate again.")
             if bad:
                 continue
             first = next((r for r in runs if r.error is None), runs[0])

@@ -511,6 +511,22 @@ def test_a_trace_that_could_be_of_two_datasets_is_an_input_error_unless_it_names
     ]
 
 
+def test_a_trace_named_by_a_shifted_index_is_an_input_error(cli, tmp_path):
+    """agents-cli left a failed first case out: its index-named traces are one place off."""
+    london = {"prompt": content("London?")}
+    config = recorded_project(tmp_path, [NO_ID, london])
+    write_json(tmp_path / "artifacts" / "traces" / "traces_20260101_000000.json", {"eval_cases": [hand_trace(london, "London is cloudy.")]})
+    code, err, _, _ = run_recorded(cli, config, tmp_path / "out")
+    assert code == 2
+    assert """traces_20260101_000000.json: eval_cases[0]: the trace of case '0' (named by its place in the file) answers "London?", but that case sends "Paris?". """ in err
+    assert "give every dataset case an eval_case_id" in err
+    # In its place, it matches.
+    write_json(tmp_path / "artifacts" / "traces" / "traces_20260101_000000.json", {"eval_cases": [hand_trace(NO_ID, "Paris: sunny."), hand_trace(london, "London is cloudy.")]})
+    code, text, _, lines = run_recorded(cli, config, tmp_path / "out")
+    assert code in (0, 1) and "Traceback" not in text, text
+    assert lines["1"]["invocations"][0]["final_response"]["parts"][0]["text"] == "London is cloudy."
+
+
 def test_a_named_file_that_is_not_traces_and_a_folder_without_any_are_input_errors(cli, tmp_path):
     config = recorded_project(tmp_path, [PROMPT_KO], actual="artifacts/notes.json")
     write_json(tmp_path / "artifacts" / "notes.json", {"hello": "세계"})

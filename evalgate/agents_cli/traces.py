@@ -175,6 +175,20 @@ def trace_records(data: Any, path: Path, shown: str) -> list[Any]:
     return records
 
 
+def shifted_index(record: Any, expected: Any) -> Optional[str]:
+    """Why a trace named by its index in its file (no `eval_case_id`, and not written by
+    evalgate) is not the trace of the dataset case of that index, or None: the message it
+    answers is not the one that case sends. agents-cli leaves failed cases out of its
+    traces file, so every later index-named trace is one place off."""
+    trace = record.trace or {}
+    if trace.get("eval_case_id") or trace.get(EVAL_ID_FIELD) or not record.invocations:
+        return None
+    theirs, ours = record.invocations[-1].user_content, expected.user_content
+    if theirs.model_dump(mode="json", exclude_none=True) == ours.model_dump(mode="json", exclude_none=True):
+        return None
+    return f"the trace of case '{record.eval_id}' (named by its place in the file) answers {json.dumps(theirs.text(), ensure_ascii=False)[:200]}, but that case sends {json.dumps(ours.text(), ensure_ascii=False)[:200]}"
+
+
 def settle(records: list[Any], sets_by_case: dict[str, list[str]]) -> list[Any]:
     """Trace records ready to pair with cases. A trace that names no eval set takes the one
     eval set of the suite with a case of its id (two such sets: an input error, it could be
