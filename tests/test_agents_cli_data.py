@@ -414,6 +414,8 @@ def test_the_command_gets_the_history_on_its_first_line_only_when_there_is_one(c
     # The traces of a command's runs are written too (the agent named as agents-cli falls back).
     traces = traces_in(tmp_path / "out")
     assert [t["eval_case_id"] for t in traces] == ["seoul_ko", "tokyo_ja"]
+    (written,) = (tmp_path / "out" / "traces").glob("traces_*.json")
+    assert f"traces for agents-cli eval grade: {written}" in out  # the summary says where they went
     assert traces[0]["agent_data"]["turns"][0]["events"][0]["author"] == "root_agent"
 
 
