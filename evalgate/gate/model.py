@@ -142,6 +142,7 @@ class CriterionComparison:
     run_sd: Optional[float] = None  # run-to-run standard deviation of the criterion's mean
     history: int = 0  # runs of history run_sd was measured on; 0: assumed (the policy's run_sd_*)
     run_moved: int = 0  # the branch moved this many runs back (beyond stats.MOVE_ALPHA): run_sd measured around each level
+    mean_sd: Optional[float] = None  # sd of the compared cases' mean over those history runs (run_sd is its shared part)
     se: Optional[float] = None  # standard error of the drop test: within-run and run-to-run parts together
     lower_bound: Optional[float] = None  # one-sided 95% lower bound of delta: PASS needs it above -resolution
     # Against the default branch's level (the mean of the last level_runs runs, baseline

@@ -57,6 +57,7 @@ from evalgate.reports.sanitize import (
     url,
 )
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
+from evalgate.gate.drop import mean_moved_more
 from evalgate.gate.trends import Series, Trend, axis_range, position, series
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
@@ -622,7 +623,17 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
         # What the test allowed for: the run-to-run variation of the mean, and where it came from.
         history = getattr(c, "history", 0)
         sd = f"{c.run_sd:.3f}"
-        if history:
+        mean_sd = getattr(c, "mean_sd", None)
+        if history and mean_sd is not None and mean_moved_more(c):
+            # The trend beside it shows the mean moving: the shared part and the whole, both.
+            delta += " · " + n_(
+                "run sd {sd} shared, {mean_sd} for the mean ({n} run of history)",
+                "run sd {sd} shared, {mean_sd} for the mean ({n} runs of history)",
+                history,
+                sd=sd,
+                mean_sd=f"{mean_sd:.3f}",
+            )
+        elif history:
             delta += " · " + n_("run sd {sd} ({n} run of history)", "run sd {sd} ({n} runs of history)", history, sd=sd)
         else:
             delta += " · " + _("run sd {sd} (assumed)", sd=sd)
