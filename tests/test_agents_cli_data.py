@@ -27,6 +27,7 @@ from agent_project import AGENT_DIR, EVALSET, agent_model_server
 from fake_gemini import system_text
 
 # The server fixtures: a real `adk api_server` serving the weather agent on the fake Gemini.
+from fake_github import fake_github  # noqa: F401  (fixture)
 from test_runner_api_server import APP, adk_server, agents_dir, comparable, model, model_env  # noqa: F401
 
 from evalgate.config import load_config
@@ -838,3 +839,19 @@ def test_merged_shards_hold_the_traces_of_the_whole_run(cli, tmp_path, monkeypat
     assert sorted(whole) == ["2", "london", "seoul_ko", "tokyo_ja"]
     assert all(len(traces_in(tmp_path / "shards" / f"s{k}")) < 4 for k in (1, 2))  # each shard ran some
     assert keyed(tmp_path / "merged") == whole
+
+
+def test_the_action_keeps_the_traces_with_its_outputs(fake_github, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """The GitHub Action's run writes the traces beside inference.jsonl (its artifact)."""
+    from agent_project import make_project
+    from test_entrypoint import Action, _push
+
+    project = make_project(tmp_path, agent={"adk": "weather_agent"})
+    write_json(project.root / "evals" / "basic-dataset.json", {"eval_cases": [PROMPT_KO, FOLLOW_UP_JA]})
+    action = Action(fake_github, project.root, tmp_path, capsys)
+    commit = fake_github.linear_history(1)[0]
+    with agent_model_server(monkeypatch):
+        code = action("push", _push(commit), sha=commit)
+    assert code in (0, 1), action.stdout
+    traces = traces_in(project.root / "evalgate-results")
+    assert [(t["evalgate_eval_set_id"], t["eval_case_id"]) for t in traces] == [("basic-dataset", "seoul_ko"), ("basic-dataset", "tokyo_ja")]

@@ -111,15 +111,18 @@ def write_traces(traces: list[dict[str, Any]], folder: Path, now: Optional[datet
     """`folder/traces_<stamp>.json`: an EvaluationDataset of `traces`, as `eval generate`
     writes it; nothing when there are none (agents-cli writes no empty traces file). A file
     of that name already there (two runs in one second) gets a `_2`, `_3` suffix."""
+    from evalgate import writing
+
     if not traces:
         return None
-    folder.mkdir(parents=True, exist_ok=True)
+    writing.make_dirs(folder)
     base = f"traces_{stamp(now)}"
     path, n = folder / f"{base}.json", 1
-    while path.exists():
+    while path.exists() or path.is_symlink():
         n += 1
         path = folder / f"{base}_{n}.json"
-    path.write_text(json.dumps({"eval_cases": traces}, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    # As every output file: a new file renamed into place, never written through a link.
+    writing.write_text(path, json.dumps({"eval_cases": traces}, ensure_ascii=False, indent=2) + "\n")
     return path
 
 
