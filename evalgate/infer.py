@@ -227,6 +227,15 @@ async def _infer(
         await asyncio.gather(
             *(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden, infos.get(id(p.agent))) for p, case, n in todo)
         )
+        # Runs taken from an earlier run (--resume) kept no trace: made now, with what this
+        # run learnt of the agent (when none of its runs ran here, write_traces makes them
+        # without it).
+        for plan in plans:
+            if plan.agent is not None and id(plan.agent) in infos:
+                for case in plan.cases:
+                    for run in case.runs if case.acli is not None else []:
+                        if run.trace is None and run.error is None and run.invocations is not None:
+                            run.trace = case_trace(plan, case, run, *infos[id(plan.agent)])
     finally:
         for runner in started:
             try:

@@ -335,6 +335,21 @@ def test_in_process_the_model_sees_the_history_and_each_run_keeps_its_trace(tmp_
     assert "東京" in path.read_text(encoding="utf-8")  # written as text, not \\u escapes
 
 
+def test_a_resumed_run_writes_the_same_traces(cli, tmp_path, monkeypatch):
+    """Runs reused by --resume keep no trace; theirs are made as a fresh run's are (the
+    agent's tree, the history's "model" rewritten to the root agent)."""
+    config = write_project(tmp_path, [PROMPT_KO, FOLLOW_UP_JA, FAILS])
+    with agent_model_server(monkeypatch) as fake:
+        cli("run", "-c", str(config), "-o", str(tmp_path / "first"), "-q")
+        asked = len(fake.requests)
+        code, out, err = cli("run", "-c", str(config), "--resume", str(tmp_path / "first"), "-o", str(tmp_path / "again"), "-q")
+        assert code in (0, 1), out + err
+        assert len(fake.requests) == asked + 1  # only atlantis ran again (and failed again)
+    first, again = traces_in(tmp_path / "first"), traces_in(tmp_path / "again")
+    assert [t["eval_case_id"] for t in again] == ["seoul_ko", "tokyo_ja"]
+    assert again == first and again[1]["agent_data"]["turns"][0]["events"][1]["author"] == "weather"
+
+
 def test_num_runs_traces_say_their_run(tmp_path, monkeypatch):
     config = write_project(tmp_path, [PROMPT_KO, NO_ID], agent={"adk": "weather_agent", "num_runs": 2})
     with agent_model_server(monkeypatch):
