@@ -329,9 +329,11 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
     _write_results(ctx, run)
     try:
         if agent or outputs is not None:
-            from evalgate.infer import write_inference
+            from evalgate.infer import write_inference, write_traces
 
             write_inference(plans, s.out / "inference.jsonl")
+            if agent:  # the agent ran on agents-cli dataset cases: their traces, for agents-cli eval grade
+                write_traces(plans, s.out / "traces")
         writing.write_text(s.out / "junit.xml", junit_xml(run))
         write_adk_results(run, plans, s.out / "adk")
     except OSError as e:

@@ -154,12 +154,13 @@ class SuiteConfig(BaseModel):
     name: str = Field(min_length=1, description="Unique; used in reports and commit status contexts.")
     evalsets: Patterns = Field(
         default_factory=list,
-        description="ADK eval set files, globs or folders (a folder means every *.test.json and *.evalset.json under it). "
-        "A file may pick cases as for adk eval: 'file.evalset.json:id1,id2'.",
+        description="ADK eval set files, globs or folders (a folder means every *.test.json and *.evalset.json under it, "
+        "and every other *.json that is an agents-cli dataset). A file may pick cases as for adk eval: 'file.evalset.json:id1,id2'.",
     )
     actual: Patterns = Field(
         default_factory=list,
-        description="The agent's outputs: ADK eval history (*.evalset_result.json) or evalgate inference JSONL.",
+        description="The agent's outputs: ADK eval history (*.evalset_result.json), evalgate inference JSONL, or agents-cli "
+        "traces (traces_<time>.json or their folder; of several traces of a case, the newest file's).",
     )
     agent: Optional[AgentConfig] = Field(
         default=None, description="Run the agent to get its outputs (instead of 'actual'); default: the top-level 'agent'."
@@ -409,7 +410,7 @@ def load_config(path: Path) -> LoadedConfig:
                     shown,
                     loaded.where("suites", i),
                     "the suite names no actual outputs and no agent to run",
-                    "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.",
+                    "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history, an inference JSONL file or agents-cli traces.",
                 )
         custom = suite.custom_metrics or {}
         if custom and not isinstance(suite.criteria, dict):

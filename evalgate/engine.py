@@ -47,6 +47,7 @@ class AgentRun:
     replayed: dict[str, int] = field(default_factory=dict)  # tools: replay counts, where the runner knows them
     expected_digest: str | None = None  # the case's data it ran on (a resumed run reuses it only if unchanged)
     log: str | None = None  # the tail of what the agent, its tools and ADK wrote during the run (evalgate.agents.capture)
+    trace: dict[str, Any] | None = None  # an agents-cli case: this run as `eval generate` writes it (evalgate.agents_cli)
 
 
 @dataclass
@@ -69,6 +70,8 @@ class CaseInput:
     scenario: dict[str, Any] | None = None  # a conversation_scenario (no expected turns; a simulated user plays it)
     simulator: Any = None  # evalgate.simulated_user.UserSimulatorConfig for a scenario case (None: ADK's defaults)
     rubrics: list[Any] = field(default_factory=list)  # case-level rubrics, for invocations generated later
+    acli: dict[str, Any] | None = None  # an agents-cli dataset case as written (evalgate.agents_cli.cases.case_dump); None for ADK cases
+    history: list[dict[str, Any]] = field(default_factory=list)  # ADK events to seed the session with before the first turn (an N+1 case)
 
     def agent_runs(self) -> list[AgentRun]:
         return self.runs or [AgentRun(self.actual)]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from evalgate import results as results_io
 from evalgate.engine import derived_warnings, finish_run, finish_suite
@@ -303,7 +303,24 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
         path = out / ADK_DIR / rel
         results_io.write_json(data, path)
         written.append(path)
+    traces = _traces(shards, out / "traces")
+    if traces is not None:
+        written.append(traces)
     return written
+
+
+def _traces(shards: list[ShardOutput], folder: Path) -> Optional[Path]:
+    """The shards' agents-cli traces (their newest `traces/traces_<time>.json` each, in shard
+    order) as one traces file, as an unsharded run writes it; nothing when no shard has any."""
+    from evalgate.agents_cli.traces import file_time, write_traces
+
+    cases: list[dict[str, Any]] = []
+    for shard in sorted(shards, key=lambda s: s.index):
+        files = sorted((shard.folder / "traces").glob("traces_*.json"), key=lambda p: (file_time(p), p.name))
+        if files:
+            data = load_json_file(files[-1])
+            cases.extend((data.get("eval_cases") or []) if isinstance(data, dict) else [])
+    return write_traces(cases, folder)
 
 
 def merge_folders(paths: list[Path], out: Path) -> tuple[RunResults, list[ShardOutput]]:
