@@ -552,7 +552,12 @@ def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[s
     other ADK keys are ignored. A custom metric that `criteria` does not name never runs, as
     in `adk eval`; it is reported in `warnings`, not refused, so the file stays ADK's."""
     shown = display_path(path)
-    data = parse_json(read_text(path, shown), shown)
+    text = read_text(path, shown)
+    if _is_eval_config(path, text):  # agents-cli's eval_config.yaml / .json (evalgate.agents_cli.eval_config)
+        from evalgate.agents_cli.eval_config import read_eval_config
+
+        return read_eval_config(path, text)
+    data = parse_json(text, shown)
     if not isinstance(data, dict) or not isinstance(data.get("criteria", {}), dict):
         raise InputError(Problem(shown, "criteria", "an ADK test_config.json holds an object with a 'criteria' object", 'Write {"criteria": {"tool_trajectory_avg_score": 1.0}}.'))
     raw = data.get("criteria")
@@ -576,6 +581,20 @@ def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[s
     if not parsed:  # only the informational efficiency metrics: nothing would decide a case
         raise InputError(Problem(shown, "criteria", "names only informational metrics, which never decide a case", 'Add a criterion, e.g. "tool_trajectory_avg_score": 1.0; efficiency is reported anyway.'))
     return parsed
+
+
+def _is_eval_config(path: Path, text: str) -> bool:
+    """Whether a criteria file is agents-cli's eval config: YAML (ADK's test_config.json is
+    JSON only), or JSON whose content is one (`metrics_to_run`, a `custom_metrics` list)."""
+    from evalgate.agents_cli.eval_config import looks_like_eval_config
+
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return True
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return False
+    return looks_like_eval_config(data)
 
 
 def _adk_custom_metrics(data: dict[str, Any], shown: str) -> dict[str, CustomMetricConfig]:
@@ -682,9 +701,13 @@ def parse_custom_criteria(
 
 
 def read_simulator_config(path: Path) -> Optional[UserSimulatorConfig]:
-    """The `user_simulator_config` of an ADK test_config.json, if it has one."""
+    """The `user_simulator_config` of an ADK test_config.json, if it has one (agents-cli's
+    eval config has none)."""
     shown = display_path(path)
-    data = parse_json(read_text(path, shown), shown)
+    text = read_text(path, shown)
+    if _is_eval_config(path, text):
+        return None
+    data = parse_json(text, shown)
     raw = data.get("user_simulator_config", data.get("userSimulatorConfig")) if isinstance(data, dict) else None
     if raw is None:
         return None

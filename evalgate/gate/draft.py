@@ -149,7 +149,7 @@ def draft_suite(
             reasons=reasons,
             basis=basis,  # type: ignore[arg-type]
         )
-        low, high = score_range(name)
+        low, high = score_range(name, current.criteria.get(name))
         comp.span = high - low
         continuous = False  # the values are scores (some strictly between 0 and 1), not judged
         if pairs:
