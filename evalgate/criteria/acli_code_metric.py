@@ -151,7 +151,7 @@ class AcliJudgedCodeMetric(AcliCodeMetric):
 
 
 def _present(explanation: Any) -> dict[str, Any]:
-    return {"explanation": str(explanation)} if explanation not in (None, "") else {}
+    return {"explanation": str(explanation)} if explanation is not None else {}
 
 
 def is_transient(exc: Optional[BaseException]) -> bool:
