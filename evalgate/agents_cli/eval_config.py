@@ -70,7 +70,7 @@ BUCKET_METRICS = frozenset(
 BODY_KEYS = ("prompt_template", "custom_function", "custom_function_file", "remote_custom_function")
 OWN_KEYS = ("score_range", "judge")  # evalgate's; agents-cli ignores them
 LLM_KEYS = ("judge_model", "judge_model_sampling_count", "judge_model_system_instruction", "judge_model_generation_config")
-BUILTIN_KEYS = ("metric_spec_parameters", "judge_model_step_configs")
+BUILTIN_KEYS = ("metric_spec_parameters", "judge_model_step_configs")  # the second is refused (not supported yet)
 # Fields of the SDK's Metric that evalgate does not carry out (yet): refused, not ignored.
 UNSUPPORTED_KEYS = {
     "return_raw_output": "evalgate reads the judge's score and explanation",
@@ -260,6 +260,10 @@ class _Reader:
                          + did_you_mean(name.lower(), sorted(PINNED)))
             return None
         params = self.keys(entry, here, ("name", *BUILTIN_KEYS, *OWN_KEYS), "a built-in's parameters")
+        if "judge_model_step_configs" in entry:
+            self.add(here + ("judge_model_step_configs",), "'judge_model_step_configs' is not supported by evalgate yet (the google-cloud-aiplatform client "
+                     "evalgate sends with has no field for per-step judges)", "Remove it; the service's default judges grade the metric.")
+            params = None
         for key in LLM_KEYS:
             if key in entry:
                 self.add(here + (key,), f"'{key}' on a built-in metric is not supported by evalgate yet (the service's autorater_config)",

@@ -1,14 +1,14 @@
 """agents-cli's built-in metrics: the eval service's predefined metrics, at the versions agents-cli resolves.
 
 A bare name in `metrics_to_run` is the pinned version (v1; FINAL_RESPONSE_MATCH v2), a name in
-`custom_metrics` without a body the newest, with its `metric_spec_parameters` and
-`judge_model_step_configs` (evalgate.agents_cli.eval_config). Each case run is one
+`custom_metrics` without a body the newest, with its `metric_spec_parameters`
+(evalgate.agents_cli.eval_config; per-step judges, `judge_model_step_configs`, are refused
+there: the aiplatform client evalgate sends with has no field for them). Each case run is one
 evaluateInstances request through the run's Vertex runtime (pool, rate cap, retries, cache;
 evalgate.vertex.service), with the body the SDK's PredefinedMetricHandler sends
 (agentplatform/_genai/_evals_metric_handlers.py), built here from the graded case:
 
-- `metrics[0].predefined_metric_spec`: the versioned name, the parameters, and the per-step
-  judges as `step_autorater_configs`;
+- `metrics[0].predefined_metric_spec`: the versioned name and the parameters;
 - `instance.prompt`: the case's prompt (or its scenario's starting prompt); for `multi_turn_*`
   metrics the `conversation_history` contents first, then the prompt;
 - `instance.response`: the first response; `instance.reference`: the reference's response;
@@ -50,7 +50,7 @@ class AcliServiceMetric(AcliMetric):
     def declare(cls, metric: str, params: dict[str, Any], declared_in: str, place: str, scale: Any = None) -> "AcliServiceMetric":
         crit = cls()
         crit._declared(metric, declared_in, place, scale if scale is not None else (0.0, 1.0))
-        crit._params = {k: v for k, v in params.items() if k in ("metric_spec_parameters", "judge_model_step_configs")}
+        crit._params = {k: v for k, v in params.items() if k == "metric_spec_parameters"}
         return crit
 
     def bind(self, runtime: Any) -> "AcliServiceMetric":
@@ -64,8 +64,6 @@ class AcliServiceMetric(AcliMetric):
         spec: dict[str, Any] = {"metric_spec_name": self.metric_name}
         if self._params.get("metric_spec_parameters"):
             spec["metric_spec_parameters"] = self._params["metric_spec_parameters"]
-        if self._params.get("judge_model_step_configs"):
-            spec["step_autorater_configs"] = self._params["judge_model_step_configs"]
         return {"predefined_metric_spec": spec}
 
     def score_trace_case(self, trace: dict[str, Any]) -> Outcome:
@@ -108,7 +106,7 @@ def evaluation_instance(case: Any, multi_turn: bool) -> dict[str, Any]:
         out["reference"] = _data([case.reference.response])
     if case.rubric_groups:
         out["rubric_groups"] = {k: _dump(v) for k, v in case.rubric_groups.items()}
-    context = _context(case.context)
+    context = _context(getattr(case, "context", None))
     if context is not None:
         out["other_data"] = {"map_instance": {"context": context}}
     agent_data = _agent_data(case, prompt, response)
