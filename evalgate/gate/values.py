@@ -127,6 +127,12 @@ def score_range(name: str, spec: Optional[CriterionSpec] = None) -> tuple[float,
     return cls.score_range if cls is not None else (0.0, 1.0)
 
 
+def is_bounded(spec: Optional[CriterionSpec]) -> bool:
+    """Whether a criterion's scale has both ends (a count, `score_range: [0, null]`, has not)."""
+    own = spec.score_range if spec is not None else None
+    return own is None or (len(own) == 2 and None not in own)
+
+
 def is_evaluated(result: Optional[CriterionResult]) -> bool:
     """Scored with a verdict: an INFORMATIONAL value (a custom metric may return one) is
     shown, never compared, as ADK never lets one decide a case."""
