@@ -217,3 +217,32 @@ def test_a_suite_names_the_config_and_validate_reads_it(cli, tmp_path):
     assert code == 2
     assert "tests/eval_config.yaml: custom_metrics[0].execution (line 4): 'execution: remote'" in err + out
     assert "Traceback" not in err + out
+
+
+def test_validating_an_agents_cli_config_imports_no_heavy_sdk(tmp_path):
+    """Reading every kind of metric (a file that imports google-genai, a prompt_template, a
+    built-in) imports neither the SDKs nor the metric's own modules."""
+    import subprocess
+
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "a.evalset.json").write_text(json.dumps({"eval_set_id": "a", "eval_cases": []}), encoding="utf-8")
+    shutil_src = Path(__file__).parent / "acli_metrics" / "response_quality.py"
+    (tmp_path / "response_quality.py").write_text(shutil_src.read_text(encoding="utf-8"), encoding="utf-8")
+    write(tmp_path, "metrics_to_run: [q, t, final_response_quality]\ncustom_metrics:\n"
+                    "  - name: q\n    custom_function_file: response_quality.py\n"
+                    "  - name: t\n    prompt_template: '{response}'\n")
+    (tmp_path / "evalgate.yaml").write_text(
+        "suites:\n  - name: app\n    evalsets: evals\n    actual: out.jsonl\n    criteria: eval_config.yaml\n", encoding="utf-8")
+    code = (
+        "import sys, contextlib, io\n"
+        "from evalgate.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    main(['validate'])\n"
+        "from evalgate.config import load_config, read_test_config\n"
+        "from pathlib import Path\n"
+        "assert len(read_test_config(Path('eval_config.yaml'))) == 3\n"
+        "print([m for m in ('google.genai', 'agentplatform', 'google.cloud.aiplatform', 'vertexai', 'google.adk') if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
