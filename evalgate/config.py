@@ -174,7 +174,8 @@ class SuiteConfig(BaseModel):
         default=None,
         description=(
             "ADK criteria: {name: threshold} or {name: {threshold, options...}}, or a path to an ADK "
-            "test_config.json. Default: the test_config.json next to each eval set, else ADK's defaults."
+            "test_config.json or to an agents-cli eval config (eval_config.yaml: metrics_to_run, custom_metrics; "
+            "no thresholds, gated on regression). Default: the test_config.json next to each eval set, else ADK's defaults."
         ),
     )
     not_evaluated: Literal["fail", "warn", "ignore"] = Field(
@@ -752,7 +753,7 @@ def json_schema() -> dict[str, Any]:
     suite = schema["$defs"]["SuiteConfig"]["properties"]
     suite["criteria"] = {
         "description": suite["criteria"].get("description"),
-        "anyOf": [{"type": "string", "description": "Path to an ADK test_config.json"}, criteria_schema, {"type": "null"}],
+        "anyOf": [{"type": "string", "description": "Path to an ADK test_config.json or an agents-cli eval_config.yaml"}, criteria_schema, {"type": "null"}],
     }
     for key in ("evalsets", "actual", "traces"):
         suite[key] = {"description": suite[key].get("description"), "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
