@@ -128,3 +128,23 @@ def test_without_a_baseline_nothing_fails(cli, tmp_path):
     current = run_results(tmp_path, "current", [1] * 12, [0] * 12)
     code, out, _ = cli("compare", "--current", str(current), "--html", str(tmp_path / "r.html"))
     assert code == 0, out
+
+
+def test_the_bases_policy_keeps_agents_cli_metrics_as_the_eval_config_declares_them(tmp_path):
+    """`evalgate gate` rebuilds the baseline's criteria from its results; an agents-cli metric
+    named like an ADK criterion evalgate knows (safety_v1) must stay the agents-cli one."""
+    from evalgate.criteria.acli_service_metric import AcliServiceMetric
+    from evalgate.gate.base_policy import base_criteria
+
+    config = tmp_path / "eval_config.yaml"
+    config.write_text(CONFIG.replace("[stars, tool_calls]", "[stars, tool_calls, SAFETY]"), encoding="utf-8")
+    criteria = read_eval_config(config)
+    cases = [engine.CaseInput("basic-dataset", "case-00", dict(criteria), "digest-0")]
+    base = results.RunResults.model_validate_json(run_results(tmp_path, "base", BASE_STARS, BASE_CALLS).read_text(encoding="utf-8"))
+    base.suites[0].criteria["safety_v1"] = base.suites[0].criteria["stars"].model_copy(update={"options": criteria["safety_v1"].options()})
+    for case in base.suites[0].cases:  # as if the baseline had scored it too
+        case.criteria["safety_v1"] = case.criteria["stars"].model_copy()
+    plan = engine.SuitePlan("app", cases)
+    base_criteria([plan], base)
+    assert isinstance(cases[0].criteria["safety_v1"], AcliServiceMetric)
+    assert cases[0].criteria["stars"].metric_name == "stars"
