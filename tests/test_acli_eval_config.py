@@ -246,3 +246,22 @@ def test_validating_an_agents_cli_config_imports_no_heavy_sdk(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_agents_cli_metrics_on_an_adk_eval_set_are_an_input_error(cli, tmp_path):
+    """Every case would be NOT_EVALUATED: the suite is refused at load, saying what to do."""
+    import shutil
+
+    from conftest import REPO
+
+    project = tmp_path / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", project)
+    write(project, "metrics_to_run: [agent_turn_count]\ncustom_metrics:\n  - name: agent_turn_count\n"
+                   "    custom_function: 'def evaluate(i): return 1'\n")
+    (project / "evalgate.yaml").write_text(
+        "suites:\n  - name: support-agent\n    evalsets: evals/support.evalset.json\n"
+        "    actual: runs/support.inference.jsonl\n    criteria: eval_config.yaml\n", encoding="utf-8")
+    code, out, err = cli("validate", cwd=project)
+    assert code == 2, out + err
+    assert ("evalgate.yaml: suites[0].criteria (line 5): agents-cli metrics (agent_turn_count) score agents-cli datasets, "
+            "and evals/support.evalset.json is an ADK eval set") in err + out
