@@ -52,7 +52,7 @@ def _pattern(text: str) -> str:
     return text.strip()
 
 
-_CASE_HELP = "run only the cases whose eval_id matches PATTERN (a glob: * ? [abc]); repeat for more. For trying changes: such results are not a baseline"
+_CASE_HELP = "run only the cases whose eval_id matches PATTERN (a glob: * ? [abc]); repeat for more. For trying changes: such results are not a baseline."
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--current", required=True, help="this run's results.json")
     where = compare.add_mutually_exclusive_group()
     where.add_argument("--baseline", help="the baseline: a results.json or a saved baseline file")
-    where.add_argument("--base-sha", help="look the baseline up in the config's store: this commit or its nearest first-parent ancestor (local git)")
+    where.add_argument("--base-sha", metavar="REF", help="look the baseline up in the config's store: this commit (any git revision) or its nearest first-parent ancestor (local git)")
     compare.add_argument("--config", "-c", help="config whose 'gate' section sets the policy (default: evalgate.yaml here, if any)")
     compare.add_argument("--output", "-o", help="also write the Markdown report to this file")
     compare.add_argument("--language", choices=LANGUAGES, help="language of the reports and the summary: en, ko or ja (default: the config's report.language, else en)")
@@ -141,18 +141,18 @@ def _parser() -> argparse.ArgumentParser:
     bsub = baseline.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     save = bsub.add_parser("save", help="save a run's results as the baseline of a commit, and record it in the flake ledger and the trend")
     save.add_argument("--results", required=True, help="the run's results.json")
-    save.add_argument("--commit", required=True, help="the full commit SHA the results belong to")
+    save.add_argument("--commit", required=True, help="the commit the results belong to (any git revision: a sha, short or full, a branch, a tag)")
     save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
     save.add_argument("--config", "-c", help="config file (its gate section names the store)")
     save.set_defaults(func=cmd_baseline_save)
     show = bsub.add_parser("show", help="show the baseline of a commit (or of its nearest ancestor that has one)")
-    show.add_argument("--commit", required=True, help="commit SHA")
+    show.add_argument("--commit", required=True, help="the commit (any git revision); its baseline, or its nearest first-parent ancestor's")
     show.add_argument("--config", "-c", help="config file")
     show.add_argument("--json", action="store_true", help="print the whole baseline as JSON")
     show.set_defaults(func=cmd_baseline_show)
 
     schema = sub.add_parser("schema", help="print a JSON Schema: the config (default), results, inference JSONL or agent-io lines")
-    schema.add_argument("which", nargs="?", choices=["config", "results", "inference", "agent-io"], default="config")
+    schema.add_argument("which", nargs="?", metavar="SCHEMA", choices=["config", "results", "inference", "agent-io"], default="config", help="config (default), results, inference or agent-io")
     schema.set_defaults(func=cmd_schema)
     return parser
 
@@ -220,7 +220,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     infer.check(plans, loaded)
     selection = _select(plans, args.case)
     cases = sum(len(p.cases) for p in plans)
-    print(f"{loaded.shown}: OK, {len(plans)} suites, {cases} cases")
+    suites_word = "suite" if len(plans) == 1 else "suites"
+    cases_word = "case" if cases == 1 else "cases"
+    print(f"{loaded.shown}: OK, {len(plans)} {suites_word}, {cases:,} {cases_word}")
     if selection is not None:
         print(f"  {selection}")
     for plan in plans:
@@ -316,7 +318,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with _gc_paused():
         _write_outputs(run, plans, out, gate=loaded.config.gate)
         _print_summary(run, out, args, agent, resumed_from=args.resume)
-    return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+    return _run_exit(run)
 
 
 def _failed_line(progress):
@@ -403,7 +405,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(_("merged {shards}: {cases}", shards=n_("{n} shard", "{n} shards", len(shards)), cases=n_("{n} case", "{n} cases", run.counts.cases)), file=sys.stderr)
     _print_summary(run, out, args, run.run.agent)
-    return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+    return _run_exit(run)
 
 
 def _merge_language() -> None:
@@ -518,6 +520,14 @@ def _selected_baseline(baseline, selection):
     return out
 
 
+def _run_exit(run) -> int:
+    """`run` and `merge`: exit 1 when a suite failed or nothing in it was evaluated (an agent
+    that never ran is no pass: a CI job must not read green for it)."""
+    if run.counts.cases == 0:  # a shard that holds no case: nothing to pass or fail
+        return EXIT_PASSED
+    return EXIT_PASSED if run.status.value == "PASSED" else EXIT_FAILED
+
+
 def _exit_for(verdict, gate) -> int:
     from evalgate.gate import Verdict
 
@@ -554,8 +564,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.baseline:
         baseline, info = _read_baseline_or_results(Path(args.baseline))
     elif args.base_sha:
+        from evalgate.local_gate import resolve_commit
+
         store = _store(gate, base)
-        found = find_baseline(store, args.base_sha, git_first_parent, gate.baseline.max_depth)
+        found = find_baseline(store, resolve_commit(args.base_sha, base), git_first_parent, gate.baseline.max_depth)
         if found is not None:
             baseline, info = found[0].results, found[1]
         ledger = store.load_ledger(gate.id)
@@ -597,16 +609,20 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     from evalgate.gate import update_ledger
     from evalgate.gate.trends import add_point
 
+    from evalgate.errors import display_path
+    from evalgate.local_gate import resolve_commit
+
     gate, base = _gate_config(args.config)
+    commit = resolve_commit(args.commit, base, "--commit")
     run = results.read(Path(args.results))
     _whole_run(run, args.results)
     _not_a_selection(run, args.results)
     store = _store(gate, base)
     now = datetime.now(timezone.utc)
-    store.save(make_baseline(run, args.commit, args.ref, now))
+    store.save(make_baseline(run, commit, args.ref, now))
     store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))
-    store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, args.commit, args.ref, now))
-    print(f"saved the baseline of {args.commit} for gate '{gate.id}' in {store}")
+    store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, commit, args.ref, now))
+    print(f"saved the baseline of {commit} for gate '{gate.id}' in {display_path(store.path)}")
     return EXIT_PASSED
 
 
@@ -614,10 +630,13 @@ def cmd_baseline_show(args: argparse.Namespace) -> int:
     from evalgate.gate.baselines import find_baseline, git_first_parent
     from evalgate.reports import incomplete_note
 
+    from evalgate.local_gate import resolve_commit
+
     gate, base = _gate_config(args.config)
-    found = find_baseline(_store(gate, base), args.commit, git_first_parent, gate.baseline.max_depth)
+    commit = resolve_commit(args.commit, base, "--commit")
+    found = find_baseline(_store(gate, base), commit, git_first_parent, gate.baseline.max_depth)
     if found is None:
-        print(f"no baseline for {args.commit} or its {gate.baseline.max_depth} nearest first-parent ancestors")
+        print(f"no baseline for {commit} or its {gate.baseline.max_depth} nearest first-parent ancestors")
         return EXIT_FAILED
     baseline, info = found
     if args.json:
