@@ -148,3 +148,15 @@ def test_the_bases_policy_keeps_agents_cli_metrics_as_the_eval_config_declares_t
     base_criteria([plan], base)
     assert isinstance(cases[0].criteria["safety_v1"], AcliServiceMetric)
     assert cases[0].criteria["stars"].metric_name == "stars"
+
+
+def test_below_its_scale_is_what_the_ledger_counts_as_failed(tmp_path):
+    """No status depends on it, but a score below the scale's lowest (the scaffold's judge says
+    0 when the model gave nothing usable, on a 1-5 scale) is a failed outcome in the flake ledger."""
+    from evalgate.gate.values import outcome
+
+    data = results.read(run_results(tmp_path, "base", BASE_STARS, BASE_CALLS)).suites[0]
+    stars = data.cases[0].criteria["stars"]
+    assert stars.threshold == 1.0 and outcome(stars, True) == 1.0
+    assert outcome(stars.model_copy(update={"score": 0.0}), True) == 0.0
+    assert data.cases[0].criteria["tool_calls"].threshold == 0.0

@@ -31,6 +31,9 @@ class AcliMetric(Criterion):
     needs_expected: ClassVar[bool] = False
     has_threshold: ClassVar[bool] = False
 
+    # Not a threshold: no status depends on it. It is the scale's lowest score (0 when unknown),
+    # what the flake ledger reads as "the case failed" for a score below it (a judge's 0 for "no
+    # usable answer" on a 1-5 scale, evalgate.gate.values.outcome).
     threshold: float = Field(default=0.0, description="Not used: agents-cli's metrics have no threshold.")
 
     _metric_name: str = PrivateAttr(default="")
@@ -46,6 +49,7 @@ class AcliMetric(Criterion):
     def _declared(self, name: str, declared_in: str, place: str, scale: Any) -> None:
         self._metric_name, self._declared_in, self._place = name, declared_in, place
         self._scale = scale
+        self.threshold = scale[0] if scale is not None and scale[0] is not None else 0.0
 
     def scale(self) -> Optional[tuple[Optional[float], Optional[float]]]:
         """The scale of its scores, lowest to highest (None at an unbounded end); None: not known."""
