@@ -17,11 +17,11 @@ from evalgate.gate.values import (
     cases_by_key,
     criteria_of,
     has_samples,
+    is_bounded,
     is_continuous,
     is_evaluated,
     run_scores,
     sampling_of,
-    is_bounded,
     score_range,
 )
 from evalgate.gate.words import case_names
