@@ -55,6 +55,10 @@ custom_metrics:
     metric_spec_parameters: {rubric_group_key: facts}
   - name: safety_v3_tuned
     prompt_template: "unused here {response}"
+  - name: tool_use_quality_v2
+    judge_model: gemini-3.8-flash
+    judge_model_sampling_count: 3
+    judge_model_generation_config: {temperature: 0.5, max_output_tokens: 512}
 """
 # safety_v3_tuned is a prompt_template metric: not a service metric, left out of this comparison.
 SERVICE = ["final_response_quality_v1", "final_response_match_v2", "safety_v1", "multi_turn_task_success_v1",
@@ -141,6 +145,9 @@ def test_every_body_the_sdk_sends_evalgate_sends(service, tmp_path):
     sent = {json.dumps(b["metrics"][0], sort_keys=True) for b in ours}
     assert '{"predefinedMetricSpec": {"metricSpecName": "final_response_quality_v2", "metricSpecParameters": {"rubric_group_key": "facts"}}}' in sent
     assert {json.loads(s)["predefinedMetricSpec"]["metricSpecName"] for s in sent} == set(SERVICE)
+    judged = [b["autoraterConfig"] for b in ours if "autoraterConfig" in b]
+    assert len(judged) == len(TRACES) and judged[0] == {
+        "autoraterModel": "gemini-3.8-flash", "samplingCount": 3, "generationConfig": {"temperature": 0.5, "maxOutputTokens": 512}}
 
 
 def test_the_bodies_carry_the_trace(service, tmp_path):
@@ -193,14 +200,14 @@ def test_versions_resolve_as_agents_cli_resolves_them():
 def test_unsupported_for_now_is_said_at_load(tmp_path):
     config = tmp_path / "eval_config.yaml"
     config.write_text("metrics_to_run: [exact_match, rouge_1, coherence, final_response_quality, multi_turn_task_success]\n"
-                      "custom_metrics:\n  - name: final_response_quality\n    judge_model: gemini-3.8-flash\n"
+                      "custom_metrics:\n  - name: final_response_quality\n    judge_model_system_instruction: be fair\n"
                       "  - name: multi_turn_task_success\n    judge_model_step_configs: {rubric_generation: {sampling_count: 2}}\n", encoding="utf-8")
     with pytest.raises(InputError) as e:
         read_test_config(config)
     text = str(e.value)
     assert "metrics_to_run[0] (line 1): 'exact_match' is computed by the eval service from exact text" in text
     assert "'rouge_1'" in text and "Cloud Storage bucket" in text
-    assert "custom_metrics[0].judge_model (line 4): 'judge_model' on a built-in metric is not supported by evalgate yet" in text
+    assert "custom_metrics[0].judge_model_system_instruction (line 4): a built-in metric has its own instructions" in text
     assert "custom_metrics[1].judge_model_step_configs (line 6): 'judge_model_step_configs' is not supported" in text
 
 

@@ -12,8 +12,10 @@ every problem at once, each with its file, place (and line) and fix.
   config file) is a local code metric: `def evaluate(instance)`. `execution: remote` (the
   service's sandbox) is refused: evalgate runs code metrics on the machine.
 - A pool entry with `prompt_template` is an LLM metric, judged on evalgate's judge runtime.
-- A pool entry with neither, named after a built-in, parameterizes it (`metric_spec_parameters`,
-  `judge_model_step_configs`) at its newest version, as agents-cli does.
+- A pool entry with neither, named after a built-in, parameterizes it at its newest version, as
+  agents-cli does: `metric_spec_parameters`, and the judge (`judge_model`,
+  `judge_model_sampling_count`, `judge_model_generation_config`: the request's autorater_config).
+  Per-step judges (`judge_model_step_configs`) are refused: not supported yet.
 - As in agents-cli: a body under a name the service reserves (a versioned built-in name) and
   `rubric_group_name` are refused; metric names are lower-cased (the SDK's Metric does so).
 
@@ -259,16 +261,17 @@ class _Reader:
                          "Add a prompt_template or a custom_function (or custom_function_file), or use a built-in name (`agents-cli eval metric list`). "
                          + did_you_mean(name.lower(), sorted(PINNED)))
             return None
-        params = self.keys(entry, here, ("name", *BUILTIN_KEYS, *OWN_KEYS), "a built-in's parameters")
+        params = self.keys(entry, here, ("name", *BUILTIN_KEYS, *LLM_KEYS, *OWN_KEYS), "a built-in's parameters")
         if "judge_model_step_configs" in entry:
             self.add(here + ("judge_model_step_configs",), "'judge_model_step_configs' is not supported by evalgate yet (the google-cloud-aiplatform client "
                      "evalgate sends with has no field for per-step judges)", "Remove it; the service's default judges grade the metric.")
             params = None
-        for key in LLM_KEYS:
-            if key in entry:
-                self.add(here + (key,), f"'{key}' on a built-in metric is not supported by evalgate yet (the service's autorater_config)",
-                         "Remove it; the service's default judge grades the metric.")
-                params = None
+        if "judge_model_system_instruction" in entry:
+            self.add(here + ("judge_model_system_instruction",), "a built-in metric has its own instructions: the SDK does not send this for it",
+                     "Remove it, or write your own metric with a prompt_template.")
+            params = None
+        if params is not None and not self.judge_settings(entry, here):
+            params = None
         if params is None:
             return None
         for key in BUILTIN_KEYS:
@@ -279,6 +282,25 @@ class _Reader:
         if scale is False:
             return None
         return AcliServiceMetric.declare(builtin, params, self.shown, self.where(*here), scale=scale)
+
+    def judge_settings(self, entry: dict[str, Any], here: tuple) -> bool:
+        """Whether the entry's judge_model, judge_model_sampling_count and judge_model_generation_config are usable."""
+        ok = True
+        count = entry.get("judge_model_sampling_count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 32):
+            self.add(here + ("judge_model_sampling_count",), f"judge_model_sampling_count {count!r} is not a whole number from 1 to 32", "Use 1 to 32.")
+            ok = False
+        for key in ("judge_model", "judge_model_system_instruction"):
+            if key in entry and entry[key] is not None and (not isinstance(entry[key], str) or not entry[key].strip()):
+                self.add(here + (key,), "must be a non-empty string", f"Write {key}: ... or remove it.")
+                ok = False
+        config = entry.get("judge_model_generation_config")
+        if config is not None:
+            problem = _generation_config_problem(config)
+            if problem:
+                self.add(here + ("judge_model_generation_config",), problem, "Give generation settings such as {temperature: 0, max_output_tokens: 2048}.")
+                ok = False
+        return ok
 
     def keys(self, entry: dict[str, Any], here: tuple, allowed: tuple, what: str) -> Optional[dict[str, Any]]:
         ok = True
@@ -365,20 +387,7 @@ class _Reader:
         if not isinstance(template, str) or not template.strip():
             self.add(here + ("prompt_template",), "the prompt template is empty", "Write the judge's instructions with {prompt} and {response}.")
             ok = False
-        count = entry.get("judge_model_sampling_count")
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 32):
-            self.add(here + ("judge_model_sampling_count",), f"judge_model_sampling_count {count!r} is not a whole number from 1 to 32", "Use 1 to 32.")
-            ok = False
-        for key in ("judge_model", "judge_model_system_instruction"):
-            if key in entry and entry[key] is not None and (not isinstance(entry[key], str) or not entry[key].strip()):
-                self.add(here + (key,), "must be a non-empty string", f"Write {key}: ... or remove it.")
-                ok = False
-        config = entry.get("judge_model_generation_config")
-        if config is not None:
-            problem = _generation_config_problem(config)
-            if problem:
-                self.add(here + ("judge_model_generation_config",), problem, "Give generation settings such as {temperature: 0, max_output_tokens: 2048}.")
-                ok = False
+        ok = self.judge_settings(entry, here) and ok
         scale = self.scale(entry, here)
         if scale is False or not ok:
             return None

@@ -9,6 +9,8 @@ evalgate.vertex.service), with the body the SDK's PredefinedMetricHandler sends
 (agentplatform/_genai/_evals_metric_handlers.py), built here from the graded case:
 
 - `metrics[0].predefined_metric_spec`: the versioned name and the parameters;
+- `autorater_config`: the entry's `judge_model`, `judge_model_generation_config` and
+  `judge_model_sampling_count` (the SDK sends them for multi-turn metrics too, which ignore them);
 - `instance.prompt`: the case's prompt (or its scenario's starting prompt); for `multi_turn_*`
   metrics the `conversation_history` contents first, then the prompt;
 - `instance.response`: the first response; `instance.reference`: the reference's response;
@@ -44,6 +46,7 @@ class AcliServiceMetric(AcliMetric):
     mapping_version: ClassVar[str] = "acli-1"  # part of every request's cache key
 
     _params: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _judge: dict[str, Any] = PrivateAttr(default_factory=dict)  # the request's autorater_config
     _runtime: Any = PrivateAttr(default=None)
 
     @classmethod
@@ -51,6 +54,9 @@ class AcliServiceMetric(AcliMetric):
         crit = cls()
         crit._declared(metric, declared_in, place, scale if scale is not None else (0.0, 1.0))
         crit._params = {k: v for k, v in params.items() if k == "metric_spec_parameters"}
+        judge = {"autorater_model": params.get("judge_model"), "generation_config": params.get("judge_model_generation_config"),
+                 "sampling_count": params.get("judge_model_sampling_count")}
+        crit._judge = {k: v for k, v in judge.items() if v}
         return crit
 
     def bind(self, runtime: Any) -> "AcliServiceMetric":
@@ -58,7 +64,7 @@ class AcliServiceMetric(AcliMetric):
         return self
 
     def options(self) -> dict[str, Any]:
-        return {**super().options(), **self._params}
+        return {**super().options(), **self._params, **({"autorater_config": self._judge} if self._judge else {})}
 
     def metric_spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"metric_spec_name": self.metric_name}
@@ -78,6 +84,7 @@ class AcliServiceMetric(AcliMetric):
             instance_json=canonical_json(evaluation_instance(case, self.metric_name.startswith("multi_turn"))),
             prompt_version=self.mapping_version,
             metric_spec_json=canonical_json(self.metric_spec()) if len(self.metric_spec()["predefined_metric_spec"]) > 1 else None,
+            autorater_config_json=canonical_json(self._judge) if self._judge else None,
         )
         return read_reply(self.metric_name, self._runtime.evaluate(request))
 
