@@ -140,7 +140,14 @@ def _parser() -> argparse.ArgumentParser:
     baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")
     bsub = baseline.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     save = bsub.add_parser("save", help="save a run's results as the baseline of a commit, and record it in the flake ledger and the trend")
-    save.add_argument("--results", required=True, help="the run's results.json")
+    save.add_argument(
+        "--results",
+        required=True,
+        nargs="+",
+        metavar="RESULTS",
+        help="the run's results.json; several runs of the same commit, oldest first, each go into the flake ledger "
+        "(the first day: history for the gate at once) and the last is the baseline",
+    )
     save.add_argument("--commit", required=True, help="the commit the results belong to (any git revision: a sha, short or full, a branch, a tag)")
     save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
     save.add_argument("--config", "-c", help="config file (its gate section names the store)")
@@ -608,21 +615,34 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     from evalgate.gate.baselines import make_baseline
     from evalgate.gate import update_ledger
     from evalgate.gate.trends import add_point
-
-    from evalgate.errors import display_path
+    from evalgate.errors import InputError, Problem, display_path
     from evalgate.local_gate import resolve_commit
 
     gate, base = _gate_config(args.config)
     commit = resolve_commit(args.commit, base, "--commit")
-    run = results.read(Path(args.results))
-    _whole_run(run, args.results)
-    _not_a_selection(run, args.results)
+    runs = []
+    for path in args.results:
+        run = results.read(Path(path))
+        _whole_run(run, path)
+        _not_a_selection(run, path)
+        runs.append(run)
+    digests = {r.config_digest for r in runs}
+    if len(digests) > 1:
+        raise InputError(Problem(None, "--results", f"the {len(runs)} runs were made with different configs or eval sets", "Give runs of one commit and config (evalgate run, repeated)."))
+    run = runs[-1]
     store = _store(gate, base)
     now = datetime.now(timezone.utc)
     store.save(make_baseline(run, commit, args.ref, now))
-    store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))
+
+    def appended(old):
+        for r in runs:
+            old = update_ledger(old, r, gate.history_runs)
+        return old
+
+    store.save_ledger(gate.id, appended)
     store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, commit, args.ref, now))
-    print(f"saved the baseline of {commit} for gate '{gate.id}' in {display_path(store.path)}")
+    into = f", and {len(runs)} runs into the flake ledger" if len(runs) > 1 else ""
+    print(f"saved the baseline of {commit} for gate '{gate.id}' in {display_path(store.path)}{into}")
     return EXIT_PASSED
 
 

@@ -303,3 +303,31 @@ def test_the_comments_numbers_agree_with_its_trend(cli, tmp_path):
     shared, mean_sd = map(float, re.search(r"run sd ([\d.]+) shared, ([\d.]+) for the mean \(8 runs of history\)", row).groups())
     low, high = map(float, re.search(r"below ([\d.]+)–([\d.]+)", row).groups())
     assert shared == 0.0 and 0 < mean_sd < high - low  # the trend's range holds the sd the row names
+
+
+# --- the first day (item 7) -----------------------------------------------------------------
+
+
+def test_several_runs_fill_the_ledger_on_the_first_day(cli, repo):
+    """`baseline save --results r1 r2 ...`: each run of main goes into the flake ledger, so
+    the gate has the history it needs to call cases stable before main has had 5 pushes."""
+    from evalgate.gate.baselines import DirStore
+    from evalgate.gate.ledger import stable_history
+    from evalgate.gate.model import GatePolicy
+
+    for k in range(2, 6):
+        assert cli("run", "--out", f"out{k}", "--quiet", cwd=repo)[0] in (0, 1)
+    results = ["out/results.json", *(f"out{k}/results.json" for k in range(2, 6))]
+    code, out, err = cli("baseline", "save", "--results", *results, "--commit", "HEAD", cwd=repo)
+    assert code == 0, err
+    assert "and 5 runs into the flake ledger" in out
+    ledger = DirStore(repo / "main" / "store", "evalgate").load_ledger("evalgate")
+    histories = [h for key, h in ledger.items() if key.count("\x1f") == 3]
+    assert histories and all(len(h) == 5 for h in histories)
+    stable = [h for h in histories if stable_history(h, GatePolicy()) is not None]
+    assert stable  # cases that passed all 5 runs count as stable at once
+    # Runs of another config are not one commit's history.
+    (repo / "evalgate.yaml").write_text((repo / "evalgate.yaml").read_text(encoding="utf-8").replace("response_match_score: 0.5", "response_match_score: 0.6"), encoding="utf-8")
+    assert cli("run", "--out", "other", "--quiet", cwd=repo)[0] in (0, 1)
+    code, out, err = cli("baseline", "save", "--results", "out/results.json", "other/results.json", "--commit", "HEAD", cwd=repo)
+    assert code == 2 and "different configs" in err
