@@ -265,3 +265,15 @@ def test_agents_cli_metrics_on_an_adk_eval_set_are_an_input_error(cli, tmp_path)
     assert code == 2, out + err
     assert ("evalgate.yaml: suites[0].criteria (line 5): agents-cli metrics (agent_turn_count) score agents-cli datasets, "
             "and evals/support.evalset.json is an ADK eval set") in err + out
+
+
+def test_a_function_file_outside_the_project_is_refused(tmp_path):
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (tmp_path / "elsewhere.py").write_text("def evaluate(instance):\n    return 1\n", encoding="utf-8")
+    (project / "inside.py").symlink_to(tmp_path / "elsewhere.py")
+    path = write(project, "metrics_to_run: [a, b]\ncustom_metrics:\n  - name: a\n    custom_function_file: ../elsewhere.py\n"
+                          "  - name: b\n    custom_function_file: inside.py\n")
+    text = problems(path)
+    assert "custom_metrics[0].custom_function_file (line 4): '../elsewhere.py'" in text and "leads outside the project" in text
+    assert "custom_metrics[1].custom_function_file (line 6): 'inside.py'" in text  # a link that leads out

@@ -354,6 +354,12 @@ class _Reader:
                 self.add(here + ("custom_function_file",), "must be a path to a .py file", "Write custom_function_file: my_metric.py (relative to this file).")
                 return None
             file = Path(ref) if Path(ref).is_absolute() else self.path.parent / ref
+            from evalgate.confine import FIX, escapes, project_root
+
+            root = project_root(self.path.parent)
+            if escapes(file, root):  # as every file a config names (evalgate.confine): it is read and run
+                self.add(here + ("custom_function_file",), f"'{ref}' ({file.resolve()}) leads outside the project ({root})", FIX)
+                return None
             if not file.is_file():
                 self.add(here + ("custom_function_file",), f"'{ref}' not found (resolved to {display_path(file)}, relative to this file's folder, as agents-cli resolves it)",
                          "Fix the path, or create the file with def evaluate(instance).")
