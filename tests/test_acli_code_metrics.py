@@ -122,7 +122,7 @@ def _function_repr(text: str | None) -> str | None:
 
 CASES = ["weather-ko", "order-ja", "capital-en", "no-answer"]
 METRICS = ["custom_response_quality", "agent_turn_count", "tool_calls", "matches_reference", "response_length",
-           "keeps_extras", "sees_everything", "breaks_on_english", "wrong_type"]
+           "keeps_extras", "sees_everything", "breaks_on_english", "wrong_type", "text_score"]
 
 
 @pytest.mark.parametrize("case_id", CASES)
@@ -133,7 +133,10 @@ def test_per_case_scores_equal_agents_clis(theirs, ours, case_id):
         want, got = theirs[case_id][metric], mine[metric]
         assert got.score == want.get("score"), (case_id, metric)
         assert (got.per_invocation[-1].details.get("explanation") if got.per_invocation else None) == want.get("explanation"), (case_id, metric)
-        assert _function_repr(got.error) == _function_repr(want.get("error_message")), (case_id, metric)
+        if (want.get("error_message") or "").startswith("Error executing metric"):  # the SDK's own model refused the score
+            assert "'many'" in want["error_message"] and "the score 'many' is not a finite number" in got.error
+        else:
+            assert _function_repr(got.error) == _function_repr(want.get("error_message")), (case_id, metric)
         assert got.status is (Status.PASSED if want.get("score") is not None else Status.NOT_EVALUATED)
 
 

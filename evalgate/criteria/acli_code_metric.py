@@ -122,11 +122,15 @@ class AcliCodeMetric(AcliMetric):
             return Outcome(None, details, error=f"CustomFunctionError({name}): Returned unexpected type {type(result)}")
         if isinstance(score, bool):
             score = float(score)
+        elif isinstance(score, str):  # the SDK's result model reads a numeric string as its number
+            try:
+                score = float(score.strip())
+            except ValueError:
+                pass
         if score is None:
             return Outcome(None, {**details, **_present(explanation)}, error=f"CustomFunctionError({name}): returned no score")
-        if not isinstance(score, (int, float)) or not math.isfinite(score):
-            return Outcome(None, {**details, **_present(explanation)},
-                           error=f"CustomFunctionError({name}): the score {score!r} is not a finite number")
+        if not isinstance(score, (int, float)) or not math.isfinite(score):  # the SDK records no explanation then
+            return Outcome(None, details, error=f"CustomFunctionError({name}): the score {score!r} is not a finite number")
         return Outcome(float(score), {**details, **_present(explanation)})
 
     def _call(self, fn: Callable[[Any], Any], instance: dict[str, Any]) -> Any:
