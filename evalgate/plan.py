@@ -252,8 +252,9 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1, ended=r.ended, log=r.log, trace=r.trace) for r in runs]
             cases.append(item)
     for name, crit in {n: c for case in cases for n, c in case.criteria.items()}.items():
-        if crit.input_kind != "invocations":
+        if crit.input_kind == "trace":
             problems.add(shown, loaded.where("suites", i, "criteria", name), f"'{name}' scores traces, not eval sets", "Put it in a suite with 'traces:', or remove it.")
+    problems.extend(_acli_on_adk_cases(loaded, i, cases))
     if not cases and not problems.problems:
         problems.add(shown, loaded.where("suites", i), "the suite has no eval cases", "Add cases to its eval sets; a suite that scores nothing cannot pass.")
     problems.extend(_resolve_custom_metrics(loaded, suite, cases))
@@ -291,6 +292,22 @@ def _resolve_custom_metrics(loaded: LoadedConfig, suite: SuiteConfig, cases: lis
     for crit in found.values():
         problems.extend(crit.resolve(_agent_folder(loaded, suite, crit.declared_path), [loaded.base]))
     return problems
+
+
+def _acli_on_adk_cases(loaded: LoadedConfig, i: int, cases: list[CaseInput]) -> list[Problem]:
+    """agents-cli's metrics (an eval_config.yaml as criteria) score agents-cli dataset cases; on
+    an ADK eval set's case every one would be NOT_EVALUATED, so that is an input error."""
+    adk = sorted({c.source.get("evalset", c.eval_set_id) for c in cases if getattr(c, "acli", None) is None
+                  and any(crit.input_kind == "acli" for crit in c.criteria.values())})
+    if not adk:
+        return []
+    names = sorted({n for c in cases for n, crit in c.criteria.items() if crit.input_kind == "acli"})
+    return [Problem(
+        loaded.shown, loaded.where("suites", i, "criteria"),
+        f"agents-cli metrics ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}) score agents-cli datasets, and {', '.join(adk[:3])} "
+        f"{'is an ADK eval set' if len(adk) == 1 else 'are ADK eval sets'}",
+        "Give the ADK eval sets a suite of their own with ADK criteria, or convert them with `agents-cli scaffold upgrade`.",
+    )]
 
 
 def _agent_folder(loaded: LoadedConfig, suite: SuiteConfig, declared_in: Optional[Path]) -> Optional[Path]:

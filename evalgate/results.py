@@ -191,6 +191,20 @@ class CriterionSpec(_Model):
         "every sample was drawn. compare does not mix the two on sample means.",
         exclude_if=lambda v: v is None,
     )
+    no_threshold: bool = Field(
+        False,
+        exclude_if=lambda v: not v,
+        description="A criterion without a threshold (agents-cli's metrics): a scored case is PASSED with its score; "
+        "the gate compares the scores with the baseline's. `threshold` is then not used. Absent when false.",
+    )
+    score_range: Optional[list[Optional[float]]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        min_length=2,
+        max_length=2,
+        description="The scale of the criterion's scores, [lowest, highest] (null at an unbounded end), when it is the "
+        "criterion's own (agents-cli's metrics); the gate's margins are fractions of it. Absent: the criterion's kind says.",
+    )
 
 
 class Counts(_Model):
