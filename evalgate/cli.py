@@ -14,7 +14,7 @@ import sys
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from evalgate import __version__, i18n
 from evalgate.i18n import LANGUAGES, _, n_
@@ -323,8 +323,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if shard is not None:
         run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit)
     with _gc_paused():
-        _write_outputs(run, plans, out, gate=loaded.config.gate)
-        _print_summary(run, out, args, agent, resumed_from=args.resume)
+        traces = _write_outputs(run, plans, out, gate=loaded.config.gate)
+        _print_summary(run, out, args, agent, resumed_from=args.resume, traces=traces)
     return _run_exit(run)
 
 
@@ -348,18 +348,21 @@ def _journal(out: Path, digest: str, commit, shard):
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
 
-def _write_outputs(run, plans, out: Path, gate) -> None:
-    from evalgate import infer, results
+def _write_outputs(run, plans, out: Path, gate) -> Optional[Path]:
+    """Write the run's files into `out`; the agents-cli traces file, when one was written."""
+    from evalgate import infer, results, writing
     from evalgate.errors import InputError, Problem
     from evalgate.reports.adk_results import write_adk_results
     from evalgate.reports.junit import junit_xml
 
     try:
         infer.write_inference(plans, out / "inference.jsonl")
+        traces = infer.write_traces(plans, out / "traces")
         results.write(run, out / "results.json")
-        (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+        writing.write_text(out / "junit.xml", junit_xml(run))
         write_adk_results(run, plans, out / "adk")
         _write_html(run, out, gate)
+        return traces
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
@@ -372,7 +375,7 @@ def _write_html(run, out: Path, gate) -> None:
     write_html(out / REPORT_FILE, compare(None, run, gate), run, gate_id=gate.id)
 
 
-def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None) -> None:
+def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None, traces: Optional[Path] = None) -> None:
     from evalgate.reports import incomplete_note
     from evalgate.reports.terminal import summary_table
 
@@ -393,6 +396,9 @@ def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resume
     print(_("results: {results}  junit: {junit}", results=out / "results.json", junit=out / "junit.xml") + outputs)
     if (out / "report.html").is_file():
         print(_("report: {path}", path=out / "report.html"))
+    if traces is not None:
+        # TRANSLATORS: the agents-cli traces of the run (agents-cli is a program's name).
+        print(_("traces for agents-cli eval grade: {path}", path=traces))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -591,7 +597,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url, trend=trend)
     if args.output:
-        Path(args.output).write_text(report, encoding="utf-8")
+        from evalgate import writing
+
+        writing.write_text(Path(args.output), report)
     html_path = Path(args.html) if args.html else Path(args.current).parent / REPORT_FILE
     try:
         write_html(html_path, comparison, current, baseline, gate_id=gate.id, run_url=args.run_url, trend=trend)

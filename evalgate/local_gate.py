@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -201,30 +202,43 @@ def _read_store_of(base: Base, file: Path) -> None:
         base.where = _("{file}, with the flake ledger of {store}", file=file, store=store)
 
 
-def _base_config(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
+def _base_config(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Optional[str]]:
     """The config as the base commit has it (its `gate:`, `judge:` and `vertex:` sections
-    decide); None (with a note) when it cannot be read: the working tree's is used."""
+    decide); None (with a note) when it cannot be read: the working tree's is used. Second,
+    the config's path when the base commit has no file there (its policy is then shown
+    against nothing)."""
     from evalgate.gate.base_policy import config_of_text, git_show
 
     if base.commit is None or repo is None:
-        return None
-    try:
-        rel = loaded.path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        return None
+        return None, None
+    # The path as written (a link is not followed: the base is asked for its own file there);
+    # a folder above the repository may be reached through a link, so the repository's own
+    # path is tried as written, then resolved.
+    rel = None
+    for top in (Path(os.path.abspath(repo)), repo.resolve()):
+        for path in (Path(os.path.abspath(loaded.path)), loaded.path.parent.resolve() / loaded.path.name):
+            try:
+                rel = path.relative_to(top).as_posix()
+                break
+            except ValueError:
+                continue
+        if rel is not None:
+            break
+    if rel is None:
+        return None, None
     text = git_show(repo, base.commit, rel)
     if text is None and not _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo):
         base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate, judge and vertex sections were used", commit=base.commit[:12]))
-        return None
+        return None, None
     if text is None:
         base.notes.append(_("git has no {file} at the base commit {commit}: the working tree's gate, judge and vertex sections were used", file=rel, commit=base.commit[:12]))
-        return None
+        return None, rel
     try:
-        return config_of_text(text, loaded.path.name)
+        return config_of_text(text, loaded.path.name), None
     except InputError as e:
         # The problem itself is an input error: English, as every error is.
         base.notes.append(_("the base commit's {file} is not valid ({problem}): the working tree's gate, judge and vertex sections were used", file=rel, problem=e.problems[0].what))
-        return None
+        return None, None
 
 
 def _run(args: argparse.Namespace, loaded: Any, plans: list) -> Any:
@@ -261,7 +275,7 @@ def gate(args: argparse.Namespace) -> int:
         _read_file(base, args.baseline)
     else:
         base = choose_base(args, repo)
-    base_config = _base_config(base, loaded, repo)
+    base_config, missing = _base_config(base, loaded, repo)
     gate_ = base_config.gate if base_config is not None else own.gate
     if not args.baseline:
         find_base_baseline(base, gate_, loaded, repo)
@@ -272,6 +286,7 @@ def gate(args: argparse.Namespace) -> int:
         own.gate,
         base_config.gate if base_config is not None else None,
         base.results,
+        missing,
         scoring_policy(own),
         scoring_policy(base_config) if base_config is not None else None,
     )
@@ -336,7 +351,9 @@ def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, 
     out = Path(args.out)
     comment = render_comment(comparison, current, gate_id=gate_.id, full_report_hint=FULL_REPORT, trend=base.trend)
     try:
-        (out / COMMENT_FILE).write_text(comment, encoding="utf-8")
+        from evalgate import writing
+
+        writing.write_text(out / COMMENT_FILE, comment)
         write_html(out / REPORT_FILE, comparison, current, base.results, gate_id=gate_.id, trend=base.trend)
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the report there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from evalgate import results as results_io
 from evalgate.engine import derived_warnings, finish_run, finish_suite
@@ -290,19 +290,37 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
     The shards may come in any order: lines and cases are put in the run's order."""
     from evalgate.reports.junit import junit_xml
 
-    out.mkdir(parents=True, exist_ok=True)
+    from evalgate import writing
+
+    writing.make_dirs(out)
     written = [out / "results.json", out / "junit.xml"]
     results_io.write(run, out / "results.json")
-    (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+    writing.write_text(out / "junit.xml", junit_xml(run))
     if any(s.inference for s in shards) or run.run.agent:
-        (out / "inference.jsonl").write_text("".join(line + "\n" for line in inference_lines(shards, run)), encoding="utf-8")
+        writing.write_text(out / "inference.jsonl", "".join(line + "\n" for line in inference_lines(shards, run)))
         written.append(out / "inference.jsonl")
     for rel, data in adk_files(shards).items():
         path = out / ADK_DIR / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
         results_io.write_json(data, path)
         written.append(path)
+    traces = _traces(shards, out / "traces")
+    if traces is not None:
+        written.append(traces)
     return written
+
+
+def _traces(shards: list[ShardOutput], folder: Path) -> Optional[Path]:
+    """The shards' agents-cli traces (their newest `traces/traces_<time>.json` each, in shard
+    order) as one traces file, as an unsharded run writes it; nothing when no shard has any."""
+    from evalgate.agents_cli.traces import file_time, write_traces
+
+    cases: list[dict[str, Any]] = []
+    for shard in sorted(shards, key=lambda s: s.index):
+        files = sorted((shard.folder / "traces").glob("traces_*.json"), key=lambda p: (file_time(p), p.name))
+        if files:
+            data = load_json_file(files[-1])
+            cases.extend((data.get("eval_cases") or []) if isinstance(data, dict) else [])
+    return write_traces(cases, folder)
 
 
 def merge_folders(paths: list[Path], out: Path) -> tuple[RunResults, list[ShardOutput]]:

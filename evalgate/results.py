@@ -211,6 +211,20 @@ class CriterionSpec(_Model):
         "every sample was drawn. compare does not mix the two on sample means.",
         exclude_if=lambda v: v is None,
     )
+    no_threshold: bool = Field(
+        False,
+        exclude_if=lambda v: not v,
+        description="A criterion without a threshold (agents-cli's metrics): a scored case is PASSED with its score; "
+        "the gate compares the scores with the baseline's. `threshold` is then not used. Absent when false.",
+    )
+    score_range: Optional[list[Optional[float]]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        min_length=2,
+        max_length=2,
+        description="The scale of the criterion's scores, [lowest, highest] (null at an unbounded end), when it is the "
+        "criterion's own (agents-cli's metrics); the gate's margins are fractions of it. Absent: the criterion's kind says.",
+    )
 
 
 class Counts(_Model):
@@ -486,8 +500,10 @@ def json_chunks(value: Any, sort_keys: bool) -> list[Any]:
 def write_json(value: Any, path: Path, sort_keys: bool = False) -> None:
     """Write `value` as `json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys)`
     and a newline, UTF-8, as `Path.write_text` would."""
+    from evalgate import writing
+
     chunks = json_chunks(value, sort_keys)
-    with open(path, "w", encoding="utf-8") as f:
+    with writing.replacing(path) as f:
         for chunk in chunks:
             if isinstance(chunk, str):
                 f.write(chunk)
@@ -532,8 +548,10 @@ def dumps(results: RunResults) -> str:
 
 
 def write(results: RunResults, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    """results.json, as a new file renamed into place (evalgate.writing)."""
+    from evalgate import writing
+
+    with writing.replacing(path) as f:
         f.writelines(_results_text(results))
 
 

@@ -155,7 +155,7 @@ def test_eval_history_as_adk_writes_it(tmp_path, double_encoded):
 
 def test_unknown_actual_file_shape(tmp_path):
     path = write_json(tmp_path / "x.json", {"hello": 1})
-    with pytest.raises(InputError, match="not ADK eval history nor evalgate inference JSONL"):
+    with pytest.raises(InputError, match="not ADK eval history, evalgate inference JSONL nor agents-cli traces"):
         load_actual(path)
 
 
@@ -196,7 +196,7 @@ def test_legacy_history_named_from_another_folder_still_matches(tmp_path, cli, r
     cwd = project if run_from == "project" else tmp_path
     code, out, err = cli("validate", "--config", str(project / "evalgate.yaml"), cwd=cwd)
     assert code == 0, err
-    assert "1 cases" in out
+    assert "1 suite, 1 case\n" in out
 
 
 def test_a_record_is_never_scored_for_another_eval_sets_case(cli, tmp_path):

@@ -18,6 +18,7 @@ from evalgate.gate.values import (
     compared_parts,
     criteria_of,
     has_samples,
+    is_bounded,
     is_continuous,
     is_evaluated,
     run_scores,
@@ -103,8 +104,10 @@ def draft_suite(
     flips: dict[str, list[CaseKey]] = {}
     for name in sorted(cur_specs):
         threshold, judge, version = cur_specs[name]
+        spec = current.criteria.get(name)
         if absolute or name not in base_specs:
             comp = absolute_criterion(current, name, threshold, judge)
+            comp.no_threshold = bool(spec is not None and spec.no_threshold)
             if not absolute:
                 new_criteria.add(name)
                 comp.reasons.insert(0, _("new criterion (not in the baseline): judged on its threshold"))
@@ -154,8 +157,10 @@ def draft_suite(
             reasons=reasons,
             basis=basis,  # type: ignore[arg-type]
         )
-        low, high = score_range(name)
+        low, high = score_range(name, spec)
         comp.span = high - low
+        comp.bounded = is_bounded(spec)
+        comp.no_threshold = bool(spec is not None and spec.no_threshold)
         continuous = False  # the values are scores (some strictly between 0 and 1), not judged
         if pairs:
             base_values = [case_value(b, basis) for _, b, _ in pairs]

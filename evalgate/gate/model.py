@@ -134,6 +134,10 @@ class CriterionComparison:
     # Its scores' range, highest - lowest (4 for response_evaluation_score's 1 to 5): the
     # numbers here are on its own scale, the margins and resolution fractions of the range.
     span: float = 1.0
+    # False for a scale without a highest or lowest score (a count): differences are not bounded by `span`.
+    bounded: bool = True
+    # A criterion without a threshold (agents-cli's metrics): only the comparison judges it; reports show no threshold.
+    no_threshold: bool = False
     # What the means, delta and test are over: "scores" (the criterion's case scores) or
     # "samples" (per case, the mean of its judge samples; see the module docstring).
     basis: Literal["scores", "samples"] = "scores"

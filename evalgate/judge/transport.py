@@ -334,6 +334,8 @@ def vertex_transport(client: Any, setup: VertexSetup, request: EvalRequest,
                     else {"predefined_metric_spec": {"metric_spec_name": request.metric}}],
         "instance": instance,
     }
+    if request.autorater_config_json is not None:
+        payload["autorater_config"] = json.loads(request.autorater_config_json)
     try:
         built = EvaluateInstancesRequest.from_json(json.dumps(payload), ignore_unknown_fields=False)
     except json_format.ParseError as exc:
