@@ -145,6 +145,17 @@ def _parser() -> argparse.ArgumentParser:
     save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
     save.add_argument("--config", "-c", help="config file (its gate section names the store)")
     save.set_defaults(func=cmd_baseline_save)
+    imp = bsub.add_parser(
+        "import",
+        help="save the scores another tool graded as the baseline of a commit, for the config's suite: an agents-cli results file (results_<ts>.json)",
+    )
+    imp.add_argument("--agents-cli", required=True, dest="agents_cli", metavar="FILE", help="what `agents-cli eval grade` or `eval run` wrote: artifacts/grade_results/results_<ts>.json")
+    imp.add_argument("--commit", required=True, help="the full commit SHA the results belong to")
+    imp.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
+    imp.add_argument("--config", "-c", help="config file (default: evalgate.yaml, evalgate.yml or evalgate.json here): its suite's cases and criteria, its gate section's store")
+    imp.add_argument("--suite", metavar="NAME", help="the suite the results belong to (default: the config's only suite, else the one holding their cases)")
+    imp.add_argument("--eval-set", dest="eval_set", metavar="ID", help="the eval set of every graded case, where the suite has several (a dataset's id is its file name without .json; default: the one holding each case's id)")
+    imp.set_defaults(func=cmd_baseline_import)
     show = bsub.add_parser("show", help="show the baseline of a commit (or of its nearest ancestor that has one)")
     show.add_argument("--commit", required=True, help="commit SHA")
     show.add_argument("--config", "-c", help="config file")
@@ -343,6 +354,7 @@ def _write_outputs(run, plans, out: Path, gate) -> None:
     from evalgate import infer, results
     from evalgate.errors import InputError, Problem
     from evalgate.reports.adk_results import write_adk_results
+    from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_of, write_agents_cli_results
     from evalgate.reports.junit import junit_xml
 
     try:
@@ -350,6 +362,7 @@ def _write_outputs(run, plans, out: Path, gate) -> None:
         results.write(run, out / "results.json")
         (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
         write_adk_results(run, plans, out / "adk")
+        write_agents_cli_results(run, traces_of(plans), out / AGENTS_CLI_DIR)
         _write_html(run, out, gate)
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
@@ -590,23 +603,71 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline_save(args: argparse.Namespace) -> int:
-    from datetime import datetime, timezone
-
     from evalgate import results
-    from evalgate.gate.baselines import make_baseline
-    from evalgate.gate import update_ledger
-    from evalgate.gate.trends import add_point
 
     gate, base = _gate_config(args.config)
     run = results.read(Path(args.results))
     _whole_run(run, args.results)
     _not_a_selection(run, args.results)
     store = _store(gate, base)
-    now = datetime.now(timezone.utc)
-    store.save(make_baseline(run, args.commit, args.ref, now))
-    store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))
-    store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, args.commit, args.ref, now))
+    _save_baseline(store, gate, run, args.commit, args.ref)
     print(f"saved the baseline of {args.commit} for gate '{gate.id}' in {store}")
+    return EXIT_PASSED
+
+
+def _save_baseline(store, gate, run, commit: str, ref: str) -> None:
+    """A run saved as the baseline of `commit`, and recorded in the flake ledger and the trend."""
+    from datetime import datetime, timezone
+
+    from evalgate.gate import update_ledger
+    from evalgate.gate.baselines import make_baseline
+    from evalgate.gate.trends import add_point
+
+    now = datetime.now(timezone.utc)
+    store.save(make_baseline(run, commit, ref, now))
+    store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))
+    store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, commit, ref, now))
+
+
+def cmd_baseline_import(args: argparse.Namespace) -> int:
+    from evalgate.agents_cli.baseline import choose_suite, import_results, read_results
+    from evalgate.errors import InputError, Problem, display_path
+    from evalgate.gate.baselines import valid_sha
+    from evalgate.plan import config_digest
+
+    if not valid_sha(args.commit):
+        raise InputError(Problem(None, "--commit", f"'{args.commit}' is not a full commit SHA", "Give the 40 hex digits, e.g. $(git rev-parse HEAD)."))
+    loaded, plans = _load(args.config)
+    file = Path(args.agents_cli)
+    shown = display_path(file)
+    graded, created = read_results(file, shown)
+    plan = choose_suite(plans, graded, args.suite, shown)
+    imported = import_results(graded, plan, config_digest(loaded, plans), shown, args.eval_set, created)
+    gate = loaded.config.gate
+    store = _store(gate, loaded.base)
+    _save_baseline(store, gate, imported.results, args.commit, args.ref)
+    from evalgate.reports.terminal import plain  # ids and names are the file's
+
+    if imported.unmatched_cases:
+        left = ", ".join(imported.unmatched_cases[:10]) + (", ..." if len(imported.unmatched_cases) > 10 else "")
+        print(plain(n_("note: {n} graded case is not a case of suite {suite}, left out: {cases}", "note: {n} graded cases are not cases of suite {suite}, left out: {cases}", len(imported.unmatched_cases), suite=plan.name, cases=left)), file=sys.stderr)
+    if imported.unknown_metrics:
+        print(plain(_("note: metrics that are not criteria of suite {suite}, left out: {metrics}", suite=plan.name, metrics=", ".join(imported.unknown_metrics))), file=sys.stderr)
+    c = imported.results.counts
+    print(
+        plain(
+            _(
+                "imported {cases} of suite {suite} ({metrics}) from {file} as the baseline of {commit} for gate '{gate}' in {store}",
+                cases=n_("{n} case", "{n} cases", c.cases),
+                suite=plan.name,
+                metrics=", ".join(imported.metrics),
+                file=shown,
+                commit=args.commit,
+                gate=gate.id,
+                store=store,
+            )
+        )
+    )
     return EXIT_PASSED
 
 

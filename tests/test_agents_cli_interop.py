@@ -1,0 +1,327 @@
+"""Interop with agents-cli's results files, against the real peer (google-agents-cli 1.11.0).
+
+- A `results_<ts>.json` that `agents-cli eval grade` wrote (run here in a subprocess, on a
+  traces file, with a local `custom_function_file` metric) becomes a baseline through
+  `evalgate baseline import --agents-cli`: the stored scores are the file's, case by case
+  (ids from `eval_case_id`, else the index), its errored result NOT_EVALUATED with
+  agents-cli's error message; then `evalgate gate` against it PASSes when the pull request's
+  answers score the same and FAILs when they regress.
+- The agents-cli results file evalgate writes beside results.json is read by `agents-cli eval
+  compare` (its summary equals agents-cli's own on the same answers, and a regression shows
+  in the diff) and by `agents-cli eval analyze`, whose request to the eval service (a fake on
+  127.0.0.1) carries our per-case scores.
+
+The suite scores the same rule on evalgate's side with an ADK custom metric of the same
+name (both functions are in one file): the agents-cli eval_config.yaml criteria are another
+helper's work, and this test needs only that the two runs score alike.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+import yaml
+
+import fake_http
+from fake_gemini import _throwaway_private_key
+
+pytest.importorskip("google.agents.cli")
+pytest.importorskip("google.adk")
+
+PEER = Path(__file__).with_name("acli_peer.py")
+SHA = "0123456789abcdef0123456789abcdef01234567"
+METRIC = "keyword_hit"
+
+METRICS_PY = '''\
+"""One rule, twice: agents-cli's evaluate(instance) and an ADK custom metric."""
+
+
+def _text(content):
+    return "".join(p.get("text") or "" for p in (content or {}).get("parts") or [])
+
+
+def share(response, reference):
+    """The share of the reference's words that the response contains."""
+    words = reference.split()
+    return sum(w in response for w in words) / len(words) if words else 0.0
+
+
+def evaluate(instance):
+    reference = _text(instance["reference"]["response"])
+    return {"score": share(_text(instance["response"]), reference), "explanation": "참조: " + reference}
+
+
+def keyword_hit(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    from google.adk.evaluation.eval_metrics import EvalStatus
+    from google.adk.evaluation.evaluator import EvaluationResult, PerInvocationResult
+
+    threshold = eval_metric.criterion.threshold
+    per = []
+    for actual, expected in zip(actual_invocations, expected_invocations):
+        score = share(actual.final_response.parts[0].text, expected.final_response.parts[0].text)
+        status = EvalStatus.PASSED if score >= threshold else EvalStatus.FAILED
+        per.append(PerInvocationResult(actual_invocation=actual, expected_invocation=expected, score=score, eval_status=status))
+    overall = sum(p.score for p in per) / len(per)
+    return EvaluationResult(
+        overall_score=overall,
+        overall_eval_status=EvalStatus.PASSED if overall >= threshold else EvalStatus.FAILED,
+        per_invocation_results=per,
+    )
+'''
+
+# (eval_case_id or None: keyed by its index, question, reference, the agent's answer)
+CASES = [
+    ("서울_날씨", "서울 날씨 어때요?", "서울 맑음 20도", "서울은 맑음, 20도입니다."),
+    (None, "東京の天気は?", "東京 雨", "東京は雨です。"),
+    ("부산_날씨", "부산 날씨는?", "부산 흐림 18도", "부산은 흐림, 18도예요."),
+    ("大阪_天気", "大阪の天気は?", "大阪 晴れ", "大阪は晴れです。"),
+    ("인사", "안녕하세요", "안녕하세요 도와 드릴까요", "안녕하세요! 무엇을 도와 드릴까요?"),
+    ("挨拶", "こんにちは", None, "こんにちは!何をお手伝いしましょうか?"),  # no reference: the metric errs on both sides
+    ("제주_날씨", "제주 날씨?", "제주 바람 비", "제주는 바람이 붑니다."),  # 2 of 3 words
+    ("환불", "환불하고 싶어요", "주문 번호 알려 주세요", "주문 번호를 알려 주세요."),
+    ("返品", "返品したいです", "注文 番号", "注文番号を教えてください。"),
+    ("배송", "배송 언제 와요?", "내일 도착", "내일 도착 예정입니다."),
+    ("配送", "いつ届きますか?", "明日 到着", "明日到着の予定です。"),
+    ("영업시간", "몇 시에 열어요?", "오전 9시", "오전 9시에 엽니다."),
+    ("営業時間", "何時に開きますか?", "午前 9時", "午前9時に開きます。"),
+    ("결제", "카드 돼요?", "카드 결제 가능", "네, 카드 결제 가능합니다."),
+]
+REGRESSED = "잘 모르겠습니다. わかりません。"
+
+
+def _content(role: str, text: str) -> dict:
+    return {"role": role, "parts": [{"text": text}]}
+
+
+def _ids() -> list[str]:
+    return [cid if cid else str(i) for i, (cid, *_rest) in enumerate(CASES)]
+
+
+def _outputs(answer=None) -> str:
+    lines = []
+    for eid, (_cid, question, _ref, ans) in zip(_ids(), CASES):
+        inv = {"invocation_id": "t0", "user_content": _content("user", question), "final_response": _content("model", answer or ans)}
+        lines.append(json.dumps({"eval_set_id": "basic-dataset", "eval_id": eid, "invocations": [inv]}, ensure_ascii=False))
+    return "\n".join(lines) + "\n"
+
+
+def make_project(root: Path) -> Path:
+    """An evalgate project whose suite `app` holds CASES as eval set `basic-dataset`, with
+    recorded answers, and the agents-cli files for the same cases: traces.json (as `eval
+    generate` writes them) and eval_config.yaml."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "keyword_metrics.py").write_text(METRICS_PY, encoding="utf-8")
+    traces, cases = [], []
+    for eid, (cid, question, ref, ans) in zip(_ids(), CASES):
+        trace = {"prompt": _content("user", question), "responses": [{"response": _content("model", ans)}],
+                 "agent_data": {"turns": [{"turn_index": 0, "turn_id": "turn_0", "events": [{"author": "app", "content": _content("model", ans)}]}]}}
+        turn = {"invocation_id": "t0", "user_content": _content("user", question)}
+        if ref is not None:
+            trace["reference"] = {"response": _content("model", ref)}
+            turn["final_response"] = _content("model", ref)
+        if cid:
+            trace = {"eval_case_id": cid, **trace}
+        traces.append(trace)
+        cases.append({"eval_id": eid, "conversation": [turn]})
+    (root / "traces.json").write_text(json.dumps({"eval_cases": traces}, ensure_ascii=False, indent=1), encoding="utf-8")
+    (root / "basic-dataset.evalset.json").write_text(json.dumps({"eval_set_id": "basic-dataset", "eval_cases": cases}, ensure_ascii=False, indent=1), encoding="utf-8")
+    (root / "outputs.jsonl").write_text(_outputs(), encoding="utf-8")
+    (root / "eval_config.yaml").write_text(
+        yaml.safe_dump({"metrics_to_run": [METRIC], "custom_metrics": [{"name": METRIC, "custom_function_file": "keyword_metrics.py"}]}),
+        encoding="utf-8",
+    )
+    config = {
+        "suites": [
+            {
+                "name": "app",
+                "evalsets": "basic-dataset.evalset.json",
+                "actual": "outputs.jsonl",
+                "criteria": {METRIC: 0.5},
+                "custom_metrics": {METRIC: {"code_config": {"name": "keyword_metrics.keyword_hit"}}},
+                "not_evaluated": "ignore",  # the case without a reference errs on both sides
+            }
+        ],
+        "gate": {"baseline": {"store": "dir", "path": "store"}},
+    }
+    (root / "evalgate.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return root
+
+
+def _adc(path: Path, token_uri: str) -> Path:
+    """A service-account ADC file with a throwaway key: the SDK builds credentials before grading,
+    even for local metrics; a token, when one is asked for, comes from `token_uri` (a fake)."""
+    path.write_text(json.dumps({
+        "type": "service_account", "project_id": "fake-project", "private_key_id": "fake-key-id",
+        "private_key": _throwaway_private_key(), "client_email": "evals@fake-project.iam.gserviceaccount.com",
+        "client_id": "1234567890", "token_uri": token_uri,
+    }), encoding="utf-8")
+    return path
+
+
+def agents_cli(*args: str, cwd: Path, token_uri: str = "http://127.0.0.1:9/token", **env: str) -> subprocess.CompletedProcess:
+    """`agents-cli ARGS` in `cwd`, offline: ADC from a throwaway file, the SDK's model-cost
+    lookup local, and (EVALGATE_FAKE_AGENT_PLATFORM_URL) the eval service a fake."""
+    full = {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(_adc(cwd / "adc.json", token_uri)), "GOOGLE_CLOUD_PROJECT": "fake-project",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8", **env}
+    full.pop("GOOGLE_API_KEY", None)
+    return subprocess.run([sys.executable, str(PEER), *args], cwd=cwd, env=full, capture_output=True, text=True, encoding="utf-8", timeout=300)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[Path, Path]:
+    """The project, and the results file the real `agents-cli eval grade` wrote for its traces."""
+    root = make_project(tmp_path_factory.mktemp("acli") / "proj")
+    proc = agents_cli("eval", "grade", "--traces", "traces.json", "--config", "eval_config.yaml", "--output", "grade", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [results] = sorted((root / "grade").glob("results_*.json"))
+    return root, results
+
+
+def _stored(root: Path) -> dict:
+    data = gzip.decompress((root / "store" / "baselines" / "evalgate" / f"{SHA}.json.gz").read_bytes())
+    return json.loads(data)
+
+
+def test_agents_cli_results_seed_the_baseline_and_the_gate_compares_with_it(graded, tmp_path, cli):
+    source, results = graded
+    root = make_project(tmp_path / "proj")
+    theirs = json.loads(results.read_text(encoding="utf-8"))
+    code, out, err = cli("baseline", "import", "--agents-cli", str(results), "--commit", SHA, cwd=root)
+    assert code == 0, out + err
+    assert f"imported 14 cases of suite app ({METRIC})" in out and SHA in out, out
+
+    # The baseline holds agents-cli's scores, case by case, under the suite's ids.
+    graded_cases = theirs["evaluation_dataset"][0]["eval_cases"]
+    expected = {}
+    for entry in theirs["eval_case_results"]:
+        case = graded_cases[entry["eval_case_index"]]
+        expected[case.get("eval_case_id") or str(entry["eval_case_index"])] = entry["response_candidate_results"][0]["metric_results"][METRIC]
+    baseline = _stored(root)
+    [suite] = baseline["results"]["suites"]
+    ours = {c["eval_id"]: c["criteria"][METRIC] for c in suite["cases"]}
+    assert sorted(ours) == sorted(_ids()) == sorted(expected)
+    assert {c["eval_set_id"] for c in suite["cases"]} == {"basic-dataset"}
+    for eid, result in ours.items():
+        assert result["score"] == expected[eid]["score"], eid
+    assert ours["제주_날씨"]["score"] == pytest.approx(2 / 3) and ours["제주_날씨"]["status"] == "PASSED"
+    assert ours["1"]["score"] == 1.0  # the case without eval_case_id: its index
+    assert ours["挨拶"]["status"] == "NOT_EVALUATED" and ours["挨拶"]["error"] == expected["挨拶"]["error_message"]
+    assert "reference" in ours["挨拶"]["error"], ours["挨拶"]
+    assert ours["서울_날씨"]["per_invocation"][0]["details"]["explanation"] == "참조: 서울 맑음 20도"
+    seoul = next(c for c in suite["cases"] if c["eval_id"] == "서울_날씨")
+    assert seoul["invocations"][0]["actual_response"] == "서울은 맑음, 20도입니다." and seoul["invocations"][0]["user"] == "서울 날씨 어때요?"
+    assert suite["criteria"][METRIC]["threshold"] == 0.5 and baseline["provenance"]["commit"] == SHA
+
+    stored = root / "store" / "baselines" / "evalgate" / f"{SHA}.json.gz"
+    code, out, err = cli("gate", "--baseline", str(stored), "--out", str(root / "same"), "--quiet", cwd=root)
+    assert code == 0 and "evalgate gate: PASS against the baseline" in out, out + err
+
+    (root / "outputs.jsonl").write_text(_outputs(REGRESSED), encoding="utf-8")
+    code, out, err = cli("gate", "--baseline", str(stored), "--out", str(root / "worse"), cwd=root)
+    assert code == 1 and "evalgate gate: FAIL against the baseline" in out, out + err
+    assert f"{METRIC}: mean score dropped by" in out and "app: basic-dataset/서울_날씨 regressed" in out, out
+
+
+def _mean(results_json: Path) -> float:
+    run = json.loads(results_json.read_text(encoding="utf-8"))
+    scores = [c["criteria"][METRIC]["score"] for c in run["suites"][0]["cases"] if c["criteria"][METRIC]["score"] is not None]
+    return sum(scores) / len(scores)
+
+
+def test_agents_cli_compare_reads_what_evalgate_writes(graded, tmp_path, cli):
+    _source, theirs = graded
+    root = make_project(tmp_path / "proj")
+    code, out, err = cli("run", "--out", str(root / "same"), "--quiet", cwd=root)
+    assert code == 0, out + err
+    (root / "outputs.jsonl").write_text(_outputs(REGRESSED), encoding="utf-8")
+    code, out, err = cli("run", "--out", str(root / "worse"), "--quiet", cwd=root)
+    assert code == 1, out + err
+    ours, worse = root / "same" / "agents-cli" / "results_app.json", root / "worse" / "agents-cli" / "results_app.json"
+
+    # The same answers: agents-cli finds our summary equal to its own.
+    proc = agents_cli("eval", "compare", str(theirs), str(ours), cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    diff = json.loads(proc.stdout)
+    assert "summary_metrics" in diff["unchanged_keys"], diff["differences"].get("summary_metrics")
+    assert json.loads(ours.read_text(encoding="utf-8"))["summary_metrics"][0]["mean_score"] == pytest.approx(_mean(root / "same" / "results.json"))
+
+    # A regression: its diff shows our two means.
+    proc = agents_cli("eval", "compare", str(ours), str(worse), cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    moved = json.loads(proc.stdout)["differences"]["summary_metrics"]
+    assert moved["baseline"][0]["mean_score"] == pytest.approx(_mean(root / "same" / "results.json"))
+    assert moved["candidate"][0]["mean_score"] == 0.0
+    assert moved["candidate"][0]["num_cases_error"] == 1 and moved["candidate"][0]["num_cases_total"] == 14
+
+
+class _LossClusters(BaseHTTPRequestHandler):
+    """The eval service's generateLossClusters, as far as `agents-cli eval analyze` uses it:
+    a finished operation whose clusters group the results it was sent by score."""
+
+    requests: list = []
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.endswith("/token"):  # OAuth's JWT grant (form-encoded) for the ADC file's service account
+            return self._send({"access_token": "fake-token", "expires_in": 3600, "token_type": "Bearer"})
+        body = json.loads(raw or b"{}")
+        if not self.path.split("?")[0].endswith(":generateLossClusters"):
+            return self._send({"error": {"code": 404, "message": self.path, "status": "NOT_FOUND"}}, 404)
+        self.requests.append({"path": self.path, "body": body})
+        by_score: dict[str, int] = {}
+        for result in body["inlineResults"]["evaluationResults"]:
+            for cand in result["candidate_results"]:
+                key = f"score {cand['score']:g}" if "score" in cand else "no score"
+                by_score[key] = by_score.get(key, 0) + 1
+        config = body["configs"][0]
+        clusters = [{"clusterId": str(i), "taxonomyEntry": {"l1Category": config["metric"], "l2Category": key, "description": f"{n} results"}, "itemCount": n}
+                    for i, (key, n) in enumerate(sorted(by_score.items()))]
+        self._send({"name": "operations/fake-1", "done": True, "response": {"results": [{"config": config, "clusters": clusters}]}})
+
+    def _send(self, value: dict, status: int = 200) -> None:
+        data = json.dumps(value).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_agents_cli_analyze_reads_what_evalgate_writes(tmp_path, cli):
+    root = make_project(tmp_path / "proj")
+    (root / "outputs.jsonl").write_text(_outputs().replace("서울은 맑음, 20도입니다.", "맑아요"), encoding="utf-8")
+    code, out, err = cli("run", "--out", str(root / "out"), "--quiet", cwd=root)
+    assert code == 1, out + err  # 서울_날씨 now fails
+    (root / "agents-cli-manifest.yaml").write_text('name: "proj"\nagent_directory: "app"\n', encoding="utf-8")
+    server = fake_http.serve(_LossClusters, requests=[])
+    try:
+        proc = agents_cli("eval", "analyze", "--eval-result", "out/agents-cli/results_app.json", "--output", "analysis.json", "--project", "fake-project",
+                          cwd=root, token_uri=fake_http.base_url(server) + "/token", EVALGATE_FAKE_AGENT_PLATFORM_URL=fake_http.base_url(server) + "/")
+        sent = server.RequestHandlerClass.requests
+    finally:
+        fake_http.stop(server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [request] = sent
+    assert "/locations/global" in request["path"] and request["body"]["configs"] == [{"metric": METRIC, "candidate": "candidate_1"}]
+    scores = {}
+    for result in request["body"]["inlineResults"]["evaluationResults"]:
+        [cand] = result["candidate_results"]
+        scores[result["request"]["prompt"]["agent_data"]["turns"][0]["events"][-1]["content"]["parts"][0]["text"]] = cand.get("score")
+    run = json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
+    for case in run["suites"][0]["cases"]:
+        assert scores[case["invocations"][0]["actual_response"]] == case["criteria"][METRIC]["score"], case["eval_id"]
+    assert scores["맑아요"] == 0.0
+    # Its table shows the fake's clusters of what it was sent: 11 cases at 1, one each at 2/3 and 0, one errored.
+    rows = {tuple(cell.strip() for cell in line.split("│")[2:4]) for line in proc.stdout.splitlines() if line.startswith("│")}
+    assert rows == {("score 1", "11"), ("score 0.666667", "1"), ("score 0", "1"), ("no score", "1")}, proc.stdout
+    assert json.loads((root / "analysis.json").read_text(encoding="utf-8"))["results"][0]["clusters"]
