@@ -325,3 +325,138 @@ def test_agents_cli_analyze_reads_what_evalgate_writes(tmp_path, cli):
     rows = {tuple(cell.strip() for cell in line.split("│")[2:4]) for line in proc.stdout.splitlines() if line.startswith("│")}
     assert rows == {("score 1", "11"), ("score 0.666667", "1"), ("score 0", "1"), ("no score", "1")}, proc.stdout
     assert json.loads((root / "analysis.json").read_text(encoding="utf-8"))["results"][0]["clusters"]
+
+
+# --- bad input, a round trip and shards, without the peer ---------------------------------------
+
+
+def _results_file(path: Path, cases: list[dict], results: list[dict] | None = None, **top) -> Path:
+    """An agents-cli results file in the shape `eval grade` writes (every key, nulls included)."""
+    if results is None:
+        results = [
+            {"eval_case_index": i, "response_candidate_results": [{"response_index": 0, "metric_results": {
+                METRIC: {"metric_name": METRIC, "score": 1.0, "explanation": None, "rubric_verdicts": None, "raw_output": None, "error_message": None}}}]}
+            for i in range(len(cases))
+        ]
+    data = {"eval_case_results": results, "summary_metrics": [], "win_rates": None,
+            "evaluation_dataset": [{"bigquery_source": None, "gcs_source": None, "eval_cases": cases}],
+            "metadata": {"candidate_names": ["candidate_1"], "creation_timestamp": "2026-11-27T19:30:29.054002Z"}, "agent_info": None, **top}
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+
+
+
+@pytest.mark.parametrize("change, place, what", [
+    (lambda d: d.pop("eval_case_results"), None, "not an agents-cli results file (no eval_case_results)"),
+    (lambda d: d.update(evaluation_dataset=None), "evaluation_dataset[0].eval_cases", "missing or empty, so no result can be matched to its case"),
+    (lambda d: d["eval_case_results"][3].update(eval_case_index=40), "eval_case_results[3].eval_case_index", "40 is not a case of evaluation_dataset[0].eval_cases (14 cases)"),
+    (lambda d: d["eval_case_results"][2].update(eval_case_index=0), "eval_case_results[2]", "case '서울_날씨' was graded again (first at eval_case_results[0])"),
+    (lambda d: d["eval_case_results"][1]["response_candidate_results"][0]["metric_results"][METRIC].update(score="높음"), "eval_case_results[1].response_candidate_results[0].metric_results.keyword_hit.score", "valid number"),
+    (lambda d: [c["response_candidate_results"][0]["metric_results"].update({"other_v1": c["response_candidate_results"][0]["metric_results"].pop(METRIC)}) for c in d["eval_case_results"]],
+     None, "none of its metrics (other_v1) is a criterion of suite app (keyword_hit)"),
+    (lambda d: [c.update(eval_case_id=f"x{i}") for i, c in enumerate(d["evaluation_dataset"][0]["eval_cases"])], None, "none of its cases (x0, x1, x10, x11, x12) is a case of suite app"),
+])
+def test_bad_results_files_are_one_clear_error_each(tmp_path, cli, change, place, what):
+    root = make_project(tmp_path / "proj")
+    cases = json.loads((root / "traces.json").read_text(encoding="utf-8"))["eval_cases"]
+    path = _results_file(root / "results_1.json", cases)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, out, err = cli("baseline", "import", "--agents-cli", "results_1.json", "--commit", SHA, cwd=root)
+    assert code == 2 and "Traceback" not in err, err
+    [line] = err.strip().splitlines()
+    head = "error: results_1.json: " + (f"{place}: " if place else "")
+    assert line.startswith(head) and what in line, line
+    assert not (root / "store").exists()
+
+
+def test_bad_flags_are_clear_errors(tmp_path, cli):
+    root = make_project(tmp_path / "proj")
+    cases = json.loads((root / "traces.json").read_text(encoding="utf-8"))["eval_cases"]
+    _results_file(root / "r.json", cases)
+    code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", "HEAD", cwd=root)
+    assert code == 2 and "error: --commit: 'HEAD' is not a full commit SHA" in err, err
+    code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, "--suite", "ap", cwd=root)
+    assert code == 2 and "error: --suite: the config has no suite 'ap'. Did you mean 'app'?" in err, err
+    code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, "--eval-set", "basic", cwd=root)
+    assert code == 2 and "error: --eval-set: suite app has no eval set 'basic'" in err, err
+    code, out, err = cli("baseline", "import", "--agents-cli", "missing.json", "--commit", SHA, cwd=root)
+    assert code == 2 and "missing.json" in err, err
+    (root / "r.json").write_text("{", encoding="utf-8")
+    code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, cwd=root)
+    assert code == 2 and "error: r.json: line 1, column 2: invalid JSON" in err, err
+
+
+def test_cases_and_metrics_the_suite_lacks_are_left_out_and_named(tmp_path, cli):
+    root = make_project(tmp_path / "proj")
+    cases = json.loads((root / "traces.json").read_text(encoding="utf-8"))["eval_cases"]
+    cases.append({"eval_case_id": "새_케이스", "prompt": _content("user", "새 질문")})
+    path = _results_file(root / "r.json", cases)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["eval_case_results"][0]["response_candidate_results"][0]["metric_results"]["final_response_quality_v2"] = {"score": 4.0}
+    del data["eval_case_results"][4]["response_candidate_results"][0]["metric_results"][METRIC]
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, cwd=root)
+    assert code == 0, out + err
+    assert "note: 1 graded case is not a case of suite app, left out: 새_케이스" in err, err
+    assert "note: metrics that are not criteria of suite app, left out: final_response_quality_v2" in err, err
+    ours = {c["eval_id"]: c["criteria"][METRIC] for c in _stored(root)["results"]["suites"][0]["cases"]}
+    assert "새_케이스" not in ours and len(ours) == 14
+    assert ours["인사"]["status"] == "NOT_EVALUATED" and ours["인사"]["error"] == "the agents-cli results have no result of this metric for this case"
+
+
+def test_evalgate_written_results_import_back_to_the_same_scores(tmp_path, cli):
+    """Our agents-cli file, imported as a baseline, holds the scores of the run that wrote it:
+    evalgate_eval_set_id names each case's eval set, even where two eval sets share an id."""
+    root = make_project(tmp_path / "proj")
+    evalset = json.loads((root / "basic-dataset.evalset.json").read_text(encoding="utf-8"))
+    evalset["eval_set_id"] = "more"
+    (root / "more.evalset.json").write_text(json.dumps(evalset, ensure_ascii=False), encoding="utf-8")
+    (root / "outputs.jsonl").write_text(_outputs() + _outputs(REGRESSED).replace('"basic-dataset"', '"more"'), encoding="utf-8")
+    config = yaml.safe_load((root / "evalgate.yaml").read_text(encoding="utf-8"))
+    config["suites"][0]["evalsets"] = ["basic-dataset.evalset.json", "more.evalset.json"]
+    (root / "evalgate.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("run", "--out", "out", "--quiet", cwd=root)
+    assert code == 1, out + err
+    code, out, err = cli("baseline", "import", "--agents-cli", "out/agents-cli/results_app.json", "--commit", SHA, cwd=root)
+    assert code == 0 and "imported 28 cases" in out, out + err
+    run = json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
+    [suite] = _stored(root)["results"]["suites"]
+    strip = lambda case: {k: case["criteria"][METRIC][k] for k in ("score", "status", "error")}  # noqa: E731
+    assert [(c["eval_set_id"], c["eval_id"], strip(c)) for c in suite["cases"]] == [(c["eval_set_id"], c["eval_id"], strip(c)) for c in run["suites"][0]["cases"]]
+    assert {c["expected_digest"] for c in suite["cases"]} == {c["expected_digest"] for c in run["suites"][0]["cases"]}
+
+    # Without that field, an id two eval sets hold needs --eval-set.
+    data = json.loads((root / "out" / "agents-cli" / "results_app.json").read_text(encoding="utf-8"))
+    for case in data["evaluation_dataset"][0]["eval_cases"]:
+        del case["evalgate_eval_set_id"]
+    data["eval_case_results"] = data["eval_case_results"][:14]
+    (root / "plain.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, out, err = cli("baseline", "import", "--agents-cli", "plain.json", "--commit", SHA, cwd=root)
+    assert code == 2 and "error: plain.json: eval_case_results[0]: case '1' is in eval sets basic-dataset, more of suite app" in err, err
+    code, out, err = cli("baseline", "import", "--agents-cli", "plain.json", "--commit", SHA, "--eval-set", "more", cwd=root)
+    assert code == 0, out + err
+    assert {c["eval_set_id"] for c in _stored(root)["results"]["suites"][0]["cases"]} == {"more"}
+
+
+def test_the_file_is_the_same_bytes_every_run_and_after_merging_shards(tmp_path, cli):
+    root = make_project(tmp_path / "proj")
+    for out in ("a", "b"):
+        assert cli("run", "--out", out, "--quiet", cwd=root)[0] == 0
+    for k in (1, 2):
+        assert cli("run", "--out", f"shard-{k}", "--shard", f"{k}/2", "--quiet", cwd=root)[0] == 0
+    code, out, err = cli("merge", "shard-1", "shard-2", "--out", "merged", "--quiet", cwd=root)
+    assert code == 0, out + err
+    whole = (root / "a" / "agents-cli" / "results_app.json").read_bytes()
+    assert whole == (root / "b" / "agents-cli" / "results_app.json").read_bytes()
+    assert whole == (root / "merged" / "agents-cli" / "results_app.json").read_bytes()
+    assert len((root / "shard-1" / "agents-cli" / "results_app.json").read_bytes()) < len(whole)
+    data = json.loads(whole)
+    assert [c["eval_case_index"] for c in data["eval_case_results"]] == list(range(14))
+    assert data["metadata"]["creation_timestamp"] is None and "서울 날씨 어때요?" in whole.decode("utf-8")
+    from agentplatform import types
+
+    types.EvaluationResult.model_validate(data)  # what `eval analyze` reads it as

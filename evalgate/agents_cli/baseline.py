@@ -12,8 +12,10 @@ supplies them: a case is the suite's case of the same id (`eval_case_id`, else i
 `evalgate.agents_cli.cases.case_id`) in the eval set that `--eval-set` names, that the graded
 case's `evalgate_eval_set_id` names (traces evalgate wrote), or else the only eval set of the
 suite holding that id. A metric is the suite's criterion of the same name (the versioned
-built-in name or a custom metric's own), and its score is given the status that criterion
-gives that score; an errored metric result is NOT_EVALUATED with its `error_message`. Cases and
+built-in name or a custom metric's own), and its score is given the status a run of that
+criterion would record: PASSED for agents-cli's metrics, which have no threshold (the gate
+then compares the scores), else by the criterion's threshold; an errored metric result is
+NOT_EVALUATED with its `error_message`. Cases and
 metrics the suite does not have are left out and named.
 """
 
@@ -28,8 +30,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from evalgate.agents_cli.cases import EVAL_SET_FIELD, AcliCase, case_id, trace_invocations
-from evalgate.criteria.base import Outcome
-from evalgate.engine import CaseInput, SuitePlan, _specs, _summaries, aggregate, case_status, finish_run, finish_suite
+from evalgate.criteria.base import CaseOutcome, Outcome
+from evalgate.engine import CaseInput, SuitePlan, _specs, _summaries, case_outcome_result, case_status, finish_run, finish_suite
 from evalgate.errors import InputError, Problem, ProblemCollector, did_you_mean, load_json_file, problems_from_validation
 from evalgate.results import CaseResult, CriterionResult, RunInfo, RunResults, Status
 
@@ -123,7 +125,7 @@ def read_results(path: Path, shown: str) -> tuple[list[GradedCase], Optional[str
         )
     problems = ProblemCollector()
     out: list[GradedCase] = []
-    first_at: dict[str, str] = {}
+    first_at: dict[tuple[str, str], str] = {}
     for i, entry in enumerate(parsed.eval_case_results):
         place = f"eval_case_results[{i}]"
         index = entry.eval_case_index if entry.eval_case_index is not None else i
@@ -136,15 +138,16 @@ def read_results(path: Path, shown: str) -> tuple[list[GradedCase], Optional[str
             problems.extend(problems_from_validation(e, shown, prefix=f"evaluation_dataset[0].eval_cases[{index}]"))
             continue
         eval_id = case_id(case, index)
-        if eval_id in first_at:
+        key = (str(graded[index].get(EVAL_SET_FIELD) or ""), eval_id)  # evalgate's files say the eval set
+        if key in first_at:
             problems.add(
                 shown,
                 place,
-                f"case '{eval_id}' was graded again (first at {first_at[eval_id]}): the traces graded held it twice",
+                f"case '{eval_id}' was graded again (first at {first_at[key]}): the traces graded held it twice",
                 "Grade one traces file (agents-cli eval grade --traces artifacts/traces/traces_<ts>.json), so each case is graded once.",
             )
             continue
-        first_at[eval_id] = place
+        first_at[key] = place
         candidates = entry.response_candidate_results or []
         # One response per case is what agents-cli grades; with several, the first is the agent's.
         first = min(candidates, key=lambda c: c.response_index or 0) if candidates else None
@@ -200,8 +203,14 @@ def _criterion_result(plan_case: CaseInput, name: str, result: Optional[MetricRe
         details["explanation"] = result.explanation
     if result.rubric_verdicts:
         details["rubric_verdicts"] = result.rubric_verdicts
-    # The status the suite's criterion gives this score (its threshold), as a run of it would.
-    return aggregate([Outcome(score=float(result.score), details=details)], crit.threshold)
+    outcome = Outcome(score=float(result.score), details=details)
+    if not getattr(crit, "has_threshold", True):
+        # agents-cli's own metrics have no threshold: a scored case is PASSED with its score,
+        # as a run of them records it (evalgate.criteria.acli), and only the gate's
+        # comparison of the scores judges it.
+        outcome.status = Status.PASSED
+    # Otherwise the status the suite's criterion gives this score (its threshold), as a run of it would.
+    return case_outcome_result(CaseOutcome(outcome, [outcome]), crit.threshold)
 
 
 def import_results(

@@ -40,9 +40,9 @@ def _metric(name: str, result: CriterionResult) -> dict[str, Any]:
     """The SDK's `EvalCaseMetricResult`: the score, or why there is none."""
     scored = result.score is not None and math.isfinite(result.score) and result.status is not Status.NOT_EVALUATED
     explanation = None
-    if len(result.per_invocation) == 1:
-        found = result.per_invocation[0].details.get("explanation")
-        explanation = found if isinstance(found, str) and found else None
+    if result.runs is None:  # one run: its explanation (an agents-cli metric's sits on the last turn)
+        found = [inv.details.get("explanation") for inv in result.per_invocation]
+        explanation = next((e for e in reversed(found) if isinstance(e, str) and e), None)
     return {
         "metric_name": name,
         "score": result.score if scored else None,
