@@ -155,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--config", "-c", help="config file (default: evalgate.yaml, evalgate.yml or evalgate.json here): its suite's cases and criteria, its gate section's store")
     imp.add_argument("--suite", metavar="NAME", help="the suite the results belong to (default: the config's only suite, else the one holding their cases)")
     imp.add_argument("--eval-set", dest="eval_set", metavar="ID", help="the eval set of every graded case, where the suite has several (a dataset's id is its file name without .json; default: the one holding each case's id)")
+    imp.add_argument("--store", metavar="DIR", help="save into this folder instead of the config's store: a checkout of the github store's data branch, to push (default: the config's gate.baseline)")
     imp.set_defaults(func=cmd_baseline_import)
     show = bsub.add_parser("show", help="show the baseline of a commit (or of its nearest ancestor that has one)")
     show.add_argument("--commit", required=True, help="commit SHA")
@@ -644,7 +645,12 @@ def cmd_baseline_import(args: argparse.Namespace) -> int:
     plan = choose_suite(plans, graded, args.suite, shown)
     imported = import_results(graded, plan, config_digest(loaded, plans), shown, args.eval_set, created)
     gate = loaded.config.gate
-    store = _store(gate, loaded.base)
+    if args.store:  # the data branch's layout is the dir store's
+        from evalgate.gate.baselines import DirStore
+
+        store = DirStore(Path(args.store), gate_id=gate.id)
+    else:
+        store = _store(gate, loaded.base)
     _save_baseline(store, gate, imported.results, args.commit, args.ref)
     from evalgate.reports.terminal import plain  # ids and names are the file's
 

@@ -460,3 +460,14 @@ def test_the_file_is_the_same_bytes_every_run_and_after_merging_shards(tmp_path,
     from agentplatform import types
 
     types.EvaluationResult.model_validate(data)  # what `eval analyze` reads it as
+
+
+def test_store_flag_writes_the_data_branch_layout(tmp_path, cli):
+    root = make_project(tmp_path / "proj")
+    cases = json.loads((root / "traces.json").read_text(encoding="utf-8"))["eval_cases"]
+    _results_file(root / "r.json", cases)
+    code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, "--store", str(tmp_path / "data"), cwd=root)
+    assert code == 0, out + err
+    assert (tmp_path / "data" / "baselines" / "evalgate" / f"{SHA}.json.gz").is_file()
+    assert (tmp_path / "data" / "ledger" / "evalgate.json.gz").is_file() and (tmp_path / "data" / "trends" / "evalgate.json.gz").is_file()
+    assert not (root / "store").exists()
