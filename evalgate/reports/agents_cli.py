@@ -11,8 +11,9 @@ of its first run, or for an ADK case one built from its turns, with `eval_case_i
 case's id and `evalgate_eval_set_id` to its eval set) and `metadata`.
 
 Unlike agents-cli's own files these are deterministic where results.json is: cases in
-(eval_set_id, eval_id) order, criteria by name, no creation timestamp, and the file named
-after the suite (`agents-cli/results_<suite>.json`), not the time.
+(eval_set_id, eval_id) order, criteria by name, keys in the SDK's field order (a graded
+case's as the trace has them), no creation timestamp, and the file named after the suite
+(`agents-cli/results_<suite>.json`), not the time.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def write_agents_cli_results(results: RunResults, traces: Mapping[TraceKey, dict
     for suite in results.suites:
         path = out_dir / file_name(suite.name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(suite_results(suite, traces), path, sort_keys=True)
+        # Keys in the SDK's field order, as agents-cli writes them; the graded cases as they are.
+        write_json(suite_results(suite, traces), path)
         paths.append(path)
     return paths
 
