@@ -52,7 +52,7 @@ def _pattern(text: str) -> str:
     return text.strip()
 
 
-_CASE_HELP = "run only the cases whose eval_id matches PATTERN (a glob: * ? [abc]); repeat for more. For trying changes: such results are not a baseline"
+_CASE_HELP = "run only the cases whose eval_id matches PATTERN (a glob: * ? [abc]); repeat for more. For trying changes: such results are not a baseline."
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--current", required=True, help="this run's results.json")
     where = compare.add_mutually_exclusive_group()
     where.add_argument("--baseline", help="the baseline: a results.json or a saved baseline file")
-    where.add_argument("--base-sha", help="look the baseline up in the config's store: this commit or its nearest first-parent ancestor (local git)")
+    where.add_argument("--base-sha", metavar="REF", help="look the baseline up in the config's store: this commit (any git revision) or its nearest first-parent ancestor (local git)")
     compare.add_argument("--config", "-c", help="config whose 'gate' section sets the policy (default: evalgate.yaml here, if any)")
     compare.add_argument("--output", "-o", help="also write the Markdown report to this file")
     compare.add_argument("--language", choices=LANGUAGES, help="language of the reports and the summary: en, ko or ja (default: the config's report.language, else en)")
@@ -140,8 +140,15 @@ def _parser() -> argparse.ArgumentParser:
     baseline = sub.add_parser("baseline", help="save or show baselines in the config's store")
     bsub = baseline.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     save = bsub.add_parser("save", help="save a run's results as the baseline of a commit, and record it in the flake ledger and the trend")
-    save.add_argument("--results", required=True, help="the run's results.json")
-    save.add_argument("--commit", required=True, help="the full commit SHA the results belong to")
+    save.add_argument(
+        "--results",
+        required=True,
+        nargs="+",
+        metavar="RESULTS",
+        help="the run's results.json; several runs of the same commit, oldest first, each go into the flake ledger "
+        "(the first day: history for the gate at once) and the last is the baseline",
+    )
+    save.add_argument("--commit", required=True, help="the commit the results belong to (any git revision: a sha, short or full, a branch, a tag)")
     save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
     save.add_argument("--config", "-c", help="config file (its gate section names the store)")
     save.set_defaults(func=cmd_baseline_save)
@@ -149,8 +156,8 @@ def _parser() -> argparse.ArgumentParser:
         "import",
         help="save the scores another tool graded as the baseline of a commit, for the config's suite: an agents-cli results file (results_<ts>.json)",
     )
-    imp.add_argument("--agents-cli", required=True, dest="agents_cli", metavar="FILE", help="what `agents-cli eval grade` or `eval run` wrote: artifacts/grade_results/results_<ts>.json")
-    imp.add_argument("--commit", required=True, help="the full commit SHA the results belong to")
+    imp.add_argument("--agents-cli", required=True, nargs="+", dest="agents_cli", metavar="FILE", help="what `agents-cli eval grade` or `eval run` wrote: artifacts/grade_results/results_<ts>.json; several gradings of one commit go into the flake ledger, the last is the baseline")
+    imp.add_argument("--commit", required=True, help="the commit the results belong to (any git revision; a full sha needs no git)")
     imp.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
     imp.add_argument("--config", "-c", help="config file (default: evalgate.yaml, evalgate.yml or evalgate.json here): its suite's cases and criteria, its gate section's store")
     imp.add_argument("--suite", metavar="NAME", help="the suite the results belong to (default: the config's only suite, else the one holding their cases)")
@@ -158,13 +165,13 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--store", metavar="DIR", help="save into this folder instead of the config's store: a checkout of the github store's data branch, to push (default: the config's gate.baseline)")
     imp.set_defaults(func=cmd_baseline_import)
     show = bsub.add_parser("show", help="show the baseline of a commit (or of its nearest ancestor that has one)")
-    show.add_argument("--commit", required=True, help="commit SHA")
+    show.add_argument("--commit", required=True, help="the commit (any git revision); its baseline, or its nearest first-parent ancestor's")
     show.add_argument("--config", "-c", help="config file")
     show.add_argument("--json", action="store_true", help="print the whole baseline as JSON")
     show.set_defaults(func=cmd_baseline_show)
 
     schema = sub.add_parser("schema", help="print a JSON Schema: the config (default), results, inference JSONL or agent-io lines")
-    schema.add_argument("which", nargs="?", choices=["config", "results", "inference", "agent-io"], default="config")
+    schema.add_argument("which", nargs="?", metavar="SCHEMA", choices=["config", "results", "inference", "agent-io"], default="config", help="config (default), results, inference or agent-io")
     schema.set_defaults(func=cmd_schema)
     return parser
 
@@ -232,7 +239,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     infer.check(plans, loaded)
     selection = _select(plans, args.case)
     cases = sum(len(p.cases) for p in plans)
-    print(f"{loaded.shown}: OK, {len(plans)} suites, {cases} cases")
+    suites_word = "suite" if len(plans) == 1 else "suites"
+    cases_word = "case" if cases == 1 else "cases"
+    print(f"{loaded.shown}: OK, {len(plans)} {suites_word}, {cases:,} {cases_word}")
     if selection is not None:
         print(f"  {selection}")
     for plan in plans:
@@ -328,7 +337,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with _gc_paused():
         _write_outputs(run, plans, out, gate=loaded.config.gate)
         _print_summary(run, out, args, agent, resumed_from=args.resume)
-    return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+    return _run_exit(run)
 
 
 def _failed_line(progress):
@@ -417,7 +426,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(_("merged {shards}: {cases}", shards=n_("{n} shard", "{n} shards", len(shards)), cases=n_("{n} case", "{n} cases", run.counts.cases)), file=sys.stderr)
     _print_summary(run, out, args, run.run.agent)
-    return EXIT_FAILED if run.status.value == "FAILED" else EXIT_PASSED
+    return _run_exit(run)
 
 
 def _merge_language() -> None:
@@ -532,6 +541,14 @@ def _selected_baseline(baseline, selection):
     return out
 
 
+def _run_exit(run) -> int:
+    """`run` and `merge`: exit 1 when a suite failed or nothing in it was evaluated (an agent
+    that never ran is no pass: a CI job must not read green for it)."""
+    if run.counts.cases == 0:  # a shard that holds no case: nothing to pass or fail
+        return EXIT_PASSED
+    return EXIT_PASSED if run.status.value == "PASSED" else EXIT_FAILED
+
+
 def _exit_for(verdict, gate) -> int:
     from evalgate.gate import Verdict
 
@@ -568,8 +585,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.baseline:
         baseline, info = _read_baseline_or_results(Path(args.baseline))
     elif args.base_sha:
+        from evalgate.local_gate import resolve_commit
+
         store = _store(gate, base)
-        found = find_baseline(store, args.base_sha, git_first_parent, gate.baseline.max_depth)
+        found = find_baseline(store, resolve_commit(args.base_sha, base), git_first_parent, gate.baseline.max_depth)
         if found is not None:
             baseline, info = found[0].results, found[1]
         ledger = store.load_ledger(gate.id)
@@ -605,45 +624,72 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def cmd_baseline_save(args: argparse.Namespace) -> int:
     from evalgate import results
+    from evalgate.errors import InputError, Problem, display_path
+    from evalgate.local_gate import resolve_commit
 
     gate, base = _gate_config(args.config)
-    run = results.read(Path(args.results))
-    _whole_run(run, args.results)
-    _not_a_selection(run, args.results)
+    commit = resolve_commit(args.commit, base, "--commit")
+    runs = []
+    for path in args.results:
+        run = results.read(Path(path))
+        _whole_run(run, path)
+        _not_a_selection(run, path)
+        runs.append(run)
+    digests = {r.config_digest for r in runs}
+    if len(digests) > 1:
+        raise InputError(Problem(None, "--results", f"the {len(runs)} runs were made with different configs or eval sets", "Give runs of one commit and config (evalgate run, repeated)."))
     store = _store(gate, base)
-    _save_baseline(store, gate, run, args.commit, args.ref)
-    print(f"saved the baseline of {args.commit} for gate '{gate.id}' in {store}")
+    _save_baseline(store, gate, runs, commit, args.ref)
+    into = f", and {len(runs)} runs into the flake ledger" if len(runs) > 1 else ""
+    print(f"saved the baseline of {commit} for gate '{gate.id}' in {display_path(store.path)}{into}")
     return EXIT_PASSED
 
 
-def _save_baseline(store, gate, run, commit: str, ref: str) -> None:
-    """A run saved as the baseline of `commit`, and recorded in the flake ledger and the trend."""
+def _save_baseline(store, gate, runs: list, commit: str, ref: str) -> None:
+    """The last of `runs` (of one commit) saved as the baseline of `commit`; every one recorded
+    in the flake ledger, the last in the trend."""
     from datetime import datetime, timezone
 
     from evalgate.gate import update_ledger
     from evalgate.gate.baselines import make_baseline
     from evalgate.gate.trends import add_point
 
+    run = runs[-1]
     now = datetime.now(timezone.utc)
     store.save(make_baseline(run, commit, ref, now))
-    store.save_ledger(gate.id, lambda old: update_ledger(old, run, gate.history_runs))
+
+    def appended(old):
+        for r in runs:
+            old = update_ledger(old, r, gate.history_runs)
+        return old
+
+    store.save_ledger(gate.id, appended)
     store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, commit, ref, now))
 
 
 def cmd_baseline_import(args: argparse.Namespace) -> int:
     from evalgate.agents_cli.baseline import choose_suite, import_results, read_results
-    from evalgate.errors import InputError, Problem, display_path
-    from evalgate.gate.baselines import valid_sha
+    from evalgate.errors import display_path
+    from evalgate.local_gate import resolve_commit
     from evalgate.plan import config_digest
 
-    if not valid_sha(args.commit):
-        raise InputError(Problem(None, "--commit", f"'{args.commit}' is not a full commit SHA", "Give the 40 hex digits, e.g. $(git rev-parse HEAD)."))
     loaded, plans = _load(args.config)
-    file = Path(args.agents_cli)
-    shown = display_path(file)
-    graded, created = read_results(file, shown)
-    plan = choose_suite(plans, graded, args.suite, shown)
-    imported = import_results(graded, plan, config_digest(loaded, plans), shown, args.eval_set, created)
+    commit = resolve_commit(args.commit, loaded.base, "--commit")
+    digest = config_digest(loaded, plans)
+    from evalgate.reports.terminal import plain  # ids and names are the file's
+
+    runs, plan = [], None
+    for name in args.agents_cli:
+        shown = display_path(Path(name))
+        graded, created = read_results(Path(name), shown)
+        plan = plan or choose_suite(plans, graded, args.suite, shown)  # every file for the first one's suite
+        imported = import_results(graded, plan, digest, shown, args.eval_set, created)
+        runs.append(imported.results)
+        if imported.unmatched_cases:
+            left = ", ".join(imported.unmatched_cases[:10]) + (", ..." if len(imported.unmatched_cases) > 10 else "")
+            print(plain(n_("note: {n} graded case is not a case of suite {suite}, left out: {cases}", "note: {n} graded cases are not cases of suite {suite}, left out: {cases}", len(imported.unmatched_cases), suite=plan.name, cases=left)), file=sys.stderr)
+        if imported.unknown_metrics:
+            print(plain(_("note: metrics that are not criteria of suite {suite}, left out: {metrics}", suite=plan.name, metrics=", ".join(imported.unknown_metrics))), file=sys.stderr)
     gate = loaded.config.gate
     if args.store:  # the data branch's layout is the dir store's
         from evalgate.gate.baselines import DirStore
@@ -651,26 +697,22 @@ def cmd_baseline_import(args: argparse.Namespace) -> int:
         store = DirStore(Path(args.store), gate_id=gate.id)
     else:
         store = _store(gate, loaded.base)
-    _save_baseline(store, gate, imported.results, args.commit, args.ref)
-    from evalgate.reports.terminal import plain  # ids and names are the file's
-
-    if imported.unmatched_cases:
-        left = ", ".join(imported.unmatched_cases[:10]) + (", ..." if len(imported.unmatched_cases) > 10 else "")
-        print(plain(n_("note: {n} graded case is not a case of suite {suite}, left out: {cases}", "note: {n} graded cases are not cases of suite {suite}, left out: {cases}", len(imported.unmatched_cases), suite=plan.name, cases=left)), file=sys.stderr)
-    if imported.unknown_metrics:
-        print(plain(_("note: metrics that are not criteria of suite {suite}, left out: {metrics}", suite=plan.name, metrics=", ".join(imported.unknown_metrics))), file=sys.stderr)
-    c = imported.results.counts
+    _save_baseline(store, gate, runs, commit, args.ref)
+    cases = n_("{n} case", "{n} cases", imported.results.counts.cases)
+    # TRANSLATORS: follows "... in {store}" when several agents-cli results files were imported.
+    ledger = n_(", and {n} grading into the flake ledger", ", and {n} gradings into the flake ledger", len(runs)) if len(runs) > 1 else ""
     print(
         plain(
             _(
-                "imported {cases} of suite {suite} ({metrics}) from {file} as the baseline of {commit} for gate '{gate}' in {store}",
-                cases=n_("{n} case", "{n} cases", c.cases),
-                suite=plan.name,
+                "imported {cases} of suite {suite} ({metrics}) from {file} as the baseline of {commit} for gate '{gate}' in {store}{ledger}",
+                cases=cases,
+                suite=imported.suite,
                 metrics=", ".join(imported.metrics),
                 file=shown,
-                commit=args.commit,
+                commit=commit,
                 gate=gate.id,
-                store=store,
+                store=display_path(store.path),
+                ledger=ledger,
             )
         )
     )
@@ -681,10 +723,13 @@ def cmd_baseline_show(args: argparse.Namespace) -> int:
     from evalgate.gate.baselines import find_baseline, git_first_parent
     from evalgate.reports import incomplete_note
 
+    from evalgate.local_gate import resolve_commit
+
     gate, base = _gate_config(args.config)
-    found = find_baseline(_store(gate, base), args.commit, git_first_parent, gate.baseline.max_depth)
+    commit = resolve_commit(args.commit, base, "--commit")
+    found = find_baseline(_store(gate, base), commit, git_first_parent, gate.baseline.max_depth)
     if found is None:
-        print(f"no baseline for {args.commit} or its {gate.baseline.max_depth} nearest first-parent ancestors")
+        print(f"no baseline for {commit} or its {gate.baseline.max_depth} nearest first-parent ancestors")
         return EXIT_FAILED
     baseline, info = found
     if args.json:

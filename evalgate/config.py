@@ -492,8 +492,12 @@ def _with_line(p: Problem, positions: dict[tuple, int]) -> Problem:
 # --- criteria ------------------------------------------------------------------------
 
 
-def parse_criteria(raw: dict[str, Any], shown: str, where) -> dict[str, Criterion]:
-    """ADK criteria syntax to criterion objects. `where(*loc)` names a place in the file."""
+def parse_criteria(raw: dict[str, Any], shown: str, where, warnings: Optional[list[str]] = None) -> dict[str, Criterion]:
+    """ADK criteria syntax to criterion objects. `where(*loc)` names a place in the file.
+
+    Strict on evalgate's own config. Given `warnings` (an ADK test_config.json, which ADK reads
+    with its criteria open to extra keys), an unknown option of a known criterion is dropped
+    with a warning instead: the file stays usable by both tools."""
     problems = ProblemCollector()
     out: dict[str, Criterion] = {}
     for name, value in raw.items():
@@ -510,6 +514,19 @@ def parse_criteria(raw: dict[str, Any], shown: str, where) -> dict[str, Criterio
             problems.add(shown, where(name), f"'{name}' must be a threshold number or an object with 'threshold'", f"Write '{name}: 0.8' or '{name}: {{threshold: 0.8}}'.")
             continue
         params = {"threshold": value} if isinstance(value, (int, float)) else value
+        if warnings is not None and isinstance(params, dict):
+            known = {*cls.model_fields, *(f.alias for f in cls.model_fields.values() if f.alias)}
+            for key in [k for k in params if k not in known]:
+                warnings.append(
+                    _(
+                        "{file}: {place}: option '{key}' is not one of {criterion}'s, so it is ignored (adk eval ignores it too)",
+                        file=shown,
+                        place=where(name, key),
+                        key=key,
+                        criterion=name,
+                    )
+                )
+            params = {k: v for k, v in params.items() if k in known}
         try:
             out[name] = cls.model_validate(params)
         except ValidationError as e:
@@ -571,7 +588,8 @@ def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[s
                 )
             )
     parsed = parse_custom_criteria(
-        raw, custom, shown, lambda *loc: json_path(("criteria",) + loc), lambda *loc: json_path(("custom_metrics",) + loc), path
+        raw, custom, shown, lambda *loc: json_path(("criteria",) + loc), lambda *loc: json_path(("custom_metrics",) + loc), path,
+        warnings if warnings is not None else [],
     )
     if not parsed:  # only the informational efficiency metrics: nothing would decide a case
         raise InputError(Problem(shown, "criteria", "names only informational metrics, which never decide a case", 'Add a criterion, e.g. "tool_trajectory_avg_score": 1.0; efficiency is reported anyway.'))
@@ -648,15 +666,17 @@ def parse_custom_criteria(
     where,
     where_custom,
     declared_path: Optional[Path],
+    warnings: Optional[list[str]] = None,
 ) -> dict[str, Criterion]:
     """`criteria` with ADK's `custom_metrics`: a name declared there is that custom metric
     (replacing ADK's metric of the same name, as ADK's registry does); the rest are ours.
-    `where(*loc)` names a place under criteria, `where_custom(*loc)` one under custom_metrics."""
+    `where(*loc)` names a place under criteria, `where_custom(*loc)` one under custom_metrics.
+    `warnings`: read tolerantly, as an ADK file (see `parse_criteria`)."""
     from evalgate.criteria.custom_metric import CustomMetric
 
     problems = ProblemCollector()
     try:
-        ours = parse_criteria({k: v for k, v in raw.items() if k not in custom}, shown, where)
+        ours = parse_criteria({k: v for k, v in raw.items() if k not in custom}, shown, where, warnings)
     except InputError as e:
         ours = {}
         problems.extend(_custom_hint(p, custom) for p in e.problems)

@@ -120,7 +120,8 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     """
     per = [_invocation_result(o, threshold) for o in outcomes]
     scores = [o.score for o in outcomes if o.score is not None]
-    missing = [f"invocation {i}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
+    # Turns counted from 1, as the reports count them.
+    missing = [f"turn {i + 1}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
     score, error = None, None
     if scores:
         score = _mean(scores)
@@ -128,7 +129,7 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     if not scores:
         error = "; ".join(missing) if missing else "nothing to evaluate"
     elif missing:
-        error = f"{len(missing)} of {len(outcomes)} invocations not evaluated: " + "; ".join(missing)
+        error = f"{len(missing)} of {len(outcomes)} turns not evaluated: " + "; ".join(missing)
         if status is Status.PASSED:
             status = Status.NOT_EVALUATED
     return CriterionResult.model_validate(
@@ -438,11 +439,13 @@ def finish_suite(
 
 
 def finish_run(suites: list[SuiteResult], config_digest: str, info: RunInfo) -> RunResults:
-    """The run's result from its suites: overall counts and status."""
+    """The run's result from its suites: overall counts and status. A suite that nothing was
+    scored in (its agent never ran) makes the run NOT_EVALUATED, never PASSED: one suite's
+    pass must not hide another that was not evaluated."""
     total = Counts.of([case for s in suites for case in s.cases])
-    statuses = {s.status for s in suites}
+    statuses = {s.status for s in suites if s.counts.cases}  # a shard may hold none of a suite's cases
     overall = Status.FAILED if Status.FAILED in statuses else (
-        Status.PASSED if Status.PASSED in statuses else Status.NOT_EVALUATED
+        Status.NOT_EVALUATED if Status.NOT_EVALUATED in statuses or not statuses else Status.PASSED
     )
     return RunResults(config_digest=config_digest, status=overall, counts=total, suites=suites, run=info)
 

@@ -243,19 +243,79 @@ async def _infer(
     return usage
 
 
+# What made a case run fail, read from the exception's type and HTTP status as `_describe`
+# wrote them ("ClientError: 403 PERMISSION_DENIED. ..."), in the order they are tried: a
+# missing key, a refused one, a spent quota, a host out of reach, a timeout, a failing service.
+_CAUSES: list[tuple[str, re.Pattern[str]]] = [
+    ("missing_key", re.compile(r"No API key was provided|Missing key inputs argument|default credentials were not found|DefaultCredentialsError", re.I)),
+    ("refused_key", re.compile(r"(?:^|: |HTTP )40[13]\b|UNAUTHENTICATED|PERMISSION_DENIED|API_KEY_INVALID|API key not valid", re.I)),
+    ("quota", re.compile(r"(?:^|: )429\b|RESOURCE_EXHAUSTED|HTTP 429")),
+    ("unreachable", re.compile(
+        r"^(?:ConnectError|ClientConnectorError|ClientConnectorDNSError|ConnectionRefusedError|ConnectionResetError|ConnectionError|"
+        r"ServerDisconnectedError|RemoteProtocolError|ReadError|WriteError|ClientOSError|gaierror)\b|Cannot connect to host|Connection refused|Name or service not known|"
+        r"nodename nor servname|Temporary failure in name resolution|All connection attempts failed"
+    )),
+    ("timeout", re.compile(r"^(?:TimeoutError|ReadTimeout|ConnectTimeout|TimeoutException|ServerTimeoutError)\b|timed out after", re.I)),
+    ("service", re.compile(r"(?:^|: )5\d\d\b|\bUNAVAILABLE\b|\bINTERNAL\b|HTTP 5\d\d")),
+]
+
+
+def failure_cause(error: str) -> Optional[str]:
+    """Why a case run failed, from its recorded error (`TypeName: message`): "missing_key",
+    "refused_key", "quota", "unreachable", "timeout", "service", or None for anything else
+    (the agent's or a tool's own exception)."""
+    for cause, pattern in _CAUSES:
+        if pattern.search(error):
+            return cause
+    return None
+
+
 def agent_error(reasons: Counter) -> str:
     """The suite's error when the agent failed on every case run, from the count of each
-    failure reason. Most often the agent's model credentials are missing (a fork's pull
-    request): say so once, plainly, besides every case's own NOT_EVALUATED reason. Ties go
-    to the reason that sorts first, so the text does not depend on the order runs ended."""
+    failure reason: what the most common one says the cause was (a missing key, a refused
+    one, a quota, a host out of reach, a timeout, the model's service), said plainly, besides
+    every case's own NOT_EVALUATED reason. Ties go to the reason that sorts first, so the
+    text does not depend on the order runs ended."""
     common, n = max(sorted(reasons.items()), key=lambda item: item[1])
-    return _(
-        "the agent failed on every case run, so nothing it does was scored; without its model's key (a fork's "
-        "pull request has no secrets) the gate cannot judge it here. The error of {n} of {runs} runs: {error}",
-        n=n,
-        runs=sum(reasons.values()),
-        error=common,
-    )
+    fields = {"n": n, "runs": sum(reasons.values()), "error": common}
+    cause = failure_cause(common)
+    if cause == "missing_key":
+        return _(
+            "the agent failed on every case run, so nothing it does was scored; without its model's key (a fork's "
+            "pull request has no secrets) the gate cannot judge it here. The error of {n} of {runs} runs: {error}",
+            **fields,
+        )
+    if cause == "refused_key":
+        return _(
+            "the agent failed on every case run, so nothing it does was scored: its credentials were refused "
+            "(the key is set, but wrong, expired or without permission). The error of {n} of {runs} runs: {error}",
+            **fields,
+        )
+    if cause == "quota":
+        return _(
+            "the agent failed on every case run, so nothing it does was scored: the model's quota ran out "
+            "(lower agent.concurrency, or raise the quota). The error of {n} of {runs} runs: {error}",
+            **fields,
+        )
+    if cause == "unreachable":
+        return _(
+            "the agent failed on every case run, so nothing it does was scored: the model's host could not be "
+            "reached (an outage, a proxy or a wrong endpoint; not a missing key). The error of {n} of {runs} runs: {error}",
+            **fields,
+        )
+    if cause == "timeout":
+        return _(
+            "the agent failed on every case run, so nothing it does was scored: the runs timed out "
+            "(a slow or stalled model; raise agent.timeout_s if it is only slow). The error of {n} of {runs} runs: {error}",
+            **fields,
+        )
+    if cause == "service":
+        return _(
+            "the agent failed on every case run, so nothing it does was scored: the model's service failed "
+            "(an error on its side; run again later). The error of {n} of {runs} runs: {error}",
+            **fields,
+        )
+    return _("the agent failed on every case run, so nothing it does was scored. The error of {n} of {runs} runs: {error}", **fields)
 
 
 @dataclass

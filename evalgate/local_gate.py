@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,10 +55,23 @@ def _git(args: list[str], cwd: Path) -> Optional[str]:
     return git_out(args, cwd)
 
 
-def _commit_of(ref: str, repo: Path) -> str:
-    sha = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo)
+FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
+
+
+def resolve_commit(ref: str, repo: Path, flag: str = "--base-sha") -> str:
+    """Any revision git resolves (a branch, a tag, a short or full sha, `HEAD~2`) as the full
+    lowercase sha, asked of the repository at `repo`. A full sha needs no git (a baseline store
+    may be read outside a checkout). Anything else is an input error naming `flag`."""
+    ref = (ref or "").strip()
+    if FULL_SHA.fullmatch(ref):
+        return ref.lower()
+    if not ref or ref.startswith("-"):
+        raise InputError(Problem(None, flag, f"'{ref}' is not a commit", "Give a commit sha, a branch or a tag of this repository."))
+    sha = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], repo)
     if not sha:
-        raise InputError(Problem(None, "--base-sha", f"git knows no commit '{ref}' in {repo}", "Give a commit or branch of this repository (git fetch it first if it is on the remote only)."))
+        if not _git(["rev-parse", "--git-dir"], repo):
+            raise InputError(Problem(None, flag, f"'{ref}' is not a full commit sha, and {repo} is not in a git checkout that could resolve it", "Give the full 40-character sha, or run inside the repository."))
+        raise InputError(Problem(None, flag, f"git knows no commit '{ref}' in {repo}", "Give a commit or branch of this repository (git fetch it first if it is on the remote only)."))
     return sha.lower()
 
 
@@ -66,7 +80,7 @@ def choose_base(args: argparse.Namespace, repo: Optional[Path]) -> Base:
     if args.base_sha:
         if repo is None:
             raise InputError(Problem(None, "--base-sha", "needs a git checkout, and the config is not in one", "Run evalgate gate inside the repository, or pass --baseline FILE."))
-        commit = _commit_of(args.base_sha, repo)
+        commit = resolve_commit(args.base_sha, repo)
         return Base(commit, f"--base-sha {args.base_sha}")  # a command, never translated
     if repo is None:
         return Base(notes=[_("not in a git checkout, so there is no base commit: judged on absolute thresholds (pass --baseline FILE to compare with one)")])

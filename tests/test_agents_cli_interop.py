@@ -378,7 +378,7 @@ def test_bad_flags_are_clear_errors(tmp_path, cli):
     cases = json.loads((root / "traces.json").read_text(encoding="utf-8"))["eval_cases"]
     _results_file(root / "r.json", cases)
     code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", "HEAD", cwd=root)
-    assert code == 2 and "error: --commit: 'HEAD' is not a full commit SHA" in err, err
+    assert code == 2 and "error: --commit: 'HEAD' is not a full commit sha, and" in err and "is not in a git checkout" in err, err
     code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, "--suite", "ap", cwd=root)
     assert code == 2 and "error: --suite: the config has no suite 'ap'. Did you mean 'app'?" in err, err
     code, out, err = cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, "--eval-set", "basic", cwd=root)
@@ -471,3 +471,20 @@ def test_store_flag_writes_the_data_branch_layout(tmp_path, cli):
     assert (tmp_path / "data" / "baselines" / "evalgate" / f"{SHA}.json.gz").is_file()
     assert (tmp_path / "data" / "ledger" / "evalgate.json.gz").is_file() and (tmp_path / "data" / "trends" / "evalgate.json.gz").is_file()
     assert not (root / "store").exists()
+
+
+def test_several_gradings_of_one_commit_go_into_the_ledger_the_last_is_the_baseline(tmp_path, cli):
+    root = make_project(tmp_path / "proj")
+    cases = json.loads((root / "traces.json").read_text(encoding="utf-8"))["eval_cases"]
+    first = _results_file(root / "r1.json", cases)
+    last = _results_file(root / "r2.json", cases)
+    data = json.loads(last.read_text(encoding="utf-8"))
+    data["eval_case_results"][0]["response_candidate_results"][0]["metric_results"][METRIC]["score"] = 0.25
+    last.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, out, err = cli("baseline", "import", "--agents-cli", first.name, last.name, "--commit", SHA, cwd=root)
+    assert code == 0, out + err
+    assert "from r2.json as the baseline of" in out and ", and 2 gradings into the flake ledger" in out, out
+    seoul = next(c for c in _stored(root)["results"]["suites"][0]["cases"] if c["eval_id"] == "서울_날씨")
+    assert seoul["criteria"][METRIC]["score"] == 0.25
+    ledger = json.loads(gzip.decompress((root / "store" / "ledger" / "evalgate.json.gz").read_bytes()))["entries"]
+    assert [v for k, v in ledger.items() if "서울_날씨" in k and METRIC in k and v and 0.25 in v] == [[1.0, 0.25]], ledger

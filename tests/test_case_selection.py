@@ -190,7 +190,7 @@ def test_an_unknown_id_names_the_file_the_place_and_the_ids_closest_first(tmp_pa
 
     config = echo_project(tmp_path, evalsets=["evals/echo.evalset.json:주문_상태,返品_質問"])
     code, out, err = cli("validate", "--config", str(config))
-    assert code == 0 and "OK, 1 suites, 2 cases" in out, err
+    assert code == 0 and "OK, 1 suite, 2 cases" in out, err
 
 
 @pytest.mark.parametrize(
@@ -214,7 +214,7 @@ def test_a_selector_needs_one_existing_file(tmp_path, cli, item, message):
 def test_case_runs_only_the_matching_cases_and_says_so(tmp_path, cli):
     config = echo_project(tmp_path)
     code, out, err = cli("validate", "--config", str(config), "--case", "refund_*", "--case", "주문_*")
-    assert code == 0 and "OK, 1 suites, 4 cases" in out and "selected 4 of 6 cases (--case 'refund_*' --case '주문_*')" in out
+    assert code == 0 and "OK, 1 suite, 4 cases" in out and "selected 4 of 6 cases (--case 'refund_*' --case '주문_*')" in out
 
     code, out, err = cli("run", "--config", str(config), "--out", str(tmp_path / "out"), "--case", "refund_?", "--case", " 返品_質問 ")
     assert code == 0, out + err

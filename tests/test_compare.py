@@ -594,7 +594,7 @@ def test_not_evaluated_reasons_grouped_without_invocation_numbers():
     res = one({"a": {"judge": 1.0}})
     case = res.suites[0].cases[0]
     case.criteria["judge"] = CriterionResult(
-        score=None, status=Status.NOT_EVALUATED, threshold=0.5, error="invocation 0: timeout; invocation 1: timeout"
+        score=None, status=Status.NOT_EVALUATED, threshold=0.5, error="turn 1: timeout; turn 2: timeout"
     )
     assert compare(None, res, POLICY).suites[0].skipped_criteria == ["judge: timeout (1 case NOT_EVALUATED)"]
 

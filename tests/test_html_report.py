@@ -685,7 +685,7 @@ def test_filters_and_search_change_what_is_shown(browser, tmp_path):
         assert w.shown_ids() == ["order-status-en", "two-turns"]
         w.filter("#f-change", "fixed")
         assert w.shown_ids() == ["order-status-ja"]
-        w.filter("#f-change", "flaky (samples or runs disagree)")
+        w.filter("#f-change", "flaky (on the default branch, or its samples disagree)")
         assert sorted(w.shown_ids()) == ["order-status-en", "returns-policy", "three-runs"]  # 1 of 5 samples passed
         w.filter("#f-change", "removed")
         assert w.shown_ids() == ["legacy-coupons"]
@@ -1116,3 +1116,50 @@ def test_a_language_whose_plurals_report_js_cannot_choose_is_refused(monkeypatch
             html._script_messages("ru")
     finally:
         html._script_messages.cache_clear()
+
+
+def _flaky_on_main_report() -> tuple[str, str]:
+    """The sample, with a ledger in which order-status-en (regressed now) failed 3 of its last
+    8 runs on the default branch: the gate names it flaky there and does not blame the PR."""
+    from evalgate.gate.ledger import ledger_key
+    from evalgate.gate.model import CaseKey
+
+    current, baseline = sample_runs()
+    history = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    ledger = {ledger_key(CaseKey("support", "shop_support", "order-status-en"), name): history for name in (TT, RM, FR, RB)}
+    comparison = compare(baseline, current, POLICY, ledger, BASE_INFO)
+    [change] = [ch for s in comparison.suites for ch in s.changes if ch.key.eval_id == "order-status-en"]
+    assert getattr(change, "flaky_history", None) == (5, 8)
+    return render_html(comparison, current, baseline, run_url=RUN_URL), "flaky on the default branch: passed 5 of its last 8 runs there"
+
+
+def test_the_report_says_why_a_case_flaky_on_main_is_not_blamed():
+    """Issue 35, item 6: the terminal and the comment said why; report.html only tagged the
+    case "flaky", a word it also used for samples disagreeing within this run."""
+    page, words = _flaky_on_main_report()
+    by_id = {c["id"]: c for c in _data(page)["cases"]}
+    assert by_id["order-status-en"]["hist"] == words
+    assert "hist" not in by_id["returns-policy"] and by_id["returns-policy"]["flaky"] == 1  # within this run only
+    from evalgate import i18n
+
+    with i18n.language("ko"):  # the script's words reach the page in the report's language
+        messages = _data(_flaky_on_main_report()[0])["i18n"]["t"]
+    assert messages["{history}: not blamed on this pull request"] == "{history}: 이 PR의 탓으로 보지 않습니다"
+
+
+def test_the_case_flaky_on_main_reads_so_in_the_browser(browser, tmp_path):
+    page_html, words = _flaky_on_main_report()
+    w = Watched(browser, _write(tmp_path, REPORT_FILE, page_html))
+    try:
+        page = w.page
+        page.click("[data-tab=cases]")
+        assert w.shown_ids()[0] == "order-status-en"
+        meta = page.text_content("#detail .meta")
+        assert f"{words}: not blamed on this pull request" in meta and "flaky on the default branch" in meta
+        w.filter("#f-change", "flaky (on the default branch, or its samples disagree)")
+        assert "order-status-en" in w.shown_ids()
+        page.fill("#q", "returns-policy")
+        assert "samples disagree" in page.text_content("#rows")
+        assert w.clean() == []
+    finally:
+        w.close()

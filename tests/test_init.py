@@ -91,7 +91,7 @@ def test_init_writes_a_config_that_validates_and_workflows_with_least_permission
     assert config == {"version": 1, "suites": [{"name": "weather_agent", "evalsets": ["evals"], "agent": {"adk": "weather_agent"}}]}
     code, out, err = cli("validate", cwd=root)
     assert (code, err) == (0, ""), out + err
-    assert "evalgate.yaml: OK, 1 suites, 3 cases" in out and "weather_agent: runs the agent (adk) on 3 cases" in out
+    assert "evalgate.yaml: OK, 1 suite, 3 cases" in out and "weather_agent: runs the agent (adk) on 3 cases" in out
 
     flows = {name: workflow(root / ".github" / "workflows" / name) for name in WORKFLOWS}
     pr, baseline, nightly = flows.values()
@@ -330,7 +330,7 @@ def test_readme_five_minutes_runs_as_written(tmp_path, monkeypatch):
     README's, line for line; the run's verdict lines must be there too."""
     commands = _readme_block("commands").splitlines()
     installs = [c for c in commands if c.startswith("pip install")]
-    assert installs == ["pip install 'adk-evalgate[adk]'"]
+    assert installs == ["pip install './evalgate[adk]'   # a checkout of this repository beside your project (not on the registry yet)"]
     script = "\n".join(c for c in commands if c not in installs)
     assert [c.split()[:2] for c in script.splitlines()] == [["evalgate", "init"], ["evalgate", "validate"], ["evalgate", "run"]]
 

@@ -92,7 +92,7 @@ def _row(suite: str, criterion: str, threshold: float, n: int, base: Optional[fl
     if ci is None and delta is not None:
         ci = (delta - 0.01, delta + 0.01)
     return CriterionComparison(
-        suite=suite, criterion=criterion, threshold=threshold, judge=judge, n_pairs=n,
+        suite=suite, criterion=criterion, threshold=threshold, judge=judge, n_pairs=n, evaluated=n,
         baseline_mean=base, current_mean=cur, delta=delta,
         ci_low=ci[0] if ci and delta is not None else None, ci_high=ci[1] if ci and delta is not None else None,
         p_value=p, p_adjusted=None if p is None else min(1.0, p * 2), status=status, reasons=list(reasons),

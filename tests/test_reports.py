@@ -241,16 +241,16 @@ def test_junit_failure_message_and_body(mixed):
     failure = root.find("testsuite/testcase[@name='multi_turn']/failure")
     assert failure.get("message") == "tool_trajectory_avg_score 0.50 < 1.00"
     assert failure.get("type") == "FAILED"
-    assert failure.text.split("\ninvocation 0\n")[0] == (
+    assert failure.text.split("\nturn 1\n")[0] == (
         "response_match_score: 0.70 >= 0.70 PASSED\n"
-        "  invocation 0: 0.80 PASSED\n"
-        "  invocation 1: 0.60 FAILED\n"
+        "  turn 1: 0.80 PASSED\n"
+        "  turn 2: 0.60 FAILED\n"
         "tool_trajectory_avg_score: 0.50 < 1.00 FAILED\n"
-        "  invocation 0: 1.00 PASSED\n"
-        "  invocation 1: 0.00 FAILED"
+        "  turn 1: 1.00 PASSED\n"
+        "  turn 2: 0.00 FAILED"
     )
     assert (
-        "invocation 1\n  user: And the heater?\n  expected response: Heater on.\n  actual response: Heater is on.\n"
+        "turn 2\n  user: And the heater?\n  expected response: Heater on.\n  actual response: Heater is on.\n"
     ) in failure.text
     assert '  actual tools: [{"args": {"id": "h2", "on": true}, "name": "set_device"}]' in failure.text
 
@@ -268,13 +268,13 @@ def test_junit_not_evaluated_is_skipped_or_error_by_policy(mixed):
     )
     error = root.find("testsuite[@name='strict']/testcase[@name='judge_down']/error")
     assert error.get("message") == (
-        "response_match_score: 1 of 2 invocations not evaluated: invocation 1: judge timed out"
+        "response_match_score: 1 of 2 turns not evaluated: turn 2: judge timed out"
     )
     assert error.text.startswith(
         "response_match_score: 0.90 >= 0.50 NOT_EVALUATED\n"
-        "  invocation 0: 0.90 PASSED\n"
-        "  invocation 1: not evaluated (judge timed out)\n"
-        "invocation 0\n"
+        "  turn 1: 0.90 PASSED\n"
+        "  turn 2: not evaluated (judge timed out)\n"
+        "turn 1\n"
     )
 
 
@@ -649,6 +649,16 @@ def test_progress_in_a_ci_log_prints_a_line_per_tenth():
     assert lines[0] == "agent runs: 2/20 (10%) 2s, about 18s left"
     assert lines[-1] == "agent runs: 20/20 (100%) 20s"
     assert "\r" not in out.getvalue()
+
+
+def test_progress_in_a_ci_log_says_the_true_percentage():
+    out, clock = io.StringIO(), _Clock()
+    progress = Progress(3, out, enabled=True, label="agent runs", tty=False, clock=clock)
+    for _ in range(3):
+        clock.now += 1
+        progress.advance()
+    progress.close()
+    assert [line.split(") ")[0] + ")" for line in out.getvalue().splitlines()] == ["agent runs: 1/3 (33%)", "agent runs: 2/3 (66%)", "agent runs: 3/3 (100%)"]
 
 
 def test_progress_draws_at_most_ten_times_a_second_and_clears():

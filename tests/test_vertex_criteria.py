@@ -491,7 +491,7 @@ def test_engine_mean_over_invocations_and_a_row_error_never_passes():
     replies["bad"] = EvalReply(error="row error 13: internal")
     result = engine.score_criterion(crit("safety_v1", threshold=0.5).bind(ScriptedService(answer)), case)
     assert result.status is Status.NOT_EVALUATED and result.score == 1.0
-    assert "1 of 3 invocations not evaluated: invocation 1: row error 13: internal" in result.error
+    assert "1 of 3 turns not evaluated: turn 2: row error 13: internal" in result.error
 
 
 def test_unbound_criterion_is_not_evaluated_by_the_engine():

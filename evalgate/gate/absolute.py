@@ -18,7 +18,8 @@ from evalgate.i18n import _, n_
 from evalgate.results import Status, SuiteResult
 
 
-_INVOCATION_PREFIX = re.compile(r"^(\d+ of \d+ invocations not evaluated: )?(invocation \d+: )?")
+# "turn N" since issue 35; "invocation N" (0-based) in results that older versions wrote.
+_INVOCATION_PREFIX = re.compile(r"^(\d+ of \d+ (?:invocations|turns) not evaluated: )?((?:invocation|turn) \d+: )?")
 
 
 def _reason(error: Optional[str]) -> str:
@@ -89,8 +90,10 @@ def absolute_criterion(suite: SuiteResult, name: str, threshold: float, judge: b
         ci_high=None,
         p_value=None,
         p_adjusted=None,
-        status=Verdict.FAIL if failed else Verdict.PASS,
-        reasons=[below(failed, total, threshold)] if failed else [],
+        # Nothing scored is nothing passed: the row says INCONCLUSIVE, never PASS over no case.
+        status=Verdict.FAIL if failed else (Verdict.PASS if scores else Verdict.INCONCLUSIVE),
+        reasons=[below(failed, total, threshold)] if failed else ([] if scores else [_("no case was evaluated")]),
+        evaluated=len(scores),
     )
 
 

@@ -555,11 +555,6 @@ def _check_gate_id(gate_id: str) -> str:
     return gate_id
 
 
-def valid_sha(sha: str) -> bool:
-    """Whether `sha` is a full lowercase commit sha (SHA-1 or SHA-256), as baselines are keyed."""
-    return bool(_SHA.match(sha or ""))
-
-
 def _check_sha(sha: str) -> str:
     if not _SHA.match(sha or ""):
         raise ValueError(f"not a full lowercase commit sha: {sha!r}")

@@ -43,10 +43,13 @@ from evalgate.gate.words import fmt, fmt_p
 from evalgate.i18n import _, n_
 
 
-def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -> Optional[tuple[float, int, int]]:
-    """(sigma_r^2, runs, runs back the branch moved or 0) measured on the ledger's value
-    histories of these cases (evalgate.gate.stats.run_variance), or None when fewer than
-    MIN_HISTORY runs are complete for at least half of them (and 2)."""
+def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -> Optional[tuple[float, int, int, float]]:
+    """(sigma_r^2, runs, runs back the branch moved or 0, the sd of these cases' mean across
+    those runs) measured on the ledger's value histories of these cases
+    (evalgate.gate.stats.run_variance), or None when fewer than MIN_HISTORY runs are complete
+    for at least half of them (and 2). sigma_r is the part of the mean's movement that moves
+    every case at once; the mean's own sd also holds single cases' ups and downs (a flaky
+    case), which the paired test already sees in the differences."""
     if not ledger:
         return None
     histories = [ledger.get(value_key(k, criterion)) or [] for k in keys]
@@ -54,8 +57,11 @@ def _run_spread(keys: list[CaseKey], criterion: str, ledger: Optional[Ledger]) -
     for runs in range(longest, MIN_HISTORY - 1, -1):
         rows = [[float(v) for v in h[-runs:]] for h in histories if len(h) >= runs and all(v is not None for v in h[-runs:])]
         if len(rows) >= max(2, len(keys) / 2):
-            variance, _means, start = run_variance(rows)
-            return variance, runs, runs - start if start else 0
+            variance, _df, start = run_variance(rows)
+            means = [sum(r[t] for r in rows) / len(rows) for t in range(runs)]
+            grand = sum(means) / runs
+            mean_sd = math.sqrt(sum((m - grand) ** 2 for m in means) / (runs - 1))
+            return variance, runs, runs - start if start else 0, mean_sd
     return None
 
 
@@ -63,7 +69,7 @@ def measure(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], 
     """The drop test of one criterion, with the run-to-run variation it allows for (evalgate.gate.stats)."""
     measured = _run_spread(keys, comp.criterion, ledger)
     if measured is not None:
-        sigma2, comp.history, comp.run_moved = measured
+        sigma2, comp.history, comp.run_moved, comp.mean_sd = measured
     else:
         sigma2 = policy.run_sd(comp.judge, comp.span) ** 2
         comp.history = 0
@@ -77,6 +83,13 @@ def measure(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], 
     comp.lower_bound, _upper = drop_interval(diffs, 2 * sigma2, df, level=0.90)
 
 
+def mean_moved_more(comp: CriterionComparison) -> bool:
+    """Did the mean move across the history clearly more than its shared run-to-run part (a
+    flaky case moving it alone)? Then a reader of the trend would doubt the shared sd alone."""
+    sd = comp.run_sd or 0.0
+    return comp.mean_sd is not None and comp.mean_sd >= 1.5 * sd + 0.005
+
+
 def _variation_words(comp: CriterionComparison) -> str:
     """The run-to-run variation a criterion's test allowed for, and where it came from."""
     sd = comp.run_sd or 0.0
@@ -87,6 +100,15 @@ def _variation_words(comp: CriterionComparison) -> str:
             comp.history,
             sd=f"{sd:.3f}",
             moved=comp.run_moved,
+        )
+    if comp.history and mean_moved_more(comp):
+        # The trend chart shows the mean moving; say how much, beside the shared part the test allows for.
+        return n_(
+            "run-to-run sd {sd} shared, {mean_sd} for the mean, from {n} run of history",
+            "run-to-run sd {sd} shared, {mean_sd} for the mean, from {n} runs of history",
+            comp.history,
+            sd=f"{sd:.3f}",
+            mean_sd=f"{comp.mean_sd:.3f}",
         )
     if comp.history:
         return n_("run-to-run sd {sd} from {n} run of history", "run-to-run sd {sd} from {n} runs of history", comp.history, sd=f"{sd:.3f}")

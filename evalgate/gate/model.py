@@ -137,10 +137,12 @@ class CriterionComparison:
     # What the means, delta and test are over: "scores" (the criterion's case scores) or
     # "samples" (per case, the mean of its judge samples; see the module docstring).
     basis: Literal["scores", "samples"] = "scores"
+    evaluated: int = 0  # cases with a score in this run (absolute mode's "cases": there is nothing to pair)
     # What the gate allowed for and found (regression mode; evalgate.gate.stats says why):
     run_sd: Optional[float] = None  # run-to-run standard deviation of the criterion's mean
     history: int = 0  # runs of history run_sd was measured on; 0: assumed (the policy's run_sd_*)
     run_moved: int = 0  # the branch moved this many runs back (beyond stats.MOVE_ALPHA): run_sd measured around each level
+    mean_sd: Optional[float] = None  # sd of the compared cases' mean over those history runs (run_sd is its shared part)
     se: Optional[float] = None  # standard error of the drop test: within-run and run-to-run parts together
     lower_bound: Optional[float] = None  # one-sided 95% lower bound of delta: PASS needs it above -resolution
     # Against the default branch's level (the mean of the last level_runs runs, baseline

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from evalgate.i18n import _
+from evalgate.i18n import _, n_
 from evalgate.results import CaseResult, Counts, Status
 
 
@@ -150,3 +150,18 @@ def efficiency_cells(values: dict[str, Any]) -> dict[str, str]:
         split = ", ".join(f"{label} {v:.2f}" for label, v in parts if v is not None)
         out["seconds"] = _("{seconds} s", seconds=f"{seconds.value:.2f}") + (f" ({split})" if split else "")
     return out
+
+
+def flaky_words(change: Any) -> Optional[str]:
+    """A regressed case that fails on the default branch too: its record there, which the gate
+    weighs (a flaky case is not blamed on the pull request alone)."""
+    history = getattr(change, "flaky_history", None)
+    if history is None:
+        return None
+    passed, runs = history
+    return n_(
+        "flaky on the default branch: passed {passed} of its last {n} run there",
+        "flaky on the default branch: passed {passed} of its last {n} runs there",
+        runs,
+        passed=passed,
+    )

@@ -54,7 +54,7 @@ from typing import Any, Optional
 from evalgate.gate import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
 from evalgate import efficiency, i18n
 from evalgate.i18n import _, mark, n_
-from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, templates
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.gate.trends import Series, Trend, position, series
@@ -618,7 +618,8 @@ def _detail_value(v: Any) -> str:
 
 
 def _flaky(result: CriterionResult) -> bool:
-    """The criterion's samples (judge samples, or the agent's runs) disagree about passing."""
+    """The criterion's samples (judge samples, or the agent's runs) disagree about passing in
+    this run (drawn as "samples disagree"; a case flaky on the default branch is `hist`)."""
     samples = case_samples(result)
     return len(samples) > 1 and len({s >= result.threshold for s in samples}) > 1
 
@@ -668,14 +669,16 @@ MAX_LOG = 8_000  # characters kept of the end of a case run's log (results.json 
 
 
 def _agent_logs(case: CaseResult) -> list[list[Any]]:
-    """What the agent wrote during each run, as [run, text] (drawn collapsed with the case):
-    its end, where a failure's traceback is."""
+    """What the agent wrote during each run, as [run, text, lines] (drawn collapsed with the
+    case): its end, where a failure's traceback is; `lines` counts the whole log, as the
+    terminal's line for a failed run does, also when only its end is shown."""
     out = []
     for log in case.agent_logs:
         text = log.text
+        lines = text.count("\n") + 1
         if len(text) > MAX_LOG:
             text = "… " + _("(the last {shown} of {total} characters; results.json has all of them)", shown=f"{MAX_LOG:,}", total=f"{len(text):,}") + "\n" + text[-MAX_LOG:]
-        out.append([log.run, text])
+        out.append([log.run, text, lines])
     return out
 
 
@@ -753,6 +756,9 @@ def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunRe
                 item["ch"] = ch
             elif ch is not None:
                 item["ch"] = ch.kind
+                words = flaky_words(ch)
+                if words:  # why the gate does not blame it, as the comment and the terminal say
+                    item["hist"] = _text(words, 300)
                 if ch.p_value is not None:
                     item["p"] = ch.p_value
                 if ch.p_adjusted is not None:
@@ -944,7 +950,7 @@ def render_html(
     chips = [
         ("regressed", _("regressed"), kinds.count("regressed") + kinds.count("broken_stable")),
         ("fixed", _("fixed"), kinds.count("fixed")),
-        ("flaky", _("flaky"), sum(1 for c in cases if c.get("flaky"))),
+        ("flaky", _("flaky"), sum(1 for c in cases if c.get("flaky") or c.get("hist"))),
         ("moved", _("score changes"), kinds.count("score_drop") + kinds.count("score_rise")),
         ("added", _("added"), kinds.count("added")),
         ("changed", _("changed"), kinds.count("changed")),

@@ -47,9 +47,9 @@ def _criterion_lines(name: str, crit: CriterionResult) -> list[str]:
         lines.append(f"  {crit.error}")
     for i, inv in enumerate(crit.per_invocation):
         if inv.score is None:
-            lines.append(f"  invocation {i}: not evaluated ({inv.error or 'no reason given'})")
+            lines.append(f"  turn {i + 1}: not evaluated ({inv.error or 'no reason given'})")
         else:
-            lines.append(f"  invocation {i}: {format_scores(inv.score, crit.threshold)[0]} {inv.status.value}")
+            lines.append(f"  turn {i + 1}: {format_scores(inv.score, crit.threshold)[0]} {inv.status.value}")
     return lines
 
 
@@ -61,7 +61,7 @@ def _tools(tools: list[dict[str, Any]]) -> str:
 
 
 def _invocation_lines(i: int, inv: InvocationSummary) -> list[str]:
-    lines = [f"invocation {i}", f"  user: {inv.user}"]
+    lines = [f"turn {i + 1}", f"  user: {inv.user}"]
     if inv.expected_response is not None:
         lines.append(f"  expected response: {inv.expected_response}")
     lines.append(f"  actual response: {inv.actual_response}")
@@ -90,9 +90,11 @@ def agent_logs_text(case: CaseResult) -> str:
 
 
 def _testsuite(root: ET.Element, suite: SuiteResult) -> None:
-    # A NOT_EVALUATED case is an error when the suite's policy fails the gate on it, so a
-    # CI reporter shows red exactly when the gate does; otherwise it is skipped.
-    not_evaluated_tag = "error" if suite.not_evaluated_policy == "fail" else "skipped"
+    # A NOT_EVALUATED case is an error when the suite's policy fails the gate on it, or when
+    # nothing in the suite was evaluated (its agent never ran), so a CI reporter shows red
+    # exactly when the gate does; otherwise it is skipped.
+    red = suite.not_evaluated_policy == "fail" or suite.status is Status.NOT_EVALUATED
+    not_evaluated_tag = "error" if red else "skipped"
     counts = {"failure": 0, "error": 0, "skipped": 0}
     for case in suite.cases:
         if case.status is Status.FAILED:

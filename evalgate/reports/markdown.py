@@ -45,7 +45,7 @@ from evalgate.gate import (
 )
 from evalgate import efficiency
 from evalgate.i18n import _, mark, n_, p_
-from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, incomplete_note, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -57,6 +57,7 @@ from evalgate.reports.sanitize import (
     url,
 )
 from evalgate.results import CaseResult, InvocationSummary, RunResults, Status
+from evalgate.gate.drop import mean_moved_more
 from evalgate.gate.trends import Series, Trend, axis_range, position, series
 
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
@@ -361,8 +362,10 @@ class _View:
 
 
 def _label(key: CaseKey, show_suite: bool) -> str:
-    """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id."""
-    ids = f"{cut(key.eval_set_id, 60)} / {cut(key.eval_id, 80)}"
+    """`suite: eval_set / eval_id`, each part cut on its own so a long one cannot hide the id. A
+    legacy `*.test.json` case is named by its file as its eval set is: the path once."""
+    same = key.eval_set_id == key.eval_id
+    ids = cut(key.eval_id, 80) if same else f"{cut(key.eval_set_id, 60)} / {cut(key.eval_id, 80)}"
     return f"{cut(key.suite, 40)}: {ids}" if show_suite else ids
 
 
@@ -531,21 +534,6 @@ def _history_p(change: Any) -> Optional[Markdown]:
     return Markdown(_("its criterion's stable cases, tested together: {p}, {p_holm} after Holm", p=_p(change.p_value), p_holm=_p(adjusted)))
 
 
-def flaky_words(change: Any) -> Optional[str]:
-    """A regressed case that fails on the default branch too: its record there, which the gate
-    weighs (a flaky case is not blamed on the pull request alone)."""
-    history = getattr(change, "flaky_history", None)
-    if history is None:
-        return None
-    passed, runs = history
-    return n_(
-        "flaky on the default branch: passed {passed} of its last {n} run there",
-        "flaky on the default branch: passed {passed} of its last {n} runs there",
-        runs,
-        passed=passed,
-    )
-
-
 def _scores(criteria: dict[str, tuple[Optional[float], Optional[float]]]) -> list[tuple[str, Markdown]]:
     return [(name, Markdown(f"{_num(b, 2)} → {_num(c, 2)}")) for name, (b, c) in criteria.items()]
 
@@ -635,7 +623,17 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
         # What the test allowed for: the run-to-run variation of the mean, and where it came from.
         history = getattr(c, "history", 0)
         sd = f"{c.run_sd:.3f}"
-        if history:
+        mean_sd = getattr(c, "mean_sd", None)
+        if history and mean_sd is not None and mean_moved_more(c):
+            # The trend beside it shows the mean moving: the shared part and the whole, both.
+            delta += " · " + n_(
+                "run sd {sd} shared, {mean_sd} for the mean ({n} run of history)",
+                "run sd {sd} shared, {mean_sd} for the mean ({n} runs of history)",
+                history,
+                sd=sd,
+                mean_sd=f"{mean_sd:.3f}",
+            )
+        elif history:
             delta += " · " + n_("run sd {sd} ({n} run of history)", "run sd {sd} ({n} runs of history)", history, sd=sd)
         else:
             delta += " · " + _("run sd {sd} (assumed)", sd=sd)
@@ -643,7 +641,7 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
         criterion=c.criterion,
         kind=Markdown(_("judge, per sample") if getattr(c, "basis", "scores") == "samples" else _("judge")) if c.judge else None,
         threshold=Markdown(f"{c.threshold:.2f}"),
-        pairs=c.n_pairs,
+        pairs=c.n_pairs if with_baseline else c.evaluated,
         baseline=_num(c.baseline_mean),
         current=_num(c.current_mean),
         delta=Markdown(delta),
@@ -908,8 +906,9 @@ def _plan(
                 fixed.append(item)
             else:
                 moves.append(item)
-        listed.update(s.added)
-        listed.update(s.changed)
+        if with_baseline:  # without one, nothing is added or changed: every case is just this run's
+            listed.update(s.added)
+            listed.update(s.changed)
     for key, case in cases.items():
         if case.status is Status.FAILED and key not in listed:
             item = _Case(Markdown(_(_KIND["failed"])), _label(key, show_suite), _current_scores(case), None)
@@ -928,6 +927,8 @@ def _plan(
         (_("Removed cases"), None, "removed"),
         (_("Changed cases"), _("Their expected data changed, so they are not compared."), "changed"),
     ):
+        if not with_baseline:
+            continue
         keys = [k for s in comparison.suites for k in getattr(s, attr)]
         lists.append((title, note, _key_cases(keys, attr, show_suite, cases)))
 

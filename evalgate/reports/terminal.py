@@ -178,7 +178,7 @@ def _efficiency(style: _Style, suite: SuiteResult) -> list[str]:
         "  "
         + _(
             # TRANSLATORS: {efficiency} is the word "efficiency" in bold; {seconds} is a duration with its unit.
-            "{efficiency} per turn (informational): {tool_calls} tool calls, {model_calls} model calls, {tokens} tokens, {seconds}",
+            "{efficiency} per turn (informational): {tool_calls} tool calls, {model_calls} model calls, {tokens} tokens, time {seconds}",
             efficiency=title,
             tool_calls=c["tool_calls"],
             model_calls=c["model_calls"],
@@ -285,7 +285,8 @@ class Progress:
                 tenths = 10 * self.done // self.total if self.total else 0
                 if tenths > self._tenths:
                     self._tenths = tenths
-                    self.stream.write(f"{self.label}: {self.done}/{self.total} ({10 * tenths}%) {self._times(now)}\n")
+                    # The percentage done, not the tenth it crossed: 1/3 is 33%, not 30%.
+                    self.stream.write(f"{self.label}: {self.done}/{self.total} ({100 * self.done // self.total}%) {self._times(now)}\n")
                     self.stream.flush()
                 return
             if now - self._start < self.delay:

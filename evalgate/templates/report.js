@@ -16,6 +16,8 @@
     broken_stable: t("broken stable"),
     fixed: t("fixed"),
     flaky: t("flaky"),
+    unsteady: t("samples disagree"),
+    flaky_main: t("flaky on the default branch"),
     score_drop: t("score dropped"),
     score_rise: t("score rose"),
     added: t("added"),
@@ -141,7 +143,7 @@
     }
     var ch = state.change;
     if (ch) {
-      if (ch === "flaky") { if (!c.flaky) return false; }
+      if (ch === "flaky") { if (!c.flaky && !c.hist) return false; }
       else if (ch === "regressed") { if (c.ch !== "regressed" && c.ch !== "broken_stable") return false; }
       else if (ch === "moved") { if (c.ch !== "score_drop" && c.ch !== "score_rise") return false; }
       else if (c.ch !== ch) return false;
@@ -176,7 +178,7 @@
     row.setAttribute("aria-selected", i === selected ? "true" : "false");
     row.dataset.i = String(i);
     var line1 = el("div", "l1");
-    add(line1, pill(c.st), c.ch && c.st !== "R" ? tag(c.ch) : null, c.flaky ? tag("flaky") : null);
+    add(line1, pill(c.st), c.ch && c.st !== "R" ? tag(c.ch) : null, c.hist ? tag("flaky_main") : null, c.flaky ? tag("unsteady") : null);
     add(line1, el("span", "id t", c.id));
     var line2 = el("div", "l2 muted");
     add(line2, el("span", "t", D.suites[c.s] + " · " + c.set));
@@ -267,7 +269,7 @@
         tr.appendChild(b);
       }
       tr.appendChild(el("td", "num", num(r.sc)));
-      tr.appendChild(add(el("td"), pill(r.st), r.flaky ? tag("flaky") : null));
+      tr.appendChild(add(el("td"), pill(r.st), r.flaky ? tag("unsteady") : null));
       var note = el("td", "small");
       if (r.runs) note.appendChild(el("span", "muted", t("runs: {scores}", { scores: r.runs.map(function (x) { return num(x); }).join(", ") })));
       tr.appendChild(note);
@@ -405,7 +407,7 @@
     var box = section(t("Agent output"), "logs");
     var many = logs.length > 1 || logs[0][0] !== 1;
     logs.forEach(function (l) {
-      var lines = l[1].split("\n").length;
+      var lines = l[2] || l[1].split("\n").length;  // the whole log's lines, as the terminal counts them
       var det = el("details", "log");
       var what = nt("{n} line of logs, stdout and stderr", "{n} lines of logs, stdout and stderr", lines);
       det.appendChild(el("summary", null, many ? t("run {i}: {what}", { i: l[0], what: what }) : what));
@@ -458,7 +460,10 @@
     txt(title, c.set + " / " + c.id);
     head.appendChild(title);
     var meta = el("div", "meta");
-    add(meta, pill(c.st), c.ch && c.st !== "R" ? tag(c.ch) : null, c.flaky ? tag("flaky") : null);
+    add(meta, pill(c.st), c.ch && c.st !== "R" ? tag(c.ch) : null, c.hist ? tag("flaky_main") : null, c.flaky ? tag("unsteady") : null);
+    // A regressed case that fails on the default branch too: its record there, which is why
+    // the gate does not blame the pull request for it (the comment and the terminal say so).
+    if (c.hist) meta.appendChild(el("span", "muted t", t("{history}: not blamed on this pull request", { history: c.hist })));
     add(meta, add(el("span"), el("span", "muted", t("suite") + " "), el("span", "t", D.suites[c.s])));
     if (c.bst) meta.appendChild(el("span", "muted", t("baseline: {status}", { status: STATUS[c.bst] })));
     if (c.p !== undefined) {
