@@ -304,8 +304,8 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
         written.append(path)
     from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_in, write_agents_cli_results
 
-    traces = traces_in([s.folder for s in shards], [suite.name for suite in run.suites])
-    written.extend(write_agents_cli_results(run, traces, out / AGENTS_CLI_DIR))
+    graded = traces_in([s.folder for s in shards], [suite.name for suite in run.suites])
+    written.extend(write_agents_cli_results(run, graded, out / AGENTS_CLI_DIR))
     return written
 
 

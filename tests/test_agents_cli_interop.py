@@ -19,6 +19,7 @@ helper's work, and this test needs only that the two runs score alike.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import subprocess
@@ -227,6 +228,67 @@ def test_agents_cli_results_seed_the_baseline_and_the_gate_compares_with_it(grad
     code, out, err = cli("gate", "--baseline", str(stored), "--out", str(root / "worse"), cwd=root)
     assert code == 1 and "evalgate gate: FAIL against the baseline" in out, out + err
     assert f"{METRIC}: mean score dropped by" in out and "app: basic-dataset/서울_날씨 regressed" in out, out
+
+
+def acli_project(root: Path) -> Path:
+    """The same cases as an agents-cli project has them: datasets/basic-dataset.json, the traces
+    as recorded outputs (traces/), eval_config.yaml as the suite's criteria; bad_traces/ the
+    same traces with regressed answers."""
+    make_project(root)
+    traces = json.loads((root / "traces.json").read_text(encoding="utf-8"))
+    dataset = {"eval_cases": [{k: v for k, v in c.items() if k in ("eval_case_id", "prompt", "reference")} for c in traces["eval_cases"]]}
+    for folder in ("datasets", "traces", "bad_traces"):
+        (root / folder).mkdir()
+    (root / "datasets" / "basic-dataset.json").write_text(json.dumps(dataset, ensure_ascii=False, indent=1), encoding="utf-8")
+    (root / "traces" / "traces_20261127_000000.json").write_text(json.dumps(traces, ensure_ascii=False, indent=1), encoding="utf-8")
+    for case in traces["eval_cases"]:
+        case["responses"] = [{"response": _content("model", REGRESSED)}]
+        case["agent_data"]["turns"][0]["events"][0]["content"] = _content("model", REGRESSED)
+    (root / "bad_traces" / "traces_20261127_000001.json").write_text(json.dumps(traces, ensure_ascii=False, indent=1), encoding="utf-8")
+    config = {"suites": [{"name": "app", "evalsets": "datasets", "actual": "traces", "criteria": "eval_config.yaml", "not_evaluated": "ignore"}],
+              "gate": {"baseline": {"store": "dir", "path": "store"}}}
+    (root / "evalgate.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return root
+
+
+# The agents-cli readers (datasets and traces, branch acli-data) and eval_config.yaml as criteria
+# (branch acli-metrics): with both, a project is gated as agents-cli lays it out.
+ACLI_READY = all(importlib.util.find_spec(m) is not None for m in ("evalgate.agents_cli.traces", "evalgate.agents_cli.eval_config"))
+
+
+@pytest.mark.skipif(not ACLI_READY, reason="needs the agents-cli readers (acli-data) and eval config criteria (acli-metrics)")
+def test_on_an_agents_cli_project_the_imported_baseline_is_evalgates_own_run(graded, tmp_path, cli):
+    """agents-cli's grade, imported, equals evalgate's own run on the same traces with the same
+    eval_config.yaml, case by case (ids, eval set, digest, score, status, error) and criterion
+    by criterion (no threshold), and the agents-cli file that run writes equals agents-cli's
+    (every metric result, the summary); the gate PASSes on those traces and FAILs on regressed ones."""
+    _source, results = graded
+    root = acli_project(tmp_path / "proj")
+    code, out, err = cli("baseline", "import", "--agents-cli", str(results), "--commit", SHA, cwd=root)
+    assert code == 0, out + err
+    stored = root / "store" / "baselines" / "evalgate" / f"{SHA}.json.gz"
+    code, out, err = cli("gate", "--baseline", str(stored), "--out", "same", "--quiet", cwd=root)
+    assert code == 0 and "evalgate gate: PASS against the baseline" in out, out + err
+    [base] = _stored(root)["results"]["suites"]
+    [ours] = json.loads((root / "same" / "results.json").read_text(encoding="utf-8"))["suites"]
+    assert base["criteria"] == ours["criteria"] and base["criteria"][METRIC].get("no_threshold") is True
+    key = lambda c: (c["eval_set_id"], c["eval_id"], c["expected_digest"], *(c["criteria"][METRIC].get(k) for k in ("score", "status", "error")))  # noqa: E731
+    assert [key(c) for c in base["cases"]] == [key(c) for c in ours["cases"]]
+    assert len(base["cases"]) == 14
+
+    # And the agents-cli results file that run wrote is agents-cli's own, case by case.
+    def by_id(data: dict) -> dict:
+        cases = data["evaluation_dataset"][0]["eval_cases"]
+        return {cases[r["eval_case_index"]].get("eval_case_id") or str(r["eval_case_index"]): r["response_candidate_results"] for r in data["eval_case_results"]}
+
+    theirs, written = json.loads(results.read_text(encoding="utf-8")), json.loads((root / "same" / "agents-cli" / "results_app.json").read_text(encoding="utf-8"))
+    assert by_id(written) == by_id(theirs) and written["summary_metrics"] == theirs["summary_metrics"]
+
+    config = yaml.safe_load((root / "evalgate.yaml").read_text(encoding="utf-8"))
+    config["suites"][0]["actual"] = "bad_traces"
+    (root / "evalgate.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    code, out, err = cli("gate", "--baseline", str(stored), "--out", "worse", cwd=root)
+    assert code == 1 and "evalgate gate: FAIL against the baseline" in out and f"{METRIC}: mean score dropped by" in out, out + err
 
 
 def _mean(results_json: Path) -> float:
