@@ -419,6 +419,10 @@ def _results_file(path: Path, cases: list[dict], results: list[dict] | None = No
     (lambda d: [c["response_candidate_results"][0]["metric_results"].update({"other_v1": c["response_candidate_results"][0]["metric_results"].pop(METRIC)}) for c in d["eval_case_results"]],
      None, "none of its metrics (other_v1) is a criterion of suite app (keyword_hit)"),
     (lambda d: [c.update(eval_case_id=f"x{i}") for i, c in enumerate(d["evaluation_dataset"][0]["eval_cases"])], None, "none of its cases (x0, x1, x10, x11, x12) is a case of suite app"),
+    # The case named by its index answered another case's message: indexes shifted (a case agents-cli failed to run is left out).
+    (lambda d: d["evaluation_dataset"][0]["eval_cases"][1].update(prompt=_content("user", "大阪の天気は?")), "eval_case_results[1]",
+     "case '1' is named by its index, and the message it answered is not the one case '1' of eval set basic-dataset sends"),
+    (lambda d: d["eval_case_results"][0]["response_candidate_results"][0]["metric_results"][METRIC].update(error_message=None, score=float("nan")), None, None),
 ])
 def test_bad_results_files_are_one_clear_error_each(tmp_path, cli, change, place, what):
     root = make_project(tmp_path / "proj")
@@ -428,6 +432,11 @@ def test_bad_results_files_are_one_clear_error_each(tmp_path, cli, change, place
     change(data)
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     code, out, err = cli("baseline", "import", "--agents-cli", "results_1.json", "--commit", SHA, cwd=root)
+    if what is None:  # not an error: NaN (which agents-cli's JSON may hold) is no score
+        assert code == 0, err
+        seoul = next(c for c in _stored(root)["results"]["suites"][0]["cases"] if c["eval_id"] == "서울_날씨")
+        assert seoul["criteria"][METRIC]["status"] == "NOT_EVALUATED" and seoul["criteria"][METRIC]["error"] == "the score is nan"
+        return
     assert code == 2 and "Traceback" not in err, err
     [line] = err.strip().splitlines()
     head = "error: results_1.json: " + (f"{place}: " if place else "")

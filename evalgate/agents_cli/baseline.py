@@ -84,6 +84,7 @@ class GradedCase:
     """One graded case: its id, the case as graded (a trace), and its metrics' results."""
 
     eval_id: str
+    by_index: bool  # the case has no eval_case_id: its id is its index
     index: int  # eval_case_index
     place: str  # where in the file: eval_case_results[i]
     trace: dict[str, Any]
@@ -155,7 +156,7 @@ def read_results(path: Path, shown: str) -> tuple[list[GradedCase], Optional[str
         for name, result in metrics.items():
             if result.score is not None and not math.isfinite(result.score):
                 metrics[name] = result.model_copy(update={"score": None, "error_message": result.error_message or f"the score is {result.score}"})
-        out.append(GradedCase(eval_id=eval_id, index=index, place=place, trace=graded[index], metrics=metrics))
+        out.append(GradedCase(eval_id=eval_id, by_index=eval_id == str(index) and case.eval_case_id != eval_id, index=index, place=place, trace=graded[index], metrics=metrics))
     problems.raise_if_any()
     created = parsed.metadata.creation_timestamp if parsed.metadata else None
     return out, created
@@ -195,7 +196,7 @@ def _criterion_result(plan_case: CaseInput, name: str, result: Optional[MetricRe
     crit = plan_case.criteria[name]
     if result is None:
         return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=crit.threshold, error="the agents-cli results have no result of this metric for this case")
-    if result.score is None:
+    if result.score is None or result.error_message is not None:  # an error, as the SDK counts it
         why = result.error_message or "agents-cli recorded no score"
         return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=crit.threshold, error=why)
     details: dict[str, Any] = {}
@@ -254,11 +255,20 @@ def import_results(
         )
     cases = []
     for g, case in paired:
-        criteria = {n: _criterion_result(case, n, g.metrics.get(n)) for n in used if n in case.criteria}
         try:
             actual: Optional[list] = trace_invocations(g.trace)
         except (ValueError, ValidationError):
             actual = None  # a trace we cannot read as turns: the scores still count, the report shows no answer
+        if g.by_index and actual and case.expected and actual[-1].user_text() != case.expected[-1].user_text():
+            # agents-cli leaves the cases it failed to run out of the traces, which shifts every later index.
+            problems.add(
+                shown,
+                g.place,
+                f"case '{g.eval_id}' is named by its index, and the message it answered is not the one case '{g.eval_id}' of eval set {case.eval_set_id} sends",
+                "Give the dataset's cases an eval_case_id, generate and grade again (agents-cli leaves failed cases out of its traces, which shifts the indexes).",
+            )
+            continue
+        criteria = {n: _criterion_result(case, n, g.metrics.get(n)) for n in used if n in case.criteria}
         # The expected turns beside the graded ones when they pair one to one (a prompt case).
         expected = case.expected if actual and case.expected and len(case.expected) == len(actual) else None
         shown_case = CaseInput(eval_set_id=case.eval_set_id, eval_id=case.eval_id, criteria={}, expected_digest=case.expected_digest, expected=expected, actual=actual)
@@ -273,6 +283,7 @@ def import_results(
                 source={**case.source, "actual": f"{shown} {g.place}"},
             )
         )
+    problems.raise_if_any()
     cases.sort(key=lambda c: (c.eval_set_id, c.eval_id))
     specs = {n: s for n, s in _specs(plan.cases).items() if n in used}
     suite = finish_suite(plan.name, plan.not_evaluated, cases, specs, [], None)
