@@ -559,3 +559,41 @@ def test_several_gradings_of_one_commit_go_into_the_ledger_the_last_is_the_basel
     assert seoul["criteria"][METRIC]["score"] == 0.25
     ledger = json.loads(gzip.decompress((root / "store" / "ledger" / "evalgate.json.gz").read_bytes()))["entries"]
     assert [v for k, v in ledger.items() if "서울_날씨" in k and METRIC in k and v and 0.25 in v] == [[1.0, 0.25]], ledger
+
+
+def test_rubric_verdicts_cross_in_both_directions(tmp_path, cli):
+    """A graded metric's rubric verdicts (the SDK's RubricVerdict) become the baseline's rubrics as
+    evalgate's criteria keep them; the agents-cli file written from them has them back as the SDK's."""
+    root = make_project(tmp_path / "proj")
+    cases = json.loads((root / "traces.json").read_text(encoding="utf-8"))["eval_cases"]
+    path = _results_file(root / "r.json", cases)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    verdicts = [
+        {"evaluated_rubric": {"rubric_id": "날씨", "content": {"property": {"description": "날씨를 말한다"}}, "type": None, "importance": None}, "verdict": True, "reasoning": "맑음이라고 함"},
+        {"evaluated_rubric": {"rubric_id": None, "content": {"property": {"description": "気温を言う"}}}, "verdict": False, "reasoning": None},
+    ]
+    data["eval_case_results"][0]["response_candidate_results"][0]["metric_results"][METRIC].update(rubric_verdicts=verdicts, explanation="1 of 2")
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    assert cli("baseline", "import", "--agents-cli", "r.json", "--commit", SHA, cwd=root)[0] == 0
+    seoul = next(c for c in _stored(root)["results"]["suites"][0]["cases"] if c["eval_id"] == "서울_날씨")
+    details = seoul["criteria"][METRIC]["per_invocation"][0]["details"]
+    assert details == {"explanation": "1 of 2", "rubrics": [
+        {"rubric_id": "날씨", "verdict": "yes", "rationale": "맑음이라고 함", "description": "날씨를 말한다"},
+        {"rubric_id": "気温を言う", "verdict": "no", "rationale": "", "description": "気温を言う"},
+    ]}
+
+    from evalgate.gate.baselines import decode_baseline
+    from evalgate.reports.agents_cli import suite_results
+
+    baseline = decode_baseline((root / "store" / "baselines" / "evalgate" / f"{SHA}.json.gz").read_bytes(), "baseline")
+    written = suite_results(baseline.results.suites[0], {})
+    index = [c["eval_case_id"] for c in written["evaluation_dataset"][0]["eval_cases"]].index("서울_날씨")
+    back = written["eval_case_results"][index]["response_candidate_results"][0]["metric_results"][METRIC]
+    assert back["explanation"] == "1 of 2"
+    assert back["rubric_verdicts"] == [
+        {"evaluated_rubric": {"rubric_id": "날씨", "content": {"property": {"description": "날씨를 말한다"}}}, "verdict": True, "reasoning": "맑음이라고 함"},
+        {"evaluated_rubric": {"rubric_id": "気温を言う", "content": {"property": {"description": "気温を言う"}}}, "verdict": False, "reasoning": None},
+    ]
+    from agentplatform import types
+
+    types.EvaluationResult.model_validate(written)

@@ -15,7 +15,8 @@ suite holding that id. A metric is the suite's criterion of the same name (the v
 built-in name or a custom metric's own), and its score is given the status a run of that
 criterion would record: PASSED for agents-cli's metrics, which have no threshold (the gate
 then compares the scores), else by the criterion's threshold; an errored metric result is
-NOT_EVALUATED with its `error_message`. Cases and
+NOT_EVALUATED with its `error_message`; explanations and rubric verdicts are kept as
+evalgate's criteria keep them (`details.explanation`, `details.rubrics`). Cases and
 metrics the suite does not have are left out and named.
 """
 
@@ -202,8 +203,9 @@ def _criterion_result(plan_case: CaseInput, name: str, result: Optional[MetricRe
     details: dict[str, Any] = {}
     if result.explanation:
         details["explanation"] = result.explanation
-    if result.rubric_verdicts:
-        details["rubric_verdicts"] = result.rubric_verdicts
+    rubrics = [_rubric(k, v) for k, v in enumerate(result.rubric_verdicts or []) if isinstance(v, dict)]
+    if rubrics:
+        details["rubrics"] = rubrics
     outcome = Outcome(score=float(result.score), details=details)
     if not getattr(crit, "has_threshold", True):
         # agents-cli's own metrics have no threshold: a scored case is PASSED with its score,
@@ -212,6 +214,28 @@ def _criterion_result(plan_case: CaseInput, name: str, result: Optional[MetricRe
         outcome.status = Status.PASSED
     # Otherwise the status the suite's criterion gives this score (its threshold), as a run of it would.
     return case_outcome_result(CaseOutcome(outcome, [outcome]), crit.threshold)
+
+
+def _rubric(k: int, verdict: dict[str, Any]) -> dict[str, Any]:
+    """The SDK's `RubricVerdict` as evalgate's criteria keep a rubric's verdict (`details.rubrics[]`)."""
+
+    def field(value: Any, *keys: str) -> Any:
+        for key in keys:
+            if isinstance(value, dict) and value.get(key) is not None:
+                return value[key]
+        return None
+
+    rubric = field(verdict, "evaluated_rubric", "evaluatedRubric")
+    content = field(rubric, "content")
+    description = str(field(field(content, "property"), "description") or field(content, "text") or "")
+    out = {
+        "rubric_id": str(field(rubric, "rubric_id", "rubricId") or description or f"rubric_{k}"),
+        "verdict": "yes" if verdict.get("verdict") is True else "no",
+        "rationale": str(verdict.get("reasoning") or ""),
+    }
+    if description:
+        out["description"] = description
+    return out
 
 
 def import_results(

@@ -3,8 +3,8 @@ compare` and `agents-cli eval analyze` read.
 
 The shape is the SDK's `EvaluationResult` as agents-cli dumps it (agentplatform `types`):
 `eval_case_results` (per case, by `eval_case_index`, one response candidate whose
-`metric_results` are keyed by criterion name: `score`, and for a criterion that was not
-evaluated its reason as `error_message`), `summary_metrics` (per criterion, computed as the
+`metric_results` are keyed by criterion name: `score`, the explanation and rubric verdicts a
+criterion gave, and for a criterion that was not evaluated its reason as `error_message`), `summary_metrics` (per criterion, computed as the
 SDK aggregates: cases total, valid and errored, mean and sample standard deviation of the
 valid scores), `evaluation_dataset[0].eval_cases` (each case as graded: the agents-cli trace
 of its first run, or for an ADK case one built from its turns, with `eval_case_id` set to the
@@ -40,18 +40,29 @@ def file_name(suite: str) -> str:
 def _metric(name: str, result: CriterionResult) -> dict[str, Any]:
     """The SDK's `EvalCaseMetricResult`: the score, or why there is none."""
     scored = result.score is not None and math.isfinite(result.score) and result.status is not Status.NOT_EVALUATED
-    explanation = None
-    if result.runs is None:  # one run: its explanation (an agents-cli metric's sits on the last turn)
+    explanation, verdicts = None, []
+    if result.runs is None:  # one run: its explanation (an agents-cli metric's sits on the last turn), its rubrics
         found = [inv.details.get("explanation") for inv in result.per_invocation]
         explanation = next((e for e in reversed(found) if isinstance(e, str) and e), None)
+        verdicts = [rubric_verdict(r) for inv in result.per_invocation for r in inv.details.get("rubrics") or [] if isinstance(r, dict)]
     return {
         "metric_name": name,
         "score": result.score if scored else None,
         "explanation": explanation,
-        "rubric_verdicts": None,
+        "rubric_verdicts": verdicts or None,
         "raw_output": None,
         "error_message": None if scored else (result.error or "not evaluated"),
     }
+
+
+def rubric_verdict(rubric: dict[str, Any]) -> dict[str, Any]:
+    """One rubric's verdict as evalgate's criteria keep it (`details.rubrics[]`: rubric_id,
+    verdict "yes"/"no", rationale, description) in the SDK's `RubricVerdict` shape, which
+    `eval analyze` sends for loss clustering."""
+    evaluated: dict[str, Any] = {"rubric_id": str(rubric.get("rubric_id") or "")}
+    if rubric.get("description"):
+        evaluated["content"] = {"property": {"description": str(rubric["description"])}}
+    return {"evaluated_rubric": evaluated, "verdict": rubric.get("verdict") == "yes", "reasoning": rubric.get("rationale") or None}
 
 
 def _summary(name: str, results: Iterable[dict[str, Any]]) -> dict[str, Any]:
