@@ -63,6 +63,9 @@ REFUSED_EVENTS = ("pull_request_target",)
 # Translated where the report shows it (evalgate.reports.markdown).
 FULL_REPORT = mark("job summary of the run, and every case in report.html among the run's artifacts")
 NIGHTLY_EVENTS = ("schedule", "workflow_dispatch")
+# Activities that judge a pull request in a checkout it wrote: no path in it is followed
+# through a symbolic link (evalgate.writing), whether evalgate reads or writes there.
+GUARDED = ("pr", "merge_group", "publish")
 
 
 @dataclass
@@ -177,8 +180,9 @@ def _load(s: Settings):
     from evalgate import i18n
     from evalgate.config import CONFIG_NAMES, load_config
 
-    paths = [s.config] if s.config is not None else [s.working_directory / n for n in CONFIG_NAMES if (s.working_directory / n).exists()]
+    paths = [s.config] if s.config is not None else [s.working_directory / n for n in CONFIG_NAMES if os.path.lexists(s.working_directory / n)]
     if paths:
+        _no_link(s, paths[0], "input 'config' (EVALGATE_CONFIG)", "Commit the config itself at that path, not a link to it.")
         loaded = load_config(paths[0])
         i18n.configured(loaded.config.report.language)
         return loaded
@@ -188,6 +192,34 @@ def _load(s: Settings):
             "input 'config' (EVALGATE_CONFIG)",
             f"no config file in {_shown(s, s.working_directory) or '.'} (looked for {', '.join(CONFIG_NAMES)})",
             "Add evalgate.yaml to the repository (docs/action.md shows one), or set the config input to its path relative to working-directory.",
+        )
+    )
+
+
+def _no_link(s: Settings, path: Path, where: str, fix: str) -> None:
+    """In a pull request's checkout (GUARDED, evalgate.writing.confined): refuse `path` when it
+    is, or passes through, a symbolic link. A link there is the pull request's choice of what
+    evalgate reads or overwrites: a config link makes the base commit be asked for another
+    file (and the pull request's own gate judge it), an output link aims evalgate's writes
+    at a file of the runner."""
+    from evalgate import writing
+
+    def written(p: Path) -> str:  # as written, relative to the workspace: not where a link leads
+        try:
+            return Path(os.path.abspath(p)).relative_to(s.workspace).as_posix()
+        except ValueError:
+            return str(p)
+
+    link = writing.first_link(path)
+    if link is None:
+        return
+    raise InputError(
+        Problem(
+            written(path),
+            where,
+            f"{written(link)} is a symbolic link (to {os.readlink(link)}); in pull request, merge queue "
+            "and publish runs evalgate follows no link in the checkout, which the pull request may have made",
+            fix,
         )
     )
 
@@ -238,7 +270,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
     With `outputs` (a pull request's inference.jsonl, mode publish), no agent runs: the
     trusted config's cases are scored on the records it holds for them (evalgate.trusted). `policy`, when
     given, sets the plans' criteria before anything runs (PR mode: the base's)."""
-    from evalgate import engine
+    from evalgate import engine, writing
     from evalgate.cli import _judge_runtime
     from evalgate.plan import build_plans, config_digest
     from evalgate.reports.adk_results import write_adk_results
@@ -267,7 +299,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
         else:  # an earlier attempt that stopped before running the agent (a failed install, say)
             ctx.warn(f"resume: {_shown(s, s.resume)} holds no finished agent runs ({RESUME_FILE} is missing); running every case")
     if s.cache_dir is not None:
-        judge = loaded.config.judge.model_copy(update={"cache_dir": str(s.cache_dir.resolve())})
+        judge = loaded.config.judge.model_copy(update={"cache_dir": os.path.abspath(s.cache_dir)})  # not resolved: a link stays one
         loaded.config = loaded.config.model_copy(update={"judge": judge})
     runtime, workers = None, 1
     if needs_runtime(plans):
@@ -301,7 +333,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
             from evalgate.infer import write_inference
 
             write_inference(plans, s.out / "inference.jsonl")
-        (s.out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+        writing.write_text(s.out / "junit.xml", junit_xml(run))
         write_adk_results(run, plans, s.out / "adk")
         write_agents_cli_results(run, traces_of(plans), s.out / AGENTS_CLI_DIR)
     except OSError as e:
@@ -449,6 +481,7 @@ def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None, ba
         folder = path if path.is_absolute() else base / path
         if base_sha:
             return _dir_at_base(ctx, folder, gate.id, base_sha)
+        _no_link(ctx.settings, folder, "gate.baseline.path", "Keep the baseline folder itself in the repository, not a link to it.")  # publish: refused
         return DirStore(folder, gate_id=gate.id)
     client = ctx.client(required_for)
     if client is None:
@@ -462,21 +495,33 @@ def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
     are the pull request's to rewrite (a baseline re-recorded from the regressed agent, or
     deleted so that the pull request's own criteria judge it). So each file is read as the
     base commit has it (contents API, else git); a file the base lacks is read from the
-    checkout only when git does not track it there (restored by actions/cache, say)."""
+    checkout only when git does not track it there (restored by actions/cache, say).
+
+    Paths are asked of the base as written, never where a link leads: a pull request that
+    makes the folder a link (to an empty folder, say) would otherwise have the base asked
+    for files it never had, and its own criteria judge it. A folder reached through a link
+    is read only as the base commit has it (warned)."""
+    from evalgate import writing
     from evalgate.gate.baselines import DirStore
     from evalgate.github import GitHubError
     from evalgate.judge.cache import tracked_files
     from evalgate.gate.base_policy import git_show_bytes
 
     s = ctx.settings
-    tracked = tracked_files(folder)
+    link = writing.first_link(folder, s.workspace)
+    tracked = tracked_files(folder) if link is None else None
+    if link is not None:
+        ctx.warn(
+            f"the baseline folder {Path(os.path.abspath(folder)).relative_to(s.workspace).as_posix()} leads through "
+            f"{Path(os.path.abspath(link)).relative_to(s.workspace).as_posix()}, which is a symbolic link: its files were read only as the base commit {base_sha[:12]} has them"
+        )
     client = ctx.client()
     warned: list[str] = []
 
     class _DirAtBase(DirStore):
         def _bytes(self, file: Path) -> Optional[bytes]:
             try:
-                rel = file.resolve().relative_to(s.workspace.resolve()).as_posix()
+                rel = Path(os.path.abspath(file)).relative_to(s.workspace).as_posix()
             except ValueError:
                 return None  # outside the repository: nothing the base commit could vouch for
             data = None
@@ -492,8 +537,10 @@ def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
                 data = git_show_bytes(s.workspace, base_sha, rel)
             if data is not None:
                 return data
+            if link is not None or writing.first_link(file, s.workspace) is not None:
+                return None  # never through a link of the pull request's
             try:
-                inside = file.resolve().relative_to(folder.resolve()).as_posix()
+                inside = Path(os.path.abspath(file)).relative_to(os.path.abspath(folder)).as_posix()
             except ValueError:
                 return None
             if tracked is None or inside in tracked:
@@ -643,23 +690,24 @@ def _publish(ctx: Context, gate, comparison, results, number: Optional[int], hea
     return out.comment_url or ""
 
 
-def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str, str]]:
+def _base_config_text(ctx: Context, loaded, base_sha: str) -> tuple[Optional[tuple[str, str]], Optional[str]]:
     """The config file as the base commit has it, and its name: through the contents API
     when there is a token, else from git (the checkout's history). A config the pull request
     renamed (evalgate.yaml to evalgate.yml, say) is found under the base's name in the same
     folder: otherwise the pull request would pass for one that adds evalgate, and its own
     policy would judge it. None when the base has no config there or it cannot be read
-    (warned)."""
+    (warned); then, when the base has none, the path asked for (as written)."""
     from evalgate.config import CONFIG_NAMES
     from evalgate.github import GitHubError
     from evalgate.gate.base_policy import git_show
 
     s = ctx.settings
     try:
-        rel = loaded.path.resolve().relative_to(s.workspace.resolve()).as_posix()
+        # The path as written, never a link's target: the base is asked for its own file there.
+        rel = Path(os.path.abspath(loaded.path)).relative_to(s.workspace).as_posix()
     except ValueError:
         ctx.warn("the config is outside the repository, so the base commit's gate policy cannot be read; the pull request's own was used")
-        return None
+        return None, None
     folder, _sep, name = rel.rpartition("/")
     names = [name] + [n for n in CONFIG_NAMES if n != name]
     candidates = [(f"{folder}/{n}" if folder else n, n) for n in names]
@@ -670,32 +718,33 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> Optional[tuple[str
                 found = client.get_file(path, base_sha)
             except GitHubError as e:
                 ctx.warn(f"could not read {path} at the base commit {base_sha[:12]} ({e}); the pull request's own gate policy was used")
-                return None
+                return None, None
             if found is not None:
-                return found.content.decode("utf-8", errors="replace"), found_name
+                return (found.content.decode("utf-8", errors="replace"), found_name), None
             continue
         text = git_show(s.workspace, base_sha, path)
         if text is not None:
-            return text, found_name
+            return (text, found_name), None
     if client is None:
         ctx.warn(f"could not read {rel} at the base commit {base_sha[:12]} from git (fetch-depth: 0 in actions/checkout gives the history); the pull request's own gate policy was used")
-    return None
+        return None, None
+    return None, rel  # said in the comment (`_gate_under_base`)
 
 
-def _base_gate(ctx: Context, loaded, base_sha: str):
+def _base_gate(ctx: Context, loaded, base_sha: str) -> tuple[Any, Optional[str]]:
     """The `gate:` section of the base commit's config (None: the base has no readable config,
-    as when this pull request adds evalgate)."""
+    as when this pull request adds evalgate), and the config's path when the base has none."""
     from evalgate.gate.base_policy import gate_of_text
 
-    found = _base_config_text(ctx, loaded, base_sha)
+    found, missing = _base_config_text(ctx, loaded, base_sha)
     if found is None:
-        return None
+        return None, missing
     text, name = found
     try:
-        return gate_of_text(text, name)
+        return gate_of_text(text, name), None
     except InputError as e:
         ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
-        return None
+        return None, None
 
 
 def activity_pr(ctx: Context, loaded) -> Outcome:
@@ -715,7 +764,7 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
     from evalgate.gate.base_policy import UnderBase
 
     own_gate = loaded.config.gate
-    base_gate = _base_gate(ctx, loaded, base_sha)
+    base_gate, missing = _base_gate(ctx, loaded, base_sha)
     if base_gate is not None:
         loaded.config = loaded.config.model_copy(update={"gate": base_gate})
     gate = _gate(ctx.settings, loaded)
@@ -723,7 +772,7 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
     baseline, info = find(ctx, store, gate, base_sha)
     past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)
-    under = UnderBase(own_gate, base_gate, baseline)
+    under = UnderBase(own_gate, base_gate, baseline, missing)
 
     def policy(plans: list) -> None:
         for note in under.apply(plans):
@@ -738,6 +787,10 @@ def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any
         comparison = compare(baseline, run, gate, past, info, pairwise=pairs)
     comparison = _cached_new_cases(_incomplete(ctx, comparison), run)
     comparison.gate_change = under.change()
+    if missing is not None:
+        comparison.reasons.insert(
+            0, _("the base commit has no {file}: this pull request's own gate section was used, shown whole as the change", file=missing)
+        )
     return comparison, run, baseline, history
 
 
@@ -1048,9 +1101,10 @@ def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
     if extra:
         summary = summary.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"
     report_path = s.out / "report.md"
+    from evalgate import writing
+
     try:
-        s.out.mkdir(parents=True, exist_ok=True)
-        report_path.write_text(summary, encoding="utf-8")
+        writing.write_text(report_path, summary)
         write_html(s.out / REPORT_FILE, comparison, run, outcome.baseline, gate_id=gate.id, run_url=s.run_url, trend=outcome.trend)
     except OSError as e:
         raise _unwritable(s, e) from None
@@ -1120,21 +1174,28 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
             env["GOOGLE_APPLICATION_CREDENTIALS"] = str(settings.google_credentials)
         os.chdir(settings.working_directory)
         activity = choose_activity(settings)  # before install: a refused event runs no project code
+        from evalgate import writing
         from evalgate.judge.cache import session, snapshot
 
-        # Every judge cache of this run is read as the folder was before any project code ran
-        # (install's setup.py, custom metric modules, the agent): what appears later is refused
-        # under a pull request's policy, whoever claims to have written it.
-        with session():
-            for folder in _cache_folders(settings):
-                snapshot(folder)
-            install(settings, workflow)
-            ctx = Context(settings, workflow, env, secrets=tuple(known))
-            workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
-            # Every activity reads the config; publish re-scores the pull request's outputs under it.
-            loaded = _load(settings)
-            outcome = ACTIVITIES[activity](ctx, loaded)
-        return report(ctx, activity, outcome, _gate(settings, loaded))
+        with writing.confined(settings.workspace if activity in GUARDED else None):
+            _no_link(settings, settings.out, "input 'output-dir' (EVALGATE_OUT)", "Remove the link from the repository, or set output-dir to a folder that is not one.")
+            # Every judge cache of this run is read as the folder was before any project code ran
+            # (install's setup.py, custom metric modules, the agent): what appears later is refused
+            # under a pull request's policy, whoever claims to have written it. One view, one
+            # folder: the one found now, whatever the config says once project code has run.
+            with session():
+                cache_folders = _cache_folders(settings)
+                for folder in cache_folders:
+                    _no_link(settings, folder, "judge.cache_dir (or the cache-dir input)", "Keep the judge cache in a folder of the workspace that is not a link (default .evalgate/cache).")
+                    snapshot(folder)
+                install(settings, workflow)
+                ctx = Context(settings, workflow, env, secrets=tuple(known))
+                workflow.log(f"evalgate {__version__}: {activity} ({settings.event_name or 'no event'})")
+                # Every activity reads the config; publish re-scores the pull request's outputs under it.
+                loaded = _load(settings)
+                _keep_cache_folder(ctx, loaded, cache_folders[0])
+                outcome = ACTIVITIES[activity](ctx, loaded)
+            return report(ctx, activity, outcome, _gate(settings, loaded))
     except InputError as e:
         here = Path.cwd()
         for problem in e.problems:
@@ -1179,6 +1240,20 @@ def _cache_folders(s: Settings) -> list[Path]:
         return [s.working_directory / ".evalgate" / "cache"]
     folder = Path(loaded.config.judge.cache_dir)
     return [folder if folder.is_absolute() else loaded.base / folder]
+
+
+def _keep_cache_folder(ctx: Context, loaded, folder: Path) -> None:
+    """The judge cache is the folder whose view was taken before `install` ran: project code
+    (a setup.py, a build backend) that rewrites judge.cache_dir to a folder it filled does not
+    move it. Said when the config now names another folder."""
+    named = Path(loaded.config.judge.cache_dir)
+    named = named if named.is_absolute() else loaded.base / named
+    if ctx.settings.cache_dir is None and os.path.abspath(named) != os.path.abspath(folder):
+        ctx.warn(
+            f"judge.cache_dir names {_shown(ctx.settings, named)} now, not the folder found before the install step "
+            f"({_shown(ctx.settings, folder)}); that one was used"
+        )
+    loaded.config = loaded.config.model_copy(update={"judge": loaded.config.judge.model_copy(update={"cache_dir": os.path.abspath(folder)})})
 
 
 def _written(s: Settings, loaded) -> list[Path]:

@@ -361,7 +361,7 @@ def _journal(out: Path, digest: str, commit, shard):
 
 
 def _write_outputs(run, plans, out: Path, gate) -> None:
-    from evalgate import infer, results
+    from evalgate import infer, results, writing
     from evalgate.errors import InputError, Problem
     from evalgate.reports.adk_results import write_adk_results
     from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_of, write_agents_cli_results
@@ -370,7 +370,7 @@ def _write_outputs(run, plans, out: Path, gate) -> None:
     try:
         infer.write_inference(plans, out / "inference.jsonl")
         results.write(run, out / "results.json")
-        (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+        writing.write_text(out / "junit.xml", junit_xml(run))
         write_adk_results(run, plans, out / "adk")
         write_agents_cli_results(run, traces_of(plans), out / AGENTS_CLI_DIR)
         _write_html(run, out, gate)
@@ -605,7 +605,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url, trend=trend)
     if args.output:
-        Path(args.output).write_text(report, encoding="utf-8")
+        from evalgate import writing
+
+        writing.write_text(Path(args.output), report)
     html_path = Path(args.html) if args.html else Path(args.current).parent / REPORT_FILE
     try:
         write_html(html_path, comparison, current, baseline, gate_id=gate.id, run_url=args.run_url, trend=trend)

@@ -69,10 +69,11 @@ class Journal:
     `write_inference` rewrites the file in case order."""
 
     def __init__(self, out: Path, config_digest: str, commit: Optional[str], shard: Optional[str]):
-        out.mkdir(parents=True, exist_ok=True)
+        from evalgate import writing
+
         state = {"config_digest": config_digest, "commit": commit, "shard": shard}
-        (out / RESUME_FILE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
-        self._file = open(out / "inference.jsonl", "w", encoding="utf-8")
+        writing.write_text(out / RESUME_FILE, json.dumps(state, indent=2) + "\n")
+        self._file = writing.open_stream(out / "inference.jsonl")
 
     def add(self, suite: str, case: CaseInput, run: AgentRun) -> None:
         self._file.write(inference_line(suite, case, run) + "\n")
@@ -369,8 +370,9 @@ def write_inference(plans: list[SuitePlan], path: Path) -> None:
     lines = inference_lines(plans)
     if not lines and not path.exists():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    from evalgate import writing
+
+    writing.write_text(path, "".join(line + "\n" for line in lines))
 
 
 async def _one(

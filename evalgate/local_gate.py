@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -201,30 +202,42 @@ def _read_store_of(base: Base, file: Path) -> None:
         base.where = _("{file}, with the flake ledger of {store}", file=file, store=store)
 
 
-def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> Any:
+def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Optional[str]]:
     """The `gate:` section of the config as the base commit has it; None (with a note) when
-    it cannot be read: the working tree's is used."""
+    it cannot be read: the working tree's is used. Second, the config's path when the base
+    commit has no file there (its gate is then shown against nothing)."""
     from evalgate.gate.base_policy import gate_of_text, git_show
 
     if base.commit is None or repo is None:
-        return None
-    try:
-        rel = loaded.path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        return None
+        return None, None
+    # The path as written (a link is not followed: the base is asked for its own file there);
+    # a folder above the repository may be reached through a link, so the repository's own
+    # path is tried as written, then resolved.
+    rel = None
+    for top in (Path(os.path.abspath(repo)), repo.resolve()):
+        for path in (Path(os.path.abspath(loaded.path)), loaded.path.parent.resolve() / loaded.path.name):
+            try:
+                rel = path.relative_to(top).as_posix()
+                break
+            except ValueError:
+                continue
+        if rel is not None:
+            break
+    if rel is None:
+        return None, None
     text = git_show(repo, base.commit, rel)
     if text is None and not _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo):
         base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate section was used", commit=base.commit[:12]))
-        return None
+        return None, None
     if text is None:
         base.notes.append(_("git has no {file} at the base commit {commit}: the working tree's gate section was used", file=rel, commit=base.commit[:12]))
-        return None
+        return None, rel
     try:
-        return gate_of_text(text, loaded.path.name)
+        return gate_of_text(text, loaded.path.name), None
     except InputError as e:
         # The problem itself is an input error: English, as every error is.
         base.notes.append(_("the base commit's {file} is not valid ({problem}): the working tree's gate section was used", file=rel, problem=e.problems[0].what))
-        return None
+        return None, None
 
 
 def _run(args: argparse.Namespace, loaded: Any, plans: list) -> Any:
@@ -261,14 +274,14 @@ def gate(args: argparse.Namespace) -> int:
         _read_file(base, args.baseline)
     else:
         base = choose_base(args, repo)
-    base_gate = _base_gate(base, loaded, repo)
+    base_gate, missing = _base_gate(base, loaded, repo)
     gate_ = base_gate or own_gate
     if not args.baseline:
         find_base_baseline(base, gate_, loaded, repo)
     if base_gate is not None:
         loaded.config = loaded.config.model_copy(update={"gate": base_gate})
     plans = build_plans(loaded)
-    under = UnderBase(own_gate, base_gate, base.results)
+    under = UnderBase(own_gate, base_gate, base.results, missing)
     base.notes += under.apply(plans)
     _say_base(base, args.quiet)
 
@@ -330,7 +343,9 @@ def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, 
     out = Path(args.out)
     comment = render_comment(comparison, current, gate_id=gate_.id, full_report_hint=FULL_REPORT, trend=base.trend)
     try:
-        (out / COMMENT_FILE).write_text(comment, encoding="utf-8")
+        from evalgate import writing
+
+        writing.write_text(out / COMMENT_FILE, comment)
         write_html(out / REPORT_FILE, comparison, current, base.results, gate_id=gate_.id, trend=base.trend)
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the report there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None

@@ -290,16 +290,17 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
     The shards may come in any order: lines and cases are put in the run's order."""
     from evalgate.reports.junit import junit_xml
 
-    out.mkdir(parents=True, exist_ok=True)
+    from evalgate import writing
+
+    writing.make_dirs(out)
     written = [out / "results.json", out / "junit.xml"]
     results_io.write(run, out / "results.json")
-    (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+    writing.write_text(out / "junit.xml", junit_xml(run))
     if any(s.inference for s in shards) or run.run.agent:
-        (out / "inference.jsonl").write_text("".join(line + "\n" for line in inference_lines(shards, run)), encoding="utf-8")
+        writing.write_text(out / "inference.jsonl", "".join(line + "\n" for line in inference_lines(shards, run)))
         written.append(out / "inference.jsonl")
     for rel, data in adk_files(shards).items():
         path = out / ADK_DIR / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
         results_io.write_json(data, path)
         written.append(path)
     from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_in, write_agents_cli_results

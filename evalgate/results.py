@@ -466,8 +466,10 @@ def json_chunks(value: Any, sort_keys: bool) -> list[Any]:
 def write_json(value: Any, path: Path, sort_keys: bool = False) -> None:
     """Write `value` as `json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys)`
     and a newline, UTF-8, as `Path.write_text` would."""
+    from evalgate import writing
+
     chunks = json_chunks(value, sort_keys)
-    with open(path, "w", encoding="utf-8") as f:
+    with writing.replacing(path) as f:
         for chunk in chunks:
             if isinstance(chunk, str):
                 f.write(chunk)
@@ -512,8 +514,10 @@ def dumps(results: RunResults) -> str:
 
 
 def write(results: RunResults, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    """results.json, as a new file renamed into place (evalgate.writing)."""
+    from evalgate import writing
+
+    with writing.replacing(path) as f:
         f.writelines(_results_text(results))
 
 

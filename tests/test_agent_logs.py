@@ -205,7 +205,7 @@ def test_the_html_report_holds_each_case_s_log(captured):
     cases = {c["id"]: c for c in _report_data(project.out / "report.html")["cases"]}
     logs = _logs(project)
     for eval_id, text in logs.items():
-        assert cases[eval_id]["log"] == [[1, text]]
+        assert cases[eval_id]["log"] == [[1, text, text.count("\n") + 1]]  # run, text, its lines
 
 
 def test_the_html_report_shows_the_log_collapsed_with_the_case(captured, tmp_path):

@@ -446,7 +446,7 @@ def test_the_terminal_shows_one_line_per_suite():
         return SuiteResult(name=name, status=Status.PASSED, not_evaluated_policy="warn", counts=Counts.of([c]), cases=[c])
 
     text = summary_table(run_of([suite("agent", True), suite("recorded", False)], "sha256:c", RunInfo()), color=False)
-    line = "  efficiency per turn (informational): 1.00 tool calls, 2.00 model calls, 230 tokens, 2.00 s (model 1.20, tools 0.30, framework 0.50)"
+    line = "  efficiency per turn (informational): 1.00 tool calls, 2.00 model calls, 230 tokens, time 2.00 s (model 1.20, tools 0.30, framework 0.50)"
     assert text.count("efficiency per turn") == 1
     assert line in text.splitlines()
     assert text.splitlines().index(line) < text.splitlines().index("suite recorded")

@@ -69,7 +69,7 @@ def _bad(cli, root: Path, *must_contain: str) -> str:
 def test_valid_project_validates(cli, tmp_path):
     code, out, err = cli("validate", cwd=make_project(tmp_path))
     assert code == 0, err
-    assert "1 suites, 2 cases" in out
+    assert "1 suite, 2 cases" in out
 
 
 def test_missing_file(cli, tmp_path):

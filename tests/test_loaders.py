@@ -196,7 +196,7 @@ def test_legacy_history_named_from_another_folder_still_matches(tmp_path, cli, r
     cwd = project if run_from == "project" else tmp_path
     code, out, err = cli("validate", "--config", str(project / "evalgate.yaml"), cwd=cwd)
     assert code == 0, err
-    assert "1 cases" in out
+    assert "1 suite, 1 case\n" in out
 
 
 def test_a_record_is_never_scored_for_another_eval_sets_case(cli, tmp_path):

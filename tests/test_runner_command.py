@@ -383,7 +383,7 @@ def test_a_hanging_command_times_out_and_is_killed(cli, tmp_path, when):
     started = time.monotonic()
     code, err, cases, _ = _run(cli, tmp_path, project)
     assert time.monotonic() - started < 10
-    assert code == 0, err
+    assert code == 1, err  # its one case never got an answer: nothing was evaluated, no green exit
     (reason,) = _reasons(cases["paris"])
     assert reason == "the agent run failed: timed out after 1 s (timeout_s), in turn 1 of 1"
     pid, grandchild = (int(p) for p in pids.read_text().split())

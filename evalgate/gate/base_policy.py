@@ -57,17 +57,18 @@ def policy_of_plans(gate: Any, plans: list) -> dict[str, Any]:
     }
 
 
-def diff(base: dict[str, Any], pr: dict[str, Any]) -> Optional[str]:
+def diff(base: dict[str, Any], pr: dict[str, Any], base_name: str = "base") -> Optional[str]:
     """A unified diff of the two policies (YAML, keys sorted), or None when they agree. Only
-    the parts the base has are compared: without a baseline, the suites are not."""
+    the parts the base has are compared: without a baseline, the suites are not. `base_name`
+    heads the base's side."""
     if "suites" not in base:
         pr = {k: v for k, v in pr.items() if k not in ("suites", "not_evaluated")}
     elif "not_evaluated" in pr:  # suites the baseline lacks are the pull request's own
         pr = {**pr, "not_evaluated": {k: v for k, v in pr["not_evaluated"].items() if k in base.get("not_evaluated", {})}}
-    a, b = _yaml(base), _yaml(pr)
+    a, b = _yaml(base) if base else "", _yaml(pr)
     if a == b:
         return None
-    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "base", "pull request", lineterm="", n=2))
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), base_name, "pull request", lineterm="", n=2))
     if len(lines) > MAX_DIFF_LINES:
         lines = lines[:MAX_DIFF_LINES] + [_("... {n} more lines", n=len(lines) - MAX_DIFF_LINES)]
     return "\n".join(lines)
@@ -204,10 +205,13 @@ class UnderBase:
     """A run scored under its base's policy: `apply` gives the plans the baseline's criteria
     (and notes what it could not), keeping the config's own policy to compare; `change` is
     the difference, for the report. `base_gate` is the base commit's gate section (None:
-    unknown, e.g. the base has no config), `own_gate` the working config's."""
+    unknown, e.g. the base has no config), `own_gate` the working config's. `missing`: the
+    config's path (as written) when the base commit has no file there: the pull request's
+    gate is then diffed against nothing, never against itself, and the diff says so."""
 
-    def __init__(self, own_gate: Any, base_gate: Any, baseline: Optional[RunResults]):
+    def __init__(self, own_gate: Any, base_gate: Any, baseline: Optional[RunResults], missing: Optional[str] = None):
         self.own_gate, self.base_gate, self.baseline = own_gate, base_gate, baseline
+        self.missing = missing
         self.own: Optional[dict[str, Any]] = None
 
     def apply(self, plans: list) -> list[str]:
@@ -215,6 +219,11 @@ class UnderBase:
         return base_criteria(plans, self.baseline) if self.baseline is not None else []
 
     def change(self) -> Optional[str]:
-        if self.own is None or (self.base_gate is None and self.baseline is None):
+        if self.own is None:
+            return None
+        if self.base_gate is None and self.missing is not None:
+            base = {k: v for k, v in policy_of_results(self.own_gate, self.baseline).items() if k != "gate"}
+            return diff(base, self.own, _("base: no {file}", file=self.missing))
+        if self.base_gate is None and self.baseline is None:
             return None
         return diff(policy_of_results(self.base_gate or self.own_gate, self.baseline), self.own)

@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol
@@ -259,7 +258,7 @@ class DirStore:
     def save_ledger(self, gate_id: str, update_fn: Callable[[Ledger], Ledger]) -> Ledger:
         """Apply update_fn to the stored ledger under a file lock, so concurrent writers lose nothing."""
         file = self.path / ledger_path(gate_id)
-        file.parent.mkdir(parents=True, exist_ok=True)
+        _make_dirs(file.parent)
         with _locked(file.with_suffix(".lock")):
             new = update_fn(self.load_ledger(gate_id))
             _replace_atomically(file, encode_ledger(gate_id, new))
@@ -273,7 +272,7 @@ class DirStore:
     def save_trend(self, gate_id: str, update_fn: Callable[[Optional[Trend]], Trend]) -> Trend:
         """Apply update_fn to the stored trend (None: none yet) under a file lock."""
         file = self.path / trend_path(gate_id)
-        file.parent.mkdir(parents=True, exist_ok=True)
+        _make_dirs(file.parent)
         with _locked(file.with_suffix(".lock")):
             new = update_fn(self.load_trend(gate_id))
             _replace_atomically(file, encode_trend(new))
@@ -323,21 +322,25 @@ class GitBranchStore:
 
 
 def _replace_atomically(file: Path, data: bytes) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, file)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    from evalgate import writing
+
+    writing.write_bytes(file, data)
+
+
+def _make_dirs(folder: Path) -> None:
+    from evalgate import writing
+
+    writing.make_dirs(folder)
 
 
 @contextlib.contextmanager
 def _locked(lock_file: Path) -> Iterator[None]:
-    with open(lock_file, "a+b") as f:
+    # Opened without following a link: a lock file committed as one would otherwise create
+    # (or open for appending) whatever file it points to. A link there is never our lock.
+    if os.path.islink(lock_file):
+        os.unlink(lock_file)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0), 0o666)
+    with os.fdopen(fd, "a+b") as f:
         try:
             import fcntl
         except ImportError:  # Windows

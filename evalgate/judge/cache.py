@@ -8,6 +8,12 @@ version, and keeps its result as JSON text in the same kind of file. Files live 
 `root/ab/abcdef….json` (works with `actions/cache`), are written atomically, and a file that
 cannot be read is a miss. Only successful replies are stored; the runtime decides that.
 
+Links (issue 34): an entry is never read or written through a symbolic link, the key folder
+`ab/` or the file itself (refused as "link"); in the action's pull request runs no folder
+on the way from the workspace may be one either (evalgate.writing). A pull request could
+otherwise commit `ab/` as a link to a folder outside (its verdicts written there), or to
+entries it committed elsewhere, which git then tracks under another name.
+
 Provenance (issue 26): a cached verdict is believed as the judge's answer, so who wrote it
 matters. A file tracked by git in the checkout is never read (it came with the code under
 test, not from a judge run: a pull request could commit "valid" verdicts for its own
@@ -28,12 +34,12 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from evalgate import writing
 from evalgate.judge.request import JudgeRequest
 from evalgate.vertex.service import EvalRequest
 
@@ -108,35 +114,41 @@ def eval_cache_key(request: EvalRequest) -> str:
 # (entry stamps, keys written, files git tracks) of a folder, as the run first found it.
 _session: Optional[dict[Path, tuple[dict[str, tuple[int, int, int]], set[str], Optional[frozenset[str]]]]] = None
 _session_lock = threading.Lock()
+_sealed = False  # snapshot() was called in this session: a folder it did not see has no view
 
 
 @contextlib.contextmanager
 def session() -> Iterator[None]:
     """One run: caches opened inside it share the first one's view of each folder (above)."""
-    global _session
+    global _session, _sealed
     with _session_lock:
-        _session = {}
+        _session, _sealed = {}, False
     try:
         yield
     finally:
         with _session_lock:
-            _session = None
+            _session, _sealed = None, False
 
 
 def snapshot(root: Path) -> None:
     """Inside a `session`: take the folder's view now, before any project code runs, for the
-    caches the run opens later (a no-op outside a session, or when already taken)."""
+    caches the run opens later (a no-op outside a session, or when already taken). Once a
+    view was taken so, a folder of no snapshot opened later in the session (one project code
+    named meanwhile) has an empty view: nothing in it was there before the run."""
+    global _sealed
     key = Path(root).resolve()
     with _session_lock:
-        if _session is not None and key not in _session:
-            _session[key] = (_stamps(Path(root)), set(), tracked_files(Path(root)))
+        if _session is not None:
+            _sealed = True
+            if key not in _session:
+                _session[key] = (_stamps(Path(root)), set(), tracked_files(Path(root)))
 
 
 class JudgeCache:
     """Content-addressed files under `root`, read under a `CachePolicy`.
 
-    `refused` counts the entries present but not believed, by reason ("tracked": the file is
-    tracked by git; "writer": written by a run the policy does not believe; "unknown":
+    `refused` counts the entries present but not believed, by reason ("link": the entry or
+    its folder is a symbolic link; "tracked": the file is tracked by git; "writer": written by a run the policy does not believe; "unknown":
     git could not say which files it tracks, so nothing was read; "late": under a policy
     that believes only some writers, a file that appeared or changed after the cache was
     opened, and not by this process).
@@ -165,7 +177,9 @@ class JudgeCache:
             with _session_lock:
                 shared = _session.get(self.root.resolve()) if _session is not None else None
                 if shared is None:
-                    shared = (_stamps(self.root), self._own, tracked_files(self.root))
+                    # In a run whose views were taken before project code ran, a folder none
+                    # was taken of holds nothing from before: only what this run writes counts.
+                    shared = ({} if _sealed else _stamps(self.root), self._own, tracked_files(self.root))
                     if _session is not None:
                         _session[self.root.resolve()] = shared
             self._opened, self._own, self._tracked = shared
@@ -190,8 +204,10 @@ class JudgeCache:
     def _read(self, key: str) -> Any:
         # The reply, None for a miss, False for an entry refused (counted in `refused`).
         path = self.path(key)
+        if _linked(path):
+            return self._refuse("link") if os.path.lexists(path) else None
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = _read_no_link(path)
         except (OSError, ValueError):
             return None
         with self._lock:
@@ -224,25 +240,16 @@ class JudgeCache:
     def put(self, key: str, text: str, usage: dict[str, int]) -> None:
         """Store a reply atomically (write a temporary file beside it, then rename over)."""
         target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if _linked(target.parent):
+            raise writing.LinkRefused(target, target.parent)
         data = json.dumps(
             {"format": CACHE_FORMAT, "key": key, "text": text, "usage": dict(usage), "writer": self.policy.record()},
             ensure_ascii=False,
             sort_keys=True,
         )
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:12]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(data)
-            os.replace(tmp, target)
-            with self._lock:
-                self._own.add(key)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        writing.write_text(target, data)  # a new file renamed over the entry, never through a link
+        with self._lock:
+            self._own.add(key)
 
 
     def _refuse(self, reason: str) -> bool:
@@ -263,10 +270,26 @@ class JudgeCache:
             return self._tracked
 
 
+def _linked(path: Path) -> bool:
+    """Whether an entry (or key folder) `path` is, or is reached through, a symbolic link:
+    the key folder, the file, or (in the action's pull request runs) any folder from the
+    workspace down (evalgate.writing)."""
+    path = Path(path)
+    return os.path.islink(path) or os.path.islink(path.parent) or writing.first_link(path) is not None
+
+
+def _read_no_link(path: Path) -> str:
+    """The file's text, opened without following a link (one made since `_linked` looked)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "r", encoding="utf-8") as f:
+        return f.read()
+
+
 def _stamp(path: Path) -> Optional[tuple[int, int, int]]:
-    """(inode, size, ctime in ns) of a file: any write or replacement changes it."""
+    """(inode, size, ctime in ns) of a file (not of what a link points to): any write or
+    replacement changes it."""
     try:
-        st = path.stat()
+        st = path.lstat()
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_ctime_ns)
@@ -275,9 +298,11 @@ def _stamp(path: Path) -> Optional[tuple[int, int, int]]:
 def _stamps(root: Path) -> dict[str, tuple[int, int, int]]:
     """The stamp of every entry file under `root`, by its path relative to `root`."""
     out: dict[str, tuple[int, int, int]] = {}
-    if not root.is_dir():
+    if not root.is_dir() or writing.first_link(root) is not None:
         return out
     for path in root.glob("*/*.json"):
+        if _linked(path):  # never read: no view of it either
+            continue
         stamp = _stamp(path)
         if stamp is not None:
             out[path.relative_to(root).as_posix()] = stamp

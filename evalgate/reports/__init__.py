@@ -11,7 +11,9 @@ from evalgate.results import CaseResult, Counts, Status
 def templates(*, autoescape: bool, **options: Any) -> Any:
     """A jinja2 environment over evalgate/templates with the options every report shares
     (undefined names are errors; block tags leave no blank lines; `_` and `n_` translate). jinja2 is imported here,
-    on the rendering path only."""
+    on the rendering path only. Not sandboxed: its templates are evalgate's own files, and what
+    a run holds reaches them only as values, which jinja2 never evaluates as template text
+    (template text from a config renders in a sandbox: evalgate.simulated_user)."""
     import jinja2
 
     from evalgate import i18n

@@ -162,7 +162,6 @@ def write_adk_results(results: RunResults, plans: list[SuitePlan], out_dir: Path
     paths = []
     for (suite, eval_set_id), data in adk_eval_set_results(results, plans).items():
         path = out_dir / safe_name(suite) / (safe_name(eval_set_id) + SUFFIX)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(data, path)
+        write_json(data, path)  # makes the folders, never through a link (evalgate.writing)
         paths.append(path)
     return paths

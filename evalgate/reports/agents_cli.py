@@ -115,8 +115,8 @@ def write_agents_cli_results(results: RunResults, traces: Mapping[TraceKey, dict
     paths = []
     for suite in results.suites:
         path = out_dir / file_name(suite.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
         # Keys in the SDK's field order, as agents-cli writes them; the graded cases as they are.
+        # write_json makes the folder and the file, never through a link (evalgate.writing).
         write_json(suite_results(suite, traces), path)
         paths.append(path)
     return paths

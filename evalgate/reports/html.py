@@ -1009,6 +1009,7 @@ def render_html(
 
 def write_html(path: Path, comparison: Comparison, current: RunResults, baseline: Optional[RunResults] = None, **kwargs: Any) -> Path:
     """Render and write report.html (UTF-8); returns the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(comparison, current, baseline, **kwargs), encoding="utf-8")
+    from evalgate import writing
+
+    writing.write_text(path, render_html(comparison, current, baseline, **kwargs))
     return path
