@@ -274,6 +274,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
     from evalgate.cli import _judge_runtime
     from evalgate.plan import build_plans, config_digest
     from evalgate.reports.adk_results import write_adk_results
+    from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_of, write_agents_cli_results
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import summary_table
     from evalgate.results import ShardInfo
@@ -336,6 +337,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
                 write_traces(plans, s.out / "traces")
         writing.write_text(s.out / "junit.xml", junit_xml(run))
         write_adk_results(run, plans, s.out / "adk")
+        write_agents_cli_results(run, traces_of(plans), s.out / AGENTS_CLI_DIR)
     except OSError as e:
         raise _unwritable(s, e) from None
     with ctx.workflow.verbatim():  # case text is the agent's: no workflow commands from it

@@ -2,7 +2,7 @@
 
 Each shard folder is what `evalgate run --shard K/N --out DIR` wrote: results.json (with its
 `shard`), junit.xml, inference.jsonl when the agent ran, and the ADK-shaped results under
-adk/. The merge writes the same files for the whole run. Its comparable payload is the
+adk/ and agents-cli/. The merge writes the same files for the whole run. Its comparable payload is the
 unsharded run's, byte for byte: cases are put back in (eval_set_id, eval_id) order, and
 everything a suite derives from its cases (counts, statuses, the agent-error and
 incomplete-cases warnings) is derived again by the engine's own code, not added up.
@@ -286,7 +286,7 @@ def adk_files(shards: list[ShardOutput]) -> dict[str, dict[str, Any]]:
 
 
 def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
-    """Write results.json, junit.xml, inference.jsonl (when the agent ran) and adk/ into `out`.
+    """Write results.json, junit.xml, inference.jsonl (when the agent ran), adk/ and agents-cli/ into `out`.
     The shards may come in any order: lines and cases are put in the run's order."""
     from evalgate.reports.junit import junit_xml
 
@@ -306,6 +306,10 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
     traces = _traces(shards, out / "traces")
     if traces is not None:
         written.append(traces)
+    from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_in, write_agents_cli_results
+
+    graded = traces_in([s.folder for s in shards], [suite.name for suite in run.suites])
+    written.extend(write_agents_cli_results(run, graded, out / AGENTS_CLI_DIR))
     return written
 
 
