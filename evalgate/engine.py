@@ -70,6 +70,7 @@ class CaseInput:
     scenario: dict[str, Any] | None = None  # a conversation_scenario (no expected turns; a simulated user plays it)
     simulator: Any = None  # evalgate.simulated_user.UserSimulatorConfig for a scenario case (None: ADK's defaults)
     rubrics: list[Any] = field(default_factory=list)  # case-level rubrics, for invocations generated later
+    parts: dict[str, str] = field(default_factory=dict)  # digests of its expected data, part by part (evalgate.loaders.evalsets.part_digests)
     acli: dict[str, Any] | None = None  # an agents-cli dataset case as written (evalgate.agents_cli.cases.case_dump); None for ADK cases
     history: list[dict[str, Any]] = field(default_factory=list)  # ADK events to seed the session with before the first turn (an N+1 case)
 
@@ -293,6 +294,17 @@ class Timing:
         return {"seconds": round(self.seconds, 3), "criteria": {k: round(v, 3) for k, v in sorted(self.criteria.items())}}
 
 
+def part_digests(case: CaseInput) -> dict[str, str] | None:
+    """The digests of the parts of the case's data its criteria read, and of what its agent's
+    run reads (`run`): the gate pairs a case with its baseline by those the criteria both runs
+    share read (evalgate.gate.values.same_data). None without part digests."""
+    if not case.parts:
+        return None
+    reads = set().union(*(crit.reads for crit in case.criteria.values())) if case.criteria else {"*"}
+    names = {"run", "*"} if "*" in reads else {"run", *reads}
+    return {name: case.parts[name] for name in sorted(names) if name in case.parts}
+
+
 def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
     results = {}
     tally = CaseTally()
@@ -305,11 +317,15 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
                 timing.add(name, time.perf_counter() - t0)
     finally:
         CASE_TALLY.reset(token)
+    for name, service in tally.down.items():  # the service was down, not the case's data refused
+        if name in results and results[name].status is Status.NOT_EVALUATED:
+            results[name].unavailable = service  # type: ignore[assignment]
     return CaseResult(
         judge_cache_hits=tally.cache_hits or None,
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
         expected_digest=case.expected_digest,
+        parts=part_digests(case),
         status=case_status(results),
         criteria=results,
         invocations=_summaries(case),
@@ -344,6 +360,7 @@ def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
                 scale = crit.scale()
                 specs[name] = CriterionSpec(
                     threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options(), sampling=crit.sampling(),
+                    reads=sorted(crit.reads),
                     no_threshold=not crit.has_threshold, score_range=list(scale) if scale is not None else None,
                 )
     return dict(sorted(specs.items()))

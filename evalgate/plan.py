@@ -23,7 +23,7 @@ from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.i18n import _, n_
 from evalgate.loaders.actual import ACTUAL_SUFFIXES, ActualRecord, load_actual, recorded_outputs
-from evalgate.loaders.evalsets import EXPECTED_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
+from evalgate.loaders.evalsets import EXPECTED_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, part_digests, split_selector, test_config_beside
 from evalgate.results import digest
 from evalgate.simulated_user import BUILT_IN_PERSONAS, UserSimulatorConfig, known_persona
 
@@ -182,6 +182,9 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 eval_id=case.eval_id,
                 criteria=criteria,
                 expected_digest=acli.digest if acli is not None else expected_digest(case),
+                # An agents-cli case's criteria read its dataset entry, which the digest above
+                # covers whole: it pairs by that (no parts).
+                parts=part_digests(case) if acli is None else {},
                 expected=expected,
                 # Paths relative to the config, so results do not depend on the working folder.
                 source={"evalset": shown_from_config(es.path)},

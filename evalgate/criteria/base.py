@@ -67,6 +67,10 @@ class Criterion(BaseModel):
     # The scale of its scores, lowest to highest (the threshold is on it): the gate's margins,
     # resolution and assumed run-to-run sd are fractions of this range (evalgate.gate.values.score_range).
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    # The parts of a case's expected data the criterion reads (evalgate.loaders.evalsets.PARTS):
+    # a case is paired with its baseline when these (and what the agent's run reads) are the
+    # same. "*": all of it, the safe default for a criterion that does not say.
+    reads: ClassVar[frozenset[str]] = frozenset({"*"})
     # False for a criterion without a threshold (agents-cli's metrics): a scored case is
     # PASSED with its score, and only the gate's comparison with the baseline judges it.
     has_threshold: ClassVar[bool] = True

@@ -217,6 +217,17 @@ class Crash:
 
 
 @dataclass
+class Refused:
+    """A criterion of a case both runs have that the baseline evaluated and this run did not
+    (evalgate.gate.refused): it counts against the run unless its service was down."""
+
+    key: CaseKey
+    criterion: str
+    error: str  # why it was not evaluated now (the criterion's error)
+    service: Optional[str] = None  # "judge" or "vertex" when that service was down: not counted
+
+
+@dataclass
 class SuiteComparison:
     name: str
     verdict: Verdict
@@ -230,6 +241,7 @@ class SuiteComparison:
     pairwise: Optional[PairwiseComparison] = None  # gate.pairwise: the changed answers judged side by side
     costs: list[CostComparison] = field(default_factory=list)  # efficiency per turn against the baseline (evalgate.gate.efficiency)
     crashes: list[Crash] = field(default_factory=list)  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
+    refused: list[Refused] = field(default_factory=list)  # criteria the baseline evaluated, not evaluated now (evalgate.gate.refused)
 
 
 @dataclass

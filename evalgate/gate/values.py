@@ -159,6 +159,30 @@ def cases_by_key(suite: SuiteResult) -> dict[CaseKey, CaseResult]:
     return {CaseKey(suite.name, c.eval_set_id, c.eval_id): c for c in suite.cases}
 
 
+def compared_parts(baseline: SuiteResult, current: SuiteResult) -> Optional[set[str]]:
+    """The parts of a case's data that decide whether it is the same case in both runs: what
+    its agent's run reads, and what the criteria both runs score read (CriterionSpec.reads).
+    None when a run does not say what its criteria read (written before evalgate recorded
+    it): the whole expected data is compared then."""
+    parts = {"run"}
+    for name in set(baseline.criteria) & set(current.criteria):
+        for spec in (baseline.criteria[name], current.criteria[name]):
+            if spec.reads is None:
+                return None
+            parts |= set(spec.reads)
+    return {"run", "*"} if "*" in parts else parts
+
+
+def same_data(base: CaseResult, cur: CaseResult, parts: Optional[set[str]]) -> bool:
+    """Whether a case ran and was scored on the same data in both runs: the `parts` of it
+    (`compared_parts`), or, where a run lacks them, its whole expected data. A field no
+    criterion reads (an empty `final_session_state` a pull request added, say) does not make
+    it another case."""
+    if parts is not None and base.parts is not None and cur.parts is not None and all(p in base.parts and p in cur.parts for p in parts):
+        return all(base.parts[p] == cur.parts[p] for p in parts)
+    return base.expected_digest == cur.expected_digest
+
+
 def criteria_of(suite: SuiteResult) -> dict[str, tuple[float, bool, str]]:
     """name -> (threshold, judge, version), from the suite's specs and, failing that, its cases."""
     out = {name: (spec.threshold, spec.judge, spec.version) for name, spec in suite.criteria.items()}

@@ -357,3 +357,30 @@ def _strip_volatile(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_volatile(v) for v in value]
     return value
+
+
+# What a case's criteria can read of its expected data, part by part (Criterion.reads names
+# them). "run" is what the agent's run reads (each turn's user message, the session's initial
+# state, a simulated user's scenario) and is always compared; "*" stands for everything any
+# criterion could read: the whole case (the expected turns in full, its rubrics, keys another
+# tool added) but its final session state, which no criterion reads (ADK's neither).
+PARTS = ("run", "final_response", "tool_uses", "intermediate", "rubrics", "*")
+
+
+def part_digests(case: EvalCase) -> dict[str, str]:
+    """sha256 of each of the case's PARTS, `_VOLATILE` keys left out: the gate pairs a case
+    with its baseline by the parts its criteria read (evalgate.gate.values.same_data), so a
+    field no criterion reads (an empty `final_session_state`, say) does not unpair it."""
+    from evalgate.results import digest
+
+    data = _strip_volatile(case.model_dump(mode="json", exclude_none=True))
+    turns = data.get("conversation") or []
+    inter = [t.get("intermediate_data") for t in turns]
+    return {
+        "run": digest([[t.get("user_content") for t in turns], data.get("session_input"), data.get("conversation_scenario")]),
+        "final_response": digest([t.get("final_response") for t in turns]),
+        "tool_uses": digest([[{"name": c.name, "args": c.args} for c in inv.tool_calls()] for inv in case.conversation or []]),
+        "intermediate": digest(inter),
+        "rubrics": digest([data.get("rubrics"), [t.get("rubrics") for t in turns]]),
+        "*": digest({k: v for k, v in data.items() if k not in ("final_session_state", "eval_id")}),
+    }
