@@ -274,6 +274,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
     from evalgate.cli import _judge_runtime
     from evalgate.plan import build_plans, config_digest
     from evalgate.reports.adk_results import write_adk_results
+    from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_of, write_agents_cli_results
     from evalgate.reports.junit import junit_xml
     from evalgate.reports.terminal import summary_table
     from evalgate.results import ShardInfo
@@ -329,11 +330,14 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
     _write_results(ctx, run)
     try:
         if agent or outputs is not None:
-            from evalgate.infer import write_inference
+            from evalgate.infer import write_inference, write_traces
 
             write_inference(plans, s.out / "inference.jsonl")
+            if agent:  # the agent ran on agents-cli dataset cases: their traces, for agents-cli eval grade
+                write_traces(plans, s.out / "traces")
         writing.write_text(s.out / "junit.xml", junit_xml(run))
         write_adk_results(run, plans, s.out / "adk")
+        write_agents_cli_results(run, traces_of(plans), s.out / AGENTS_CLI_DIR)
     except OSError as e:
         raise _unwritable(s, e) from None
     with ctx.workflow.verbatim():  # case text is the agent's: no workflow commands from it
@@ -729,17 +733,17 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> tuple[Optional[tup
     return None, rel  # said in the comment (`_gate_under_base`)
 
 
-def _base_gate(ctx: Context, loaded, base_sha: str) -> tuple[Any, Optional[str]]:
-    """The `gate:` section of the base commit's config (None: the base has no readable config,
-    as when this pull request adds evalgate), and the config's path when the base has none."""
-    from evalgate.gate.base_policy import gate_of_text
+def _base_config(ctx: Context, loaded, base_sha: str) -> tuple[Any, Optional[str]]:
+    """The base commit's config (None: the base has no readable config, as when this pull
+    request adds evalgate), and the config's path when the base has none."""
+    from evalgate.gate.base_policy import config_of_text
 
     found, missing = _base_config_text(ctx, loaded, base_sha)
     if found is None:
         return None, missing
     text, name = found
     try:
-        return gate_of_text(text, name), None
+        return config_of_text(text, name), None
     except InputError as e:
         ctx.warn(f"the base commit's config is not valid ({e.problems[0].what}); the pull request's own gate policy was used")
         return None, None
@@ -757,20 +761,23 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
 
 def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any, Any]:
     """Score under `base_sha`'s policy and compare with its baseline: (comparison, results,
-    baseline results, trend). The config's gate section becomes the base's (`loaded` is changed)."""
+    baseline results, trend). The config's gate, judge and vertex sections become the base's
+    (`loaded` is changed)."""
     from evalgate.gate import compare
-    from evalgate.gate.base_policy import UnderBase
+    from evalgate.gate.base_policy import UnderBase, scoring_policy, with_base_policy
 
-    own_gate = loaded.config.gate
-    base_gate, missing = _base_gate(ctx, loaded, base_sha)
-    if base_gate is not None:
-        loaded.config = loaded.config.model_copy(update={"gate": base_gate})
+    own = loaded.config
+    base, missing = _base_config(ctx, loaded, base_sha)
+    if base is not None:  # the base's gate, judge and vertex sections decide
+        loaded.config = with_base_policy(own, base)
     gate = _gate(ctx.settings, loaded)
     store = _store(ctx, gate, loaded, base_sha=base_sha)
     baseline, info = find(ctx, store, gate, base_sha)
     past = ledger(ctx, store, gate)
     history = trend(ctx, store, gate)
-    under = UnderBase(own_gate, base_gate, baseline, missing)
+    under = UnderBase(
+        own.gate, base.gate if base is not None else None, baseline, missing, scoring_policy(own), scoring_policy(base) if base is not None else None
+    )
 
     def policy(plans: list) -> None:
         for note in under.apply(plans):
@@ -999,6 +1006,56 @@ def _artifact(ctx: Context) -> tuple[Path, int, str]:
     return outputs_file(s.artifact_dir / "inference.jsonl"), number, head_sha
 
 
+def _triggering_run(s: Settings) -> Optional[tuple[str, str, list[int]]]:
+    """(head repository, head branch, its pull requests' numbers) of the workflow_run that
+    triggered this job, from the event GitHub wrote; None when this is not a workflow_run
+    event (mode publish on another event, with an artifact from elsewhere). A workflow_run
+    that does not say what it tested is an input error: nothing could bind pr.json to it."""
+    run = s.event.get("workflow_run")
+    if s.event_name != "workflow_run" and not isinstance(run, dict):
+        return None
+    run = run if isinstance(run, dict) else {}
+    repo = run.get("head_repository")
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    branch = run.get("head_branch")
+    if not isinstance(name, str) or not name or not isinstance(branch, str) or not branch:
+        raise InputError(
+            Problem(
+                None,
+                "event payload (GITHUB_EVENT_PATH): workflow_run",
+                "has no head_repository.full_name and head_branch, so the pull request in pr.json cannot be bound to the run that tested it",
+                "Run the publish job on workflow_run events (GitHub's payload has both).",
+            )
+        )
+    pulls = [p.get("number") for p in run.get("pull_requests") or [] if isinstance(p, dict)]
+    return name, branch, [n for n in pulls if isinstance(n, int)]
+
+
+def _bound_to_run(s: Settings, pull: dict, number: int) -> None:
+    """The pull request pr.json names must be the one the triggering run tested: its head
+    repository and branch are the run's, and where GitHub lists the run's pull requests (a
+    same-repository branch) it is among them. pr.json only confirms: a fork's run writes it,
+    and could otherwise name another pull request whose head is the same commit (its comment
+    and status would then be the fork's)."""
+    run = _triggering_run(s)
+    if run is None:
+        return
+    run_repo, run_branch, run_pulls = run
+    head = pull.get("head") if isinstance(pull.get("head"), dict) else {}
+    repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
+    pr_repo, pr_branch = str(repo.get("full_name") or "(a deleted repository)"), str(head.get("ref") or "")
+    if pr_repo.lower() != run_repo.lower() or pr_branch != run_branch or (run_pulls and number not in run_pulls):
+        raise InputError(
+            Problem(
+                None,
+                "pr.json",
+                f"pull request #{number} is {pr_repo}:{pr_branch}; the triggering run tested {run_repo}:{run_branch}"
+                + (f" for pull request {', '.join(f'#{n}' for n in run_pulls)}" if run_pulls else ""),
+                "Publish only the artifact of the workflow_run that triggered this run: its pr.json names that run's pull request.",
+            )
+        )
+
+
 def activity_publish(ctx: Context, loaded) -> Outcome:
     from evalgate.gate import compare
     from evalgate.github import GitHubError
@@ -1011,6 +1068,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
         pull = client.get_pull(number)
     except GitHubError as e:
         raise InputError(Problem(None, "pr.json", f"cannot read pull request #{number}: {e}", "Check the artifact's PR number.")) from None
+    _bound_to_run(ctx.settings, pull, number)
     current = str((pull.get("head") or {}).get("sha") or "").lower()
     if not current:
         raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))
@@ -1044,6 +1102,7 @@ def activity_shard(ctx: Context, loaded) -> Outcome:
     from evalgate.gate import compare
 
     s = ctx.settings
+    _base_scoring(ctx, loaded)
     run, _plans = score(ctx, loaded)
     note = _(
         "Shard {shard}: {cases} scored into `{out}`. Upload that folder (actions/upload-artifact); "
@@ -1053,6 +1112,25 @@ def activity_shard(ctx: Context, loaded) -> Outcome:
         out=_shown(s, s.out),
     )
     return Outcome(compare(None, run, _gate(s, loaded)), run, notes=[note], leg=True)
+
+
+def _base_scoring(ctx: Context, loaded) -> None:
+    """A leg of a pull request's (or merge group's) sharded run scores under its base's
+    `gate:`, `judge:` and `vertex:` sections, as the merge job compares under them: a pull
+    request must not starve the legs' judge (a deadline of a microsecond) to leave its cases
+    unheard. The suites' criteria stay the legs' own (docs/gate.md)."""
+    from evalgate.gate.base_policy import with_base_policy
+
+    s = ctx.settings
+    if s.event_name in PR_EVENTS:
+        base_sha = _pr_from_event(s)[2]
+    elif s.event_name == "merge_group":
+        base_sha = _merge_group_from_event(s)[1]
+    else:
+        return
+    base, _missing = _base_config(ctx, loaded, base_sha)
+    if base is not None:
+        loaded.config = with_base_policy(loaded.config, base)
 
 
 ACTIVITIES = {

@@ -14,7 +14,7 @@ import sys
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from evalgate import __version__, i18n
 from evalgate.i18n import LANGUAGES, _, n_
@@ -152,6 +152,18 @@ def _parser() -> argparse.ArgumentParser:
     save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
     save.add_argument("--config", "-c", help="config file (its gate section names the store)")
     save.set_defaults(func=cmd_baseline_save)
+    imp = bsub.add_parser(
+        "import",
+        help="save the scores another tool graded as the baseline of a commit, for the config's suite: an agents-cli results file (results_<ts>.json)",
+    )
+    imp.add_argument("--agents-cli", required=True, nargs="+", dest="agents_cli", metavar="FILE", help="what `agents-cli eval grade` or `eval run` wrote: artifacts/grade_results/results_<ts>.json; several gradings of one commit go into the flake ledger, the last is the baseline")
+    imp.add_argument("--commit", required=True, help="the commit the results belong to (any git revision; a full sha needs no git)")
+    imp.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
+    imp.add_argument("--config", "-c", help="config file (default: evalgate.yaml, evalgate.yml or evalgate.json here): its suite's cases and criteria, its gate section's store")
+    imp.add_argument("--suite", metavar="NAME", help="the suite the results belong to (default: the config's only suite, else the one holding their cases)")
+    imp.add_argument("--eval-set", dest="eval_set", metavar="ID", help="the eval set of every graded case, where the suite has several (a dataset's id is its file name without .json; default: the one holding each case's id)")
+    imp.add_argument("--store", metavar="DIR", help="save into this folder instead of the config's store: a checkout of the github store's data branch, to push (default: the config's gate.baseline)")
+    imp.set_defaults(func=cmd_baseline_import)
     show = bsub.add_parser("show", help="show the baseline of a commit (or of its nearest ancestor that has one)")
     show.add_argument("--commit", required=True, help="the commit (any git revision); its baseline, or its nearest first-parent ancestor's")
     show.add_argument("--config", "-c", help="config file")
@@ -323,8 +335,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if shard is not None:
         run.shard = ShardInfo(index=shard.index, count=shard.count, commit=commit)
     with _gc_paused():
-        _write_outputs(run, plans, out, gate=loaded.config.gate)
-        _print_summary(run, out, args, agent, resumed_from=args.resume)
+        traces = _write_outputs(run, plans, out, gate=loaded.config.gate)
+        _print_summary(run, out, args, agent, resumed_from=args.resume, traces=traces)
     return _run_exit(run)
 
 
@@ -348,18 +360,23 @@ def _journal(out: Path, digest: str, commit, shard):
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
 
-def _write_outputs(run, plans, out: Path, gate) -> None:
+def _write_outputs(run, plans, out: Path, gate) -> Optional[Path]:
+    """Write the run's files into `out`; the agents-cli traces file, when one was written."""
     from evalgate import infer, results, writing
     from evalgate.errors import InputError, Problem
     from evalgate.reports.adk_results import write_adk_results
+    from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_of, write_agents_cli_results
     from evalgate.reports.junit import junit_xml
 
     try:
         infer.write_inference(plans, out / "inference.jsonl")
+        traces = infer.write_traces(plans, out / "traces")
         results.write(run, out / "results.json")
         writing.write_text(out / "junit.xml", junit_xml(run))
         write_adk_results(run, plans, out / "adk")
+        write_agents_cli_results(run, traces_of(plans), out / AGENTS_CLI_DIR)
         _write_html(run, out, gate)
+        return traces
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the results there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 
@@ -372,7 +389,7 @@ def _write_html(run, out: Path, gate) -> None:
     write_html(out / REPORT_FILE, compare(None, run, gate), run, gate_id=gate.id)
 
 
-def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None) -> None:
+def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None, traces: Optional[Path] = None) -> None:
     from evalgate.reports import incomplete_note
     from evalgate.reports.terminal import summary_table
 
@@ -393,6 +410,9 @@ def _print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resume
     print(_("results: {results}  junit: {junit}", results=out / "results.json", junit=out / "junit.xml") + outputs)
     if (out / "report.html").is_file():
         print(_("report: {path}", path=out / "report.html"))
+    if traces is not None:
+        # TRANSLATORS: the agents-cli traces of the run (agents-cli is a program's name).
+        print(_("traces for agents-cli eval grade: {path}", path=traces))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -611,12 +631,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline_save(args: argparse.Namespace) -> int:
-    from datetime import datetime, timezone
-
     from evalgate import results
-    from evalgate.gate.baselines import make_baseline
-    from evalgate.gate import update_ledger
-    from evalgate.gate.trends import add_point
     from evalgate.errors import InputError, Problem, display_path
     from evalgate.local_gate import resolve_commit
 
@@ -631,10 +646,25 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     digests = {r.config_digest for r in runs}
     if len(digests) > 1:
         raise InputError(Problem(None, "--results", f"the {len(runs)} runs were made with different configs or eval sets", "Give runs of one commit and config (evalgate run, repeated)."))
-    run = runs[-1]
     store = _store(gate, base)
+    _save_baseline(store, gate, runs, commit, args.ref)
+    into = f", and {len(runs)} runs into the flake ledger" if len(runs) > 1 else ""
+    print(f"saved the baseline of {commit} for gate '{gate.id}' in {display_path(store.path)}{into}")
+    return EXIT_PASSED
+
+
+def _save_baseline(store, gate, runs: list, commit: str, ref: str) -> None:
+    """The last of `runs` (of one commit) saved as the baseline of `commit`; every one recorded
+    in the flake ledger, the last in the trend."""
+    from datetime import datetime, timezone
+
+    from evalgate.gate import update_ledger
+    from evalgate.gate.baselines import make_baseline
+    from evalgate.gate.trends import add_point
+
+    run = runs[-1]
     now = datetime.now(timezone.utc)
-    store.save(make_baseline(run, commit, args.ref, now))
+    store.save(make_baseline(run, commit, ref, now))
 
     def appended(old):
         for r in runs:
@@ -642,9 +672,58 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
         return old
 
     store.save_ledger(gate.id, appended)
-    store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, commit, args.ref, now))
-    into = f", and {len(runs)} runs into the flake ledger" if len(runs) > 1 else ""
-    print(f"saved the baseline of {commit} for gate '{gate.id}' in {display_path(store.path)}{into}")
+    store.save_trend(gate.id, lambda old: add_point(old, gate.id, run, commit, ref, now))
+
+
+def cmd_baseline_import(args: argparse.Namespace) -> int:
+    from evalgate.agents_cli.baseline import choose_suite, import_results, read_results
+    from evalgate.errors import display_path
+    from evalgate.local_gate import resolve_commit
+    from evalgate.plan import config_digest
+
+    loaded, plans = _load(args.config)
+    commit = resolve_commit(args.commit, loaded.base, "--commit")
+    digest = config_digest(loaded, plans)
+    from evalgate.reports.terminal import plain  # ids and names are the file's
+
+    runs, plan = [], None
+    for name in args.agents_cli:
+        shown = display_path(Path(name))
+        graded, created = read_results(Path(name), shown)
+        plan = plan or choose_suite(plans, graded, args.suite, shown)  # every file for the first one's suite
+        imported = import_results(graded, plan, digest, shown, args.eval_set, created)
+        runs.append(imported.results)
+        if imported.unmatched_cases:
+            left = ", ".join(imported.unmatched_cases[:10]) + (", ..." if len(imported.unmatched_cases) > 10 else "")
+            print(plain(n_("note: {n} graded case is not a case of suite {suite}, left out: {cases}", "note: {n} graded cases are not cases of suite {suite}, left out: {cases}", len(imported.unmatched_cases), suite=plan.name, cases=left)), file=sys.stderr)
+        if imported.unknown_metrics:
+            print(plain(_("note: metrics that are not criteria of suite {suite}, left out: {metrics}", suite=plan.name, metrics=", ".join(imported.unknown_metrics))), file=sys.stderr)
+    gate = loaded.config.gate
+    if args.store:  # the data branch's layout is the dir store's
+        from evalgate.gate.baselines import DirStore
+
+        store = DirStore(Path(args.store), gate_id=gate.id)
+    else:
+        store = _store(gate, loaded.base)
+    _save_baseline(store, gate, runs, commit, args.ref)
+    cases = n_("{n} case", "{n} cases", imported.results.counts.cases)
+    # TRANSLATORS: follows "... in {store}" when several agents-cli results files were imported.
+    ledger = n_(", and {n} grading into the flake ledger", ", and {n} gradings into the flake ledger", len(runs)) if len(runs) > 1 else ""
+    print(
+        plain(
+            _(
+                "imported {cases} of suite {suite} ({metrics}) from {file} as the baseline of {commit} for gate '{gate}' in {store}{ledger}",
+                cases=cases,
+                suite=imported.suite,
+                metrics=", ".join(imported.metrics),
+                file=shown,
+                commit=commit,
+                gate=gate.id,
+                store=display_path(store.path),
+                ledger=ledger,
+            )
+        )
+    )
     return EXIT_PASSED
 
 

@@ -154,12 +154,13 @@ class SuiteConfig(BaseModel):
     name: str = Field(min_length=1, description="Unique; used in reports and commit status contexts.")
     evalsets: Patterns = Field(
         default_factory=list,
-        description="ADK eval set files, globs or folders (a folder means every *.test.json and *.evalset.json under it). "
-        "A file may pick cases as for adk eval: 'file.evalset.json:id1,id2'.",
+        description="ADK eval set files, globs or folders (a folder means every *.test.json and *.evalset.json under it, "
+        "and every other *.json that is an agents-cli dataset). A file may pick cases as for adk eval: 'file.evalset.json:id1,id2'.",
     )
     actual: Patterns = Field(
         default_factory=list,
-        description="The agent's outputs: ADK eval history (*.evalset_result.json) or evalgate inference JSONL.",
+        description="The agent's outputs: ADK eval history (*.evalset_result.json), evalgate inference JSONL, or agents-cli "
+        "traces (traces_<time>.json or their folder; of several traces of a case, the newest file's).",
     )
     agent: Optional[AgentConfig] = Field(
         default=None, description="Run the agent to get its outputs (instead of 'actual'); default: the top-level 'agent'."
@@ -174,7 +175,8 @@ class SuiteConfig(BaseModel):
         default=None,
         description=(
             "ADK criteria: {name: threshold} or {name: {threshold, options...}}, or a path to an ADK "
-            "test_config.json. Default: the test_config.json next to each eval set, else ADK's defaults."
+            "test_config.json or to an agents-cli eval config (eval_config.yaml: metrics_to_run, custom_metrics; "
+            "no thresholds, gated on regression). Default: the test_config.json next to each eval set, else ADK's defaults."
         ),
     )
     not_evaluated: Literal["fail", "warn", "ignore"] = Field(
@@ -409,7 +411,7 @@ def load_config(path: Path) -> LoadedConfig:
                     shown,
                     loaded.where("suites", i),
                     "the suite names no actual outputs and no agent to run",
-                    "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history or an inference JSONL file.",
+                    "Add 'agent: {adk: my_agent}' (or url / command) to run the agent, or 'actual: [path or glob]' pointing at ADK eval history, an inference JSONL file or agents-cli traces.",
                 )
         custom = suite.custom_metrics or {}
         if custom and not isinstance(suite.criteria, dict):
@@ -569,7 +571,12 @@ def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[s
     other ADK keys are ignored. A custom metric that `criteria` does not name never runs, as
     in `adk eval`; it is reported in `warnings`, not refused, so the file stays ADK's."""
     shown = display_path(path)
-    data = parse_json(read_text(path, shown), shown)
+    text = read_text(path, shown)
+    if _is_eval_config(path, text):  # agents-cli's eval_config.yaml / .json (evalgate.agents_cli.eval_config)
+        from evalgate.agents_cli.eval_config import read_eval_config
+
+        return read_eval_config(path, text)
+    data = parse_json(text, shown)
     if not isinstance(data, dict) or not isinstance(data.get("criteria", {}), dict):
         raise InputError(Problem(shown, "criteria", "an ADK test_config.json holds an object with a 'criteria' object", 'Write {"criteria": {"tool_trajectory_avg_score": 1.0}}.'))
     raw = data.get("criteria")
@@ -594,6 +601,20 @@ def read_test_config(path: Path, warnings: Optional[list[str]] = None) -> dict[s
     if not parsed:  # only the informational efficiency metrics: nothing would decide a case
         raise InputError(Problem(shown, "criteria", "names only informational metrics, which never decide a case", 'Add a criterion, e.g. "tool_trajectory_avg_score": 1.0; efficiency is reported anyway.'))
     return parsed
+
+
+def _is_eval_config(path: Path, text: str) -> bool:
+    """Whether a criteria file is agents-cli's eval config: YAML (ADK's test_config.json is
+    JSON only), or JSON whose content is one (`metrics_to_run`, a `custom_metrics` list)."""
+    from evalgate.agents_cli.eval_config import looks_like_eval_config
+
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return True
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return False
+    return looks_like_eval_config(data)
 
 
 def _adk_custom_metrics(data: dict[str, Any], shown: str) -> dict[str, CustomMetricConfig]:
@@ -702,9 +723,13 @@ def parse_custom_criteria(
 
 
 def read_simulator_config(path: Path) -> Optional[UserSimulatorConfig]:
-    """The `user_simulator_config` of an ADK test_config.json, if it has one."""
+    """The `user_simulator_config` of an ADK test_config.json, if it has one (agents-cli's
+    eval config has none)."""
     shown = display_path(path)
-    data = parse_json(read_text(path, shown), shown)
+    text = read_text(path, shown)
+    if _is_eval_config(path, text):
+        return None
+    data = parse_json(text, shown)
     raw = data.get("user_simulator_config", data.get("userSimulatorConfig")) if isinstance(data, dict) else None
     if raw is None:
         return None
@@ -749,7 +774,7 @@ def json_schema() -> dict[str, Any]:
     suite = schema["$defs"]["SuiteConfig"]["properties"]
     suite["criteria"] = {
         "description": suite["criteria"].get("description"),
-        "anyOf": [{"type": "string", "description": "Path to an ADK test_config.json"}, criteria_schema, {"type": "null"}],
+        "anyOf": [{"type": "string", "description": "Path to an ADK test_config.json or an agents-cli eval_config.yaml"}, criteria_schema, {"type": "null"}],
     }
     for key in ("evalsets", "actual", "traces"):
         suite[key] = {"description": suite[key].get("description"), "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}

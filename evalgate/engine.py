@@ -47,6 +47,7 @@ class AgentRun:
     replayed: dict[str, int] = field(default_factory=dict)  # tools: replay counts, where the runner knows them
     expected_digest: str | None = None  # the case's data it ran on (a resumed run reuses it only if unchanged)
     log: str | None = None  # the tail of what the agent, its tools and ADK wrote during the run (evalgate.agents.capture)
+    trace: dict[str, Any] | None = None  # an agents-cli case: this run as `eval generate` writes it (evalgate.agents_cli)
 
 
 @dataclass
@@ -69,6 +70,9 @@ class CaseInput:
     scenario: dict[str, Any] | None = None  # a conversation_scenario (no expected turns; a simulated user plays it)
     simulator: Any = None  # evalgate.simulated_user.UserSimulatorConfig for a scenario case (None: ADK's defaults)
     rubrics: list[Any] = field(default_factory=list)  # case-level rubrics, for invocations generated later
+    parts: dict[str, str] = field(default_factory=dict)  # digests of its expected data, part by part (evalgate.loaders.evalsets.part_digests)
+    acli: dict[str, Any] | None = None  # an agents-cli dataset case as written (evalgate.agents_cli.cases.case_dump); None for ADK cases
+    history: list[dict[str, Any]] = field(default_factory=list)  # ADK events to seed the session with before the first turn (an N+1 case)
 
     def agent_runs(self) -> list[AgentRun]:
         return self.runs or [AgentRun(self.actual)]
@@ -159,6 +163,8 @@ def _failed(threshold: float, error: str) -> CriterionResult:
 def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
     """Score one criterion on one case; exceptions become NOT_EVALUATED with the error."""
     try:
+        if crit.input_kind == "acli":  # one run of an agents-cli case: its trace, one score (evalgate.criteria.acli)
+            return case_outcome_result(crit.score_acli(case, case.agent_runs()[0]), crit.threshold)
         if crit.input_kind == "trace":
             if case.trace is None:
                 return _failed(crit.threshold, "scores traces, and this case has none")
@@ -247,12 +253,12 @@ def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:
         if run.error is not None:
             each.append(_failed(crit.threshold, f"the agent run failed: {run.error}"))
         else:
-            each.append(score_criterion(crit, replace(case, actual=run.invocations, runs=[])))
+            each.append(score_criterion(crit, replace(case, actual=run.invocations, runs=[run])))
     per = [inv for r in each for inv in r.per_invocation]
     scores = [inv.score for inv in per if inv.score is not None]
     missing = [f"run {run.run}: {r.error}" for run, r in zip(runs, each) if r.error]
     score = _mean(scores) if scores else None
-    status = _status_for(score, crit.threshold)
+    status = _status_for(score, crit.threshold) if crit.has_threshold else (Status.PASSED if score is not None else Status.NOT_EVALUATED)
     error = "; ".join(missing) if missing else None
     if missing and status is Status.PASSED:
         status = Status.NOT_EVALUATED
@@ -288,6 +294,17 @@ class Timing:
         return {"seconds": round(self.seconds, 3), "criteria": {k: round(v, 3) for k, v in sorted(self.criteria.items())}}
 
 
+def part_digests(case: CaseInput) -> dict[str, str] | None:
+    """The digests of the parts of the case's data its criteria read, and of what its agent's
+    run reads (`run`): the gate pairs a case with its baseline by those the criteria both runs
+    share read (evalgate.gate.values.same_data). None without part digests."""
+    if not case.parts:
+        return None
+    reads = set().union(*(crit.reads for crit in case.criteria.values())) if case.criteria else {"*"}
+    names = {"run", "*"} if "*" in reads else {"run", *reads}
+    return {name: case.parts[name] for name in sorted(names) if name in case.parts}
+
+
 def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
     results = {}
     tally = CaseTally()
@@ -300,11 +317,15 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
                 timing.add(name, time.perf_counter() - t0)
     finally:
         CASE_TALLY.reset(token)
+    for name, service in tally.down.items():  # the service was down, not the case's data refused
+        if name in results and results[name].status is Status.NOT_EVALUATED:
+            results[name].unavailable = service  # type: ignore[assignment]
     return CaseResult(
         judge_cache_hits=tally.cache_hits or None,
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
         expected_digest=case.expected_digest,
+        parts=part_digests(case),
         status=case_status(results),
         criteria=results,
         invocations=_summaries(case),
@@ -336,8 +357,11 @@ def _specs(cases: list[CaseInput]) -> dict[str, CriterionSpec]:
     for case in cases:
         for name, crit in case.criteria.items():
             if name not in specs:  # the first case's; built once, not once a case
+                scale = crit.scale()
                 specs[name] = CriterionSpec(
-                    threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options(), sampling=crit.sampling()
+                    threshold=crit.threshold, version=crit.version, judge=crit.judge, options=crit.options(), sampling=crit.sampling(),
+                    reads=sorted(crit.reads),
+                    no_threshold=not crit.has_threshold, score_range=list(scale) if scale is not None else None,
                 )
     return dict(sorted(specs.items()))
 

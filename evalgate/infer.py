@@ -220,7 +220,22 @@ async def _infer(
                 if reason:
                     plan.warnings.append(_("simulated users: {reason}; conversation_scenario cases were not run", reason=reason))
         hidden = _known_secrets(secrets)
-        await asyncio.gather(*(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden) for p, case, n in todo))
+        # What agents-cli traces record of the agent (its root's name, its tree), asked once
+        # per runner that runs dataset cases.
+        acli = {id(p.agent) for p, case, _n in todo if case.acli is not None}
+        infos = {key: await _agent_info(r) for key, r in runners.items() if key in acli}
+        await asyncio.gather(
+            *(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden, infos.get(id(p.agent))) for p, case, n in todo)
+        )
+        # Runs taken from an earlier run (--resume) kept no trace: made now, with what this
+        # run learnt of the agent (when none of its runs ran here, write_traces makes them
+        # without it).
+        for plan in plans:
+            if plan.agent is not None and id(plan.agent) in infos:
+                for case in plan.cases:
+                    for run in case.runs if case.acli is not None else []:
+                        if run.trace is None and run.error is None and run.invocations is not None:
+                            run.trace = case_trace(plan, case, run, *infos[id(plan.agent)])
     finally:
         for runner in started:
             try:
@@ -242,6 +257,13 @@ async def _infer(
         if u.case_runs and u.failed == u.case_runs:
             plan.agent_error = agent_error(Counter(r.error or "" for case in plan.cases for r in case.runs))
     return usage
+
+
+async def _agent_info(runner: Runner) -> tuple[Optional[str], dict[str, Any]]:
+    try:
+        return await runner.agent_info()
+    except Exception:  # the traces go without it, as agents-cli's do when /app-info fails
+        return None, {}
 
 
 # What made a case run fail, read from the exception's type and HTTP status as `_describe`
@@ -386,15 +408,17 @@ async def _one(
     journal: Optional["Journal"] = None,
     logs: Optional[LogOptions] = None,
     hidden: Optional[list[tuple[str, str]]] = None,
+    info: Optional[tuple[Optional[str], dict[str, Any]]] = None,
 ) -> None:
     spec = plan.agent
     logs = logs or LogOptions()
+    root, agents = info or (None, {})
     async with limit:
         t0 = time.monotonic()
         state: dict[str, Any] = {"turn": 0}
         log = _case_log(plan, case, n, logs, _known_secrets(()) if hidden is None else hidden)
         try:
-            invocations = await asyncio.wait_for(_logged(log, _converse(runner, case, n, spec, state, runtime)), timeout=spec.timeout_s)
+            invocations = await asyncio.wait_for(_logged(log, _converse(runner, case, n, spec, state, runtime, root)), timeout=spec.timeout_s)
             result = AgentRun(invocations, run=n, ended=state.get("ended"))
         except asyncio.TimeoutError:
             of = f" of {len(case.expected)}" if case.expected is not None else ""
@@ -409,6 +433,8 @@ async def _one(
         result.log = log.close()
         if result.invocations:
             result.invocations = _redact_invocations(result.invocations, hidden)
+        if case.acli is not None and result.error is None:
+            result.trace = case_trace(plan, case, result, root, agents)
         result.duration_s = round(time.monotonic() - t0, 3)
         result.replayed = state.get("replayed") or {}
         result.expected_digest = case.expected_digest
@@ -432,7 +458,9 @@ async def _logged(log: capture.CaseLog, conversation: Any) -> Any:
         return await conversation
 
 
-async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: dict[str, Any], runtime: Any = None) -> list[Any]:
+async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: dict[str, Any], runtime: Any = None, root: Optional[str] = None) -> list[Any]:
+    from evalgate.agents_cli.traces import rewrite_model_authors
+
     run = CaseRun(
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
@@ -440,6 +468,7 @@ async def _converse(runner: Runner, case: CaseInput, n: int, spec: Any, state: d
         session_input=case.session,
         expected=case.expected,
         replay=spec.tools == "replay",
+        history=rewrite_model_authors(case.history, root),
     )
     conversation = await runner.open(run)
     invocations: list[Any] = []
@@ -519,6 +548,38 @@ def _rubrics_on_generated(case: CaseInput) -> None:
     for run in case.runs:
         for inv in run.invocations or []:
             inv.rubrics = list(case.rubrics) + list(inv.rubrics or [])
+
+
+# --- agents-cli traces ----------------------------------------------------------------------
+
+
+def case_trace(plan: SuitePlan, case: CaseInput, run: AgentRun, root: Optional[str] = None, agents: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """A dataset case's run as the trace `agents-cli eval generate` writes (evalgate.agents_cli.traces)."""
+    from evalgate.agents_cli.traces import run_trace
+
+    assert case.acli is not None
+    several = plan.agent is not None and plan.agent.num_runs > 1
+    return run_trace(case.acli, run.invocations or [], eval_set_id=case.eval_set_id, eval_id=case.eval_id, suite=plan.name, run=run.run if several else None, root=root, agents=agents)
+
+
+def write_traces(plans: list[SuitePlan], folder: Path) -> Optional[Path]:
+    """`<out>/traces/traces_<time>.json`: the trace of every successful run of the agent on an
+    agents-cli dataset case, in case order (failed runs left out, as agents-cli leaves them
+    out); nothing when there is none. A run taken from an earlier run (`--resume`) that kept
+    no trace gets one built from its invocations."""
+    from evalgate.agents_cli.traces import write_traces as write
+
+    traces = []
+    for plan in plans:
+        if plan.agent is None:
+            continue
+        for case in plan.cases:
+            if case.acli is None:
+                continue
+            for run in case.runs:
+                if run.error is None and run.invocations is not None:
+                    traces.append(run.trace if run.trace is not None else case_trace(plan, case, run))
+    return write(traces, folder)
 
 
 # --- inference.jsonl -------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Run the agent as `evalgate run` does, compare with the baseline of the base comm
 the verdict, write `comment.md` (the comment the action would post) and `report.html`, and
 exit by the verdict. As the action does, it first re-runs the suspects (`gate.confirm`,
 evalgate.gate.confirm) and compares again. As in the action's PR mode, the run is judged under
-its base's policy (evalgate.gate.base_policy): the `gate:` section of the config as the base commit has it (`git show`)
+its base's policy (evalgate.gate.base_policy): the `gate:`, `judge:` and `vertex:` sections of the config as the base commit has it (`git show`)
 and each suite's criteria as the baseline recorded them; a working tree that changes its
 own policy is told so in comment.md, and the change takes effect once merged.
 
@@ -202,11 +202,12 @@ def _read_store_of(base: Base, file: Path) -> None:
         base.where = _("{file}, with the flake ledger of {store}", file=file, store=store)
 
 
-def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Optional[str]]:
-    """The `gate:` section of the config as the base commit has it; None (with a note) when
-    it cannot be read: the working tree's is used. Second, the config's path when the base
-    commit has no file there (its gate is then shown against nothing)."""
-    from evalgate.gate.base_policy import gate_of_text, git_show
+def _base_config(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Optional[str]]:
+    """The config as the base commit has it (its `gate:`, `judge:` and `vertex:` sections
+    decide); None (with a note) when it cannot be read: the working tree's is used. Second,
+    the config's path when the base commit has no file there (its policy is then shown
+    against nothing)."""
+    from evalgate.gate.base_policy import config_of_text, git_show
 
     if base.commit is None or repo is None:
         return None, None
@@ -227,16 +228,16 @@ def _base_gate(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Opti
         return None, None
     text = git_show(repo, base.commit, rel)
     if text is None and not _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo):
-        base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate section was used", commit=base.commit[:12]))
+        base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate, judge and vertex sections were used", commit=base.commit[:12]))
         return None, None
     if text is None:
-        base.notes.append(_("git has no {file} at the base commit {commit}: the working tree's gate section was used", file=rel, commit=base.commit[:12]))
+        base.notes.append(_("git has no {file} at the base commit {commit}: the working tree's gate, judge and vertex sections were used", file=rel, commit=base.commit[:12]))
         return None, rel
     try:
-        return gate_of_text(text, loaded.path.name), None
+        return config_of_text(text, loaded.path.name), None
     except InputError as e:
         # The problem itself is an input error: English, as every error is.
-        base.notes.append(_("the base commit's {file} is not valid ({problem}): the working tree's gate section was used", file=rel, problem=e.problems[0].what))
+        base.notes.append(_("the base commit's {file} is not valid ({problem}): the working tree's gate, judge and vertex sections were used", file=rel, problem=e.problems[0].what))
         return None, None
 
 
@@ -262,26 +263,33 @@ def gate(args: argparse.Namespace) -> int:
     from evalgate.gate import compare
     from evalgate.config import find_config, load_config
     from evalgate.plan import build_plans
-    from evalgate.gate.base_policy import UnderBase
+    from evalgate.gate.base_policy import UnderBase, scoring_policy, with_base_policy
 
     loaded = load_config(find_config(args.config))
     i18n.configured(loaded.config.report.language)
     top = _git(["rev-parse", "--show-toplevel"], loaded.base)
     repo = Path(top) if top else None
-    own_gate = loaded.config.gate
+    own = loaded.config
     if args.baseline:
         base = Base()
         _read_file(base, args.baseline)
     else:
         base = choose_base(args, repo)
-    base_gate, missing = _base_gate(base, loaded, repo)
-    gate_ = base_gate or own_gate
+    base_config, missing = _base_config(base, loaded, repo)
+    gate_ = base_config.gate if base_config is not None else own.gate
     if not args.baseline:
         find_base_baseline(base, gate_, loaded, repo)
-    if base_gate is not None:
-        loaded.config = loaded.config.model_copy(update={"gate": base_gate})
+    if base_config is not None:
+        loaded.config = with_base_policy(own, base_config)
     plans = build_plans(loaded)
-    under = UnderBase(own_gate, base_gate, base.results, missing)
+    under = UnderBase(
+        own.gate,
+        base_config.gate if base_config is not None else None,
+        base.results,
+        missing,
+        scoring_policy(own),
+        scoring_policy(base_config) if base_config is not None else None,
+    )
     base.notes += under.apply(plans)
     _say_base(base, args.quiet)
 

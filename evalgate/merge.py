@@ -2,7 +2,7 @@
 
 Each shard folder is what `evalgate run --shard K/N --out DIR` wrote: results.json (with its
 `shard`), junit.xml, inference.jsonl when the agent ran, and the ADK-shaped results under
-adk/. The merge writes the same files for the whole run. Its comparable payload is the
+adk/ and agents-cli/. The merge writes the same files for the whole run. Its comparable payload is the
 unsharded run's, byte for byte: cases are put back in (eval_set_id, eval_id) order, and
 everything a suite derives from its cases (counts, statuses, the agent-error and
 incomplete-cases warnings) is derived again by the engine's own code, not added up.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from evalgate import results as results_io
 from evalgate.engine import derived_warnings, finish_run, finish_suite
@@ -286,7 +286,7 @@ def adk_files(shards: list[ShardOutput]) -> dict[str, dict[str, Any]]:
 
 
 def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
-    """Write results.json, junit.xml, inference.jsonl (when the agent ran) and adk/ into `out`.
+    """Write results.json, junit.xml, inference.jsonl (when the agent ran), adk/ and agents-cli/ into `out`.
     The shards may come in any order: lines and cases are put in the run's order."""
     from evalgate.reports.junit import junit_xml
 
@@ -303,7 +303,28 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
         path = out / ADK_DIR / rel
         results_io.write_json(data, path)
         written.append(path)
+    traces = _traces(shards, out / "traces")
+    if traces is not None:
+        written.append(traces)
+    from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_in, write_agents_cli_results
+
+    graded = traces_in([s.folder for s in shards], [suite.name for suite in run.suites])
+    written.extend(write_agents_cli_results(run, graded, out / AGENTS_CLI_DIR))
     return written
+
+
+def _traces(shards: list[ShardOutput], folder: Path) -> Optional[Path]:
+    """The shards' agents-cli traces (their newest `traces/traces_<time>.json` each, in shard
+    order) as one traces file, as an unsharded run writes it; nothing when no shard has any."""
+    from evalgate.agents_cli.traces import file_time, write_traces
+
+    cases: list[dict[str, Any]] = []
+    for shard in sorted(shards, key=lambda s: s.index):
+        files = sorted((shard.folder / "traces").glob("traces_*.json"), key=lambda p: (file_time(p), p.name))
+        if files:
+            data = load_json_file(files[-1])
+            cases.extend((data.get("eval_cases") or []) if isinstance(data, dict) else [])
+    return write_traces(cases, folder)
 
 
 def merge_folders(paths: list[Path], out: Path) -> tuple[RunResults, list[ShardOutput]]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import glob
 import importlib.util
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from evalgate.config import LoadedConfig, SuiteConfig, default_criteria, read_simulator_config, read_test_config, suite_agent
 from evalgate.confine import config_path_problems, outside
@@ -21,8 +22,8 @@ from evalgate.criteria import Criterion
 from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.i18n import _, n_
-from evalgate.loaders.actual import ActualRecord, load_actual
-from evalgate.loaders.evalsets import EVALSET_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, split_selector, test_config_beside
+from evalgate.loaders.actual import ACTUAL_SUFFIXES, ActualRecord, load_actual, recorded_outputs
+from evalgate.loaders.evalsets import EXPECTED_SUFFIXES, LoadedEvalSet, SelectedFile, expand, expand_evalsets, expected_digest, load_evalset, part_digests, split_selector, test_config_beside
 from evalgate.results import digest
 from evalgate.simulated_user import BUILT_IN_PERSONAS, UserSimulatorConfig, known_persona
 
@@ -96,12 +97,12 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     problems = ProblemCollector()
     # Every file an item names must lie inside the project (evalgate.confine); the items'
     # paths are checked first, their case selectors read after.
-    _confined(loaded, problems, [_selector_path(item) for item in suite.evalsets], EVALSET_SUFFIXES, "suites", i, "evalsets")
+    _confined(loaded, problems, [_selector_path(item) for item in suite.evalsets], EXPECTED_SUFFIXES, "suites", i, "evalsets")
     problems.raise_if_any()
     set_files = problems.run(expand_evalsets, suite.evalsets, base, shown, lambda j: loaded.where("suites", i, "evalsets", j)) or []
     actual_files = []
     if agent is None:
-        actual_files = _confined(loaded, problems, suite.actual, (".evalset_result.json", ".jsonl"), "suites", i, "actual")
+        actual_files = _confined(loaded, problems, suite.actual, ACTUAL_SUFFIXES, "suites", i, "actual", keep=recorded_outputs)
     problems.raise_if_any()
 
     loaded_sets = [(f, problems.run(load_evalset, f.path, base)) for f in set_files]
@@ -116,6 +117,15 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
     if any(r.suite == suite.name for r in records):
         # One inference.jsonl from a run of several suites over the same cases: this suite's own.
         records = [r for r in records if r.suite in (None, suite.name)]
+    if any(r.trace is not None for r in records):
+        from evalgate.agents_cli.traces import settle
+
+        sets_by_case: dict[str, list[str]] = {}
+        for es in evalsets:
+            for eval_id in es.case_places:
+                sets_by_case.setdefault(eval_id, []).append(es.eval_set.eval_set_id)
+        records = problems.run(settle, records, sets_by_case) or []
+        problems.raise_if_any()
 
     actual_index = _ActualIndex(records, {es.eval_set.eval_set_id for es in evalsets}, problems)
     test_configs: dict[Path, dict[str, Criterion]] = {}
@@ -166,11 +176,15 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 continue
             seen[key] = f"{es.shown} {place}".strip()
             expected = case.conversation
+            acli = es.acli.get(case.eval_id)  # an agents-cli dataset's case
             item = CaseInput(
                 eval_set_id=key[0],
                 eval_id=case.eval_id,
                 criteria=criteria,
-                expected_digest=expected_digest(case),
+                expected_digest=acli.digest if acli is not None else expected_digest(case),
+                # An agents-cli case's criteria read its dataset entry, which the digest above
+                # covers whole: it pairs by that (no parts).
+                parts=part_digests(case) if acli is None else {},
                 expected=expected,
                 # Paths relative to the config, so results do not depend on the working folder.
                 source={"evalset": shown_from_config(es.path)},
@@ -178,6 +192,8 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                 scenario=case.conversation_scenario,
                 simulator=simulator if case.conversation_scenario is not None else None,
                 rubrics=list(case.rubrics or []),
+                acli=acli.acli if acli is not None else None,
+                history=acli.history if acli is not None else [],
             )
             if case.conversation_scenario is not None and agent is not None:
                 persona = case.conversation_scenario.get("user_persona", case.conversation_scenario.get("userPersona"))
@@ -217,6 +233,14 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                     f"eval case '{case.eval_id}' has {len(expected or [])} expected invocations ({es.shown}) but {len(r.invocations)} actual ones",
                     "Record one actual invocation per expected turn, in order.",
                 )
+            if record.trace is not None and expected:
+                from evalgate.agents_cli.traces import shifted_index
+
+                for r in runs:
+                    why = shifted_index(r, expected[-1])
+                    if why:
+                        bad.append(r)
+                        problems.add(r.shown, r.place, why, "agents-cli names a case without eval_case_id by its place in the traces file, which shifts when a case fails: give every dataset case an eval_case_id, then run eval generate again.")
             if bad:
                 continue
             first = next((r for r in runs if r.error is None), runs[0])
@@ -227,12 +251,13 @@ def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
                     problems.run(_attach_case_rubrics, case.rubrics, expected or r.invocations, es.shown, place)
             item.actual = first.invocations
             item.source["actual"] = f"{shown_from_config(record.path or record.shown)} {record.place}"
-            if len(runs) > 1 or record.run is not None or record.error is not None:
-                item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1, ended=r.ended, log=r.log) for r in runs]
+            if len(runs) > 1 or record.run is not None or record.error is not None or record.trace is not None:
+                item.runs = [AgentRun(r.invocations if r.error is None else None, r.error, run=r.run or 1, ended=r.ended, log=r.log, trace=r.trace) for r in runs]
             cases.append(item)
     for name, crit in {n: c for case in cases for n, c in case.criteria.items()}.items():
-        if crit.input_kind != "invocations":
+        if crit.input_kind == "trace":
             problems.add(shown, loaded.where("suites", i, "criteria", name), f"'{name}' scores traces, not eval sets", "Put it in a suite with 'traces:', or remove it.")
+    problems.extend(_acli_on_adk_cases(loaded, i, cases))
     if not cases and not problems.problems:
         problems.add(shown, loaded.where("suites", i), "the suite has no eval cases", "Add cases to its eval sets; a suite that scores nothing cannot pass.")
     problems.extend(_resolve_custom_metrics(loaded, suite, cases))
@@ -270,6 +295,22 @@ def _resolve_custom_metrics(loaded: LoadedConfig, suite: SuiteConfig, cases: lis
     for crit in found.values():
         problems.extend(crit.resolve(_agent_folder(loaded, suite, crit.declared_path), [loaded.base]))
     return problems
+
+
+def _acli_on_adk_cases(loaded: LoadedConfig, i: int, cases: list[CaseInput]) -> list[Problem]:
+    """agents-cli's metrics (an eval_config.yaml as criteria) score agents-cli dataset cases; on
+    an ADK eval set's case every one would be NOT_EVALUATED, so that is an input error."""
+    adk = sorted({c.source.get("evalset", c.eval_set_id) for c in cases if getattr(c, "acli", None) is None
+                  and any(crit.input_kind == "acli" for crit in c.criteria.values())})
+    if not adk:
+        return []
+    names = sorted({n for c in cases for n, crit in c.criteria.items() if crit.input_kind == "acli"})
+    return [Problem(
+        loaded.shown, loaded.where("suites", i, "criteria"),
+        f"agents-cli metrics ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}) score agents-cli datasets, and {', '.join(adk[:3])} "
+        f"{'is an ADK eval set' if len(adk) == 1 else 'are ADK eval sets'}",
+        "Give the ADK eval sets a suite of their own with ADK criteria, or convert them with `agents-cli scaffold upgrade`.",
+    )]
 
 
 def _agent_folder(loaded: LoadedConfig, suite: SuiteConfig, declared_in: Optional[Path]) -> Optional[Path]:
@@ -361,10 +402,11 @@ def selected_digest(config_digest: str, patterns: list[str]) -> str:
     return digest({"config_digest": config_digest, "case": sorted(set(patterns))})
 
 
-def _confined(loaded: LoadedConfig, problems: ProblemCollector, patterns: list[Optional[str]], suffixes: tuple[str, ...], *loc: Any) -> list[Path]:
+def _confined(loaded: LoadedConfig, problems: ProblemCollector, patterns: list[Optional[str]], suffixes: tuple[str, ...], *loc: Any, keep: Optional[Callable[[list[Path]], tuple[list[Path], str]]] = None) -> list[Path]:
     """The files `patterns` name (`expand`), each of which must lie inside the project
     (evalgate.confine): a problem for each pattern that leads outside, and its files dropped.
-    A None pattern is skipped (its item is reported elsewhere)."""
+    A None pattern is skipped (its item is reported elsewhere). `keep` picks, of what a folder
+    or glob matched, the files to read (and says what it looks for, should none be left)."""
     out: dict[Path, None] = {}  # in order, each file once (expand resolved them)
     for j, pattern in enumerate(patterns):
         if pattern is None:
@@ -372,8 +414,14 @@ def _confined(loaded: LoadedConfig, problems: ProblemCollector, patterns: list[O
         files = problems.run(expand, [pattern], loaded.base, suffixes, loaded.shown, lambda _: loaded.where(*loc, j)) or []
         escaped = outside(loaded, files, pattern, loaded.where(*loc, j))
         problems.extend(escaped)
-        if not escaped:
-            out.update(dict.fromkeys(files))
+        if escaped:
+            continue
+        full = Path(pattern) if Path(pattern).is_absolute() else loaded.base / pattern
+        if keep is not None and files and (glob.has_magic(pattern) or full.is_dir()):
+            files, wanted = keep(files)
+            if not files:
+                problems.add(loaded.shown, loaded.where(*loc, j), f"'{pattern}' holds no {wanted}", "Fix the pattern, or remove it.")
+        out.update(dict.fromkeys(files))
     return list(out)
 
 

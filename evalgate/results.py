@@ -51,6 +51,13 @@ class CriterionResult(_Model):
     threshold: float
     per_invocation: list[InvocationResult] = Field(default_factory=list)
     error: Optional[str] = Field(None, description="Why the criterion was not (fully) evaluated.")
+    unavailable: Optional[Literal["judge", "vertex"]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Not evaluated because its service was down (unreachable, overloaded, out of time, no or refused credentials): "
+        "judge or vertex. Absent when it was evaluated, or when the service answered and refused the case's data, which the gate "
+        "counts against the run where the baseline evaluated it.",
+    )
     runs: Optional[list[Optional[float]]] = Field(
         None,
         exclude_if=lambda v: v is None,  # absent with one run: single-run results stay as they were
@@ -132,6 +139,14 @@ class CaseResult(_Model):
     eval_set_id: str
     eval_id: str
     expected_digest: str = Field(description="sha256 of the case's expected data; a changed case has a new digest.")
+    parts: Optional[dict[str, str]] = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="sha256 of each part of the case's data its suite's criteria read (`run`: what the agent's run reads; "
+        "`tool_uses`, `final_response`, `intermediate`, `rubrics`; `*`: all of it but the final session state): the gate "
+        "pairs the case with its baseline by the parts the criteria both runs share read, so a field no criterion reads "
+        "does not unpair it.",
+    )
     status: Status
     criteria: dict[str, CriterionResult]
     invocations: list[InvocationSummary] = Field(default_factory=list)
@@ -184,12 +199,31 @@ class CriterionSpec(_Model):
         description="Judge criteria: requests, cache_hits, retries, failures and tokens spent on this suite.",
     )
     options: dict[str, Any] = Field(default_factory=dict)
+    reads: Optional[list[str]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="The parts of a case's expected data the criterion reads (see CaseResult.parts); [\"*\"]: all of it.",
+    )
     sampling: Optional[Literal["early_stop"]] = Field(
         None,
         description="Judge criteria decided by a majority vote: \"early_stop\" when samples stopped once the "
         "majority was decided (judge.early_stop), so details.samples holds the samples drawn; absent when "
         "every sample was drawn. compare does not mix the two on sample means.",
         exclude_if=lambda v: v is None,
+    )
+    no_threshold: bool = Field(
+        False,
+        exclude_if=lambda v: not v,
+        description="A criterion without a threshold (agents-cli's metrics): a scored case is PASSED with its score; "
+        "the gate compares the scores with the baseline's. `threshold` is then not used. Absent when false.",
+    )
+    score_range: Optional[list[Optional[float]]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        min_length=2,
+        max_length=2,
+        description="The scale of the criterion's scores, [lowest, highest] (null at an unbounded end), when it is the "
+        "criterion's own (agents-cli's metrics); the gate's margins are fractions of it. Absent: the criterion's kind says.",
     )
 
 

@@ -9,9 +9,11 @@ engine, with the trusted job's judge credentials.
 
 So: every trusted case gets the runs the artifact holds for it (at most the suite's
 `num_runs`, matched by suite, eval set and case, and only when they ran on the same
-expected data); a trusted case the artifact lacks is NOT_EVALUATED with the reason; a suite
-for which the artifact holds nothing, lacks a case, or has a case whose run failed or ran
-other turns than the case has, is an agent error (the gate's verdict for it is ERROR): a
+expected data); a trusted case the artifact lacks is NOT_EVALUATED with the reason, and so
+is one whose record cannot be a run of it (no turn, other turns or other user messages than
+the case's, a simulated conversation that does not start with its starting prompt:
+`not_a_run`); a suite for which the artifact holds nothing, lacks a case, or has such a
+case or one whose run failed, is an agent error (the gate's verdict for it is ERROR): a
 fork's outputs cannot show that a failure was not made. Rubrics inside the artifact's invocations are dropped (a fork could plant easy
 ones); the trusted case's rubrics are attached as a run of the agent would. Trace suites
 read their traces from files, which phase 2 does not have from the pull request, so their
@@ -189,6 +191,8 @@ def _runs_for(case: CaseInput, records: list[InferenceRecord], num_runs: int) ->
             runs.append(_missing(n, OTHER_DATA))
         elif rec.error is not None:
             runs.append(AgentRun(None, rec.error[:2000], run=n, expected_digest=case.expected_digest))
+        elif (why := not_a_run(case, rec.invocations)) is not None:
+            runs.append(AgentRun(None, why, run=n, expected_digest=case.expected_digest))
         else:
             for inv in rec.invocations:
                 inv.rubrics = None  # the trusted case's rubrics only (below)
@@ -200,12 +204,38 @@ def _runs_for(case: CaseInput, records: list[InferenceRecord], num_runs: int) ->
     return runs
 
 
+NOT_A_RUN = "the pull request's record of this case is no run of its eval case"
+
+
+def not_a_run(case: CaseInput, invocations: list) -> Optional[str]:
+    """Why a record's turns cannot be a run of `case` (None when they can be): a run of an
+    eval case answers its user turns, in order, one invocation each; a simulated
+    conversation starts with its scenario's starting prompt, verbatim, and has at most the
+    simulator's turns. A record that is none of these would be scored as if it were one: a
+    rule over every turn ("never calls delete_all") holds of no turns, and a judge reads the
+    user messages the record gives. So it is not a record: its case is NOT_EVALUATED."""
+    if not invocations:
+        return f"{NOT_A_RUN}: it holds no turn"
+    if case.expected is not None:
+        if len(invocations) != len(case.expected):
+            return f"{NOT_A_RUN}: it has {len(invocations)} turns, the eval case {len(case.expected)}"
+        for i, (got, wanted) in enumerate(zip(invocations, case.expected)):
+            if got.user_text() != wanted.user_text():
+                return f"{NOT_A_RUN}: turn {i + 1} answers another user message than the eval case's"
+    elif case.scenario is not None:
+        from evalgate.simulated_user import Scenario
+
+        if invocations[0].user_text() != Scenario.of(case.scenario).starting_prompt:
+            return f"{NOT_A_RUN}: its first turn is not the scenario's starting prompt"
+        limit = case.simulator.max_allowed_invocations if case.simulator is not None else None
+        if limit is not None and limit > 0 and len(invocations) > limit:
+            return f"{NOT_A_RUN}: it has {len(invocations)} turns, more than the user simulator's {limit}"
+    return None
+
+
 def _unscorable(case: CaseInput, run: AgentRun) -> bool:
-    """A run whose criteria cannot score it: it failed, or its turns are not the eval case's."""
-    if run.error is not None:
-        return True
-    expected = case.expected
-    return expected is not None and run.invocations is not None and len(run.invocations) != len(expected)
+    """A run whose criteria cannot score it: it failed, or it is no run of the eval case."""
+    return run.error is not None
 
 
 def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
@@ -235,6 +265,7 @@ def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
             reasons.update(r.error for r in case.runs if r.error is not None)
         runs = sum(len(case.runs) for case in plan.cases)
         missing = sum(1 for case in plan.cases if any(r.error in (NO_RUN, OTHER_DATA) for r in case.runs))
+        forged = [r.error for case in plan.cases for r in case.runs if r.error is not None and r.error.startswith(NOT_A_RUN)]
         if missing:
             # A run of evalgate writes a record for every case run, failed or not: a case
             # without one was dropped from the artifact, or the pull request changed its
@@ -242,6 +273,13 @@ def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
             plan.agent_error = (
                 f"{missing} of {len(plan.cases)} cases have no output in the pull request's run, or ran on other "
                 "eval data than the default branch's, so the suite cannot be judged from it"
+            )
+        elif forged:
+            # Records that are no run of their case: not a failure the agent could have had.
+            cases = sum(1 for case in plan.cases if any(r.error is not None and r.error.startswith(NOT_A_RUN) for r in case.runs))
+            plan.agent_error = (
+                f"{cases} of {len(plan.cases)} cases hold no run of their eval case in the pull request's outputs "
+                f"(the first: {forged[0][len(NOT_A_RUN) + 2:]}), so the suite cannot be judged from them"
             )
         elif runs and sum(reasons.values()) == runs:
             from evalgate.infer import agent_error

@@ -65,7 +65,7 @@ def test_run_output_modes(cli, flag, tmp_path):
         assert out.strip() == "evalgate: PASSED (2 passed, 0 failed, 0 not evaluated)"
     else:
         assert "overall: PASSED" in out and "\x1b[" not in out
-    assert sorted(p.name for p in (root / "o").iterdir()) == ["adk", "inference.jsonl", "junit.xml", "report.html", "results.json"]
+    assert sorted(p.name for p in (root / "o").iterdir()) == ["adk", "agents-cli", "inference.jsonl", "junit.xml", "report.html", "results.json"]
 
 
 @pytest.mark.parametrize("args", [("schema",), ("run", "--out", "out")])

@@ -73,7 +73,9 @@ THRESHOLD = 0.5
 
 def crit(value, threshold: float = THRESHOLD, error: str = "no judge credentials") -> CriterionResult:
     if value is None:
-        return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, error=error)
+        # Without judge credentials the engine marks the judge as unavailable (evalgate.gate.refused).
+        unavailable = "judge" if error.startswith("no judge credentials") else None
+        return CriterionResult(score=None, status=Status.NOT_EVALUATED, threshold=threshold, error=error, unavailable=unavailable)
     if isinstance(value, list):
         valid = [s for s in value if s is not None]
         score = 1.0 if sum(s >= threshold for s in valid) * 2 > len(valid) else 0.0
@@ -398,10 +400,44 @@ def test_pairing_changed_added_removed():
     assert s.added == [K("d")]
     assert s.removed == [K("c")]
     assert s.criteria[0].n_pairs == 1  # only a is compared
-    # b and d fail but are not gated in regression mode: listed, with a warning.
-    assert s.verdict is Verdict.PASS
-    assert any("2 added or changed cases fail, not gated" in r and "set/b, set/d" in r for r in s.reasons)
+    # d fails but is not gated (no baseline to compare with): listed, with a warning. b changed,
+    # and the baseline passed it: failing now decides the gate (issue 34: a case does not leave
+    # the gate by being edited).
+    assert s.verdict is Verdict.FAIL
+    assert s.reasons[0] == "1 changed case the baseline passed fails now: set/b (its expected data changed in this run; a case does not leave the gate by being edited)"
+    assert any("1 added or changed case fail, not gated" in r and "set/d" in r for r in s.reasons)
     assert s.changes == []
+    # A changed case that failed in the baseline too, or passes now, decides nothing.
+    base = one({"a": {"tool": 1.0}, "b": {"tool": 0.0}, "c": {"tool": 1.0}}, digests={"b": "old", "c": "old"})
+    cur = one({"a": {"tool": 1.0}, "b": {"tool": 0.0}, "c": {"tool": 1.0}}, digests={"b": "new", "c": "new"})
+    assert compare(base, cur, POLICY).suites[0].verdict is Verdict.PASS
+
+
+def test_cases_pair_by_what_their_criteria_read():
+    """A case pairs by the parts of its data that the criteria both runs share read (and what
+    its run reads): a change to a part no shared criterion reads does not unpair it; a run
+    that does not record them (an older baseline) pairs by the whole expected data."""
+    def with_parts(results: RunResults, parts: dict, reads: list[str] | None = ["tool_uses"]) -> RunResults:  # noqa: B006
+        for case in results.suites[0].cases:
+            case.parts = parts.get(case.eval_id)
+        for spec in results.suites[0].criteria.values():
+            spec.reads = reads
+        return results
+
+    same, other = {"run": "r", "tool_uses": "t"}, {"run": "r", "tool_uses": "t", "final_response": "f2"}
+    base = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {"a": same, "b": {**same, "final_response": "f1"}})
+    cur = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": same, "b": other})
+    s = compare(base, cur, POLICY).suites[0]
+    assert s.changed == [] and s.criteria[0].n_pairs == 2 and [c.key for c in s.changes] == [K("b")]
+    # The part the criterion reads changed: another case.
+    moved = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": same, "b": {"run": "r", "tool_uses": "t2"}})
+    assert compare(base, moved, POLICY).suites[0].changed == [K("b")]
+    # What the run reads changed: another case too.
+    asked = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 0.0}}, digests={"b": "new"}), {"a": same, "b": {"run": "r2", "tool_uses": "t"}})
+    assert compare(base, asked, POLICY).suites[0].changed == [K("b")]
+    # A baseline that does not say what its criteria read pairs by the whole expected data.
+    older = with_parts(one({"a": {"tool": 1.0}, "b": {"tool": 1.0}}, digests={"b": "old"}), {}, reads=None)
+    assert compare(older, cur, POLICY).suites[0].changed == [K("b")]
 
 
 def test_cases_pair_across_eval_sets_and_suites_by_full_key():

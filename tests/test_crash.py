@@ -23,6 +23,7 @@ def _current(judge_outage: bool = False, policy: str = "warn"):
     case = results.suites[0].cases[2]
     if judge_outage:
         case.criteria["traj"].error = "the judge's API answered 503"
+        case.criteria["traj"].unavailable = "judge"  # as the engine records a service failure
     else:
         case.criteria["traj"].error = CRASH
         case.agent_error = "ValueError: 東京 has no weather station"

@@ -361,7 +361,7 @@ def test_workflow_run_publishes_a_fork_pull_requests_results(action, baseline):
     head = fake.add_commit([baseline], "fork head")
     fake.add_pull(PR, head, baseline, fork=True)
     _artifact(action, baseline, head)
-    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}, "pull_requests": []}}
 
     assert action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact") == 1, action.stdout
     [comment] = fake.issue_comments(PR)
@@ -378,7 +378,7 @@ def test_workflow_run_refuses_an_artifact_for_another_commit(action, baseline):
     head = fake.add_commit([baseline])
     fake.add_pull(PR, head, baseline, fork=True)
     _artifact(action, baseline, head, head_sha="a" * 40)
-    event = {"workflow_run": {"id": 99, "head_sha": head}}
+    event = {"workflow_run": {"id": 99, "head_sha": head, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}}}
     assert action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact") == 2
     assert "is not the commit the triggering run tested" in action.stdout
     assert _writes(fake) == []
@@ -552,7 +552,7 @@ def test_an_unwritable_output_dir_names_the_input(action, history):
 
 
 def test_publish_without_an_artifact_names_the_step_env(action, baseline):
-    event = {"workflow_run": {"id": 99, "head_sha": baseline}}
+    event = {"workflow_run": {"id": 99, "head_sha": baseline, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}}}
     assert action("workflow_run", event, sha=baseline, mode="publish") == 2
     assert "EVALGATE_ARTIFACT_DIR (the step's env): the publish mode needs" in action.stdout
     assert "input 'artifact-dir'" not in action.stdout  # there is no such input
@@ -608,7 +608,7 @@ def test_a_publish_for_a_head_the_pr_has_moved_on_from_posts_nothing_and_passes(
     old = fake.add_commit([baseline], "first push")
     fake.add_pull(PR, fake.add_commit([old], "second push"), baseline, fork=True)  # pushed again meanwhile
     _artifact(action, baseline, old)
-    event = {"workflow_run": {"id": 99, "head_sha": old}}
+    event = {"workflow_run": {"id": 99, "head_sha": old, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}}}
     assert action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact") == 0, action.stdout
     assert _writes(fake) == []
     assert any("were not posted" in line for line in action.stdout.splitlines() if line.startswith("::warning"))

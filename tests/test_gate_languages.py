@@ -247,6 +247,25 @@ def mixed_sampling():
     return compare(base, cur, POLICY), cur
 
 
+def refused_by_the_judge():
+    """Issue 34: the judge refused two answers (its service up), and was down for a third."""
+    base = one({e: {"tool": 1.0, "judge": 1.0} for e in KO[:4]})
+    current = one({e: {"tool": 1.0, "judge": 1.0 if i == 3 else None} for i, e in enumerate(KO[:4])})
+    cases = current.suites[0].cases
+    for case in cases[:2]:
+        case.criteria["judge"] = crit(None, error="judge refused the prompt (promptFeedback.blockReason PROHIBITED_CONTENT)")
+    cases[2].criteria["judge"] = crit(None, error="timeout")
+    cases[2].criteria["judge"].unavailable = "judge"
+    return compare(base, current, POLICY), current
+
+
+def changed_case_fails():
+    """Issue 34: a case the baseline passed, edited by the pull request, fails now."""
+    base = one({e: {"tool": 1.0} for e in JA[:3]}, digests={JA[0]: "old"})
+    cur = one({e: {"tool": 0.0 if i == 0 else 1.0} for i, e in enumerate(JA[:3])}, digests={JA[0]: "new"})
+    return compare(base, cur, POLICY), cur
+
+
 def _compare(base, cur, policy=POLICY):
     return compare(base, cur, policy), cur
 
@@ -283,6 +302,8 @@ SCENARIOS: dict[str, Callable[[], tuple]] = {
         added_cases_fail,
         absolute_mode,
         mixed_sampling,
+        refused_by_the_judge,
+        changed_case_fails,
     )
 }
 
@@ -333,7 +354,7 @@ ENGLISH = re.compile(
 )
 ALLOWED = re.compile(
     r"`[^`]*`|\(not_evaluated: warn\)|gate\.[a-z_.]+|num_[a-z]+|judge\.early_stop|run --case|temperature 0|\(flaky\)|"
-    r"\b(judge|tool|traj|rouge|score|new|old)(?=:)|no judge credentials|timeout|quota|reply is not JSON"  # criterion names, errors (data)
+    r"\b(judge|tool|traj|rouge|score|new|old)(?=:)|no judge credentials|judge refused the prompt|timeout|quota|reply is not JSON"  # criterion names, errors (data)
 )
 
 

@@ -155,7 +155,7 @@ def test_eval_history_as_adk_writes_it(tmp_path, double_encoded):
 
 def test_unknown_actual_file_shape(tmp_path):
     path = write_json(tmp_path / "x.json", {"hello": 1})
-    with pytest.raises(InputError, match="not ADK eval history nor evalgate inference JSONL"):
+    with pytest.raises(InputError, match="not ADK eval history, evalgate inference JSONL nor agents-cli traces"):
         load_actual(path)
 
 

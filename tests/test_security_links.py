@@ -236,6 +236,22 @@ def test_output_files_committed_as_links_are_replaced_not_written_through(action
     assert "success" not in _statuses(action.fake, head)
 
 
+def test_the_agents_cli_results_folder_as_a_link_is_refused(action, based, tmp_path):
+    """agents-cli/ (agents-cli's results file, evalgate.reports.agents_cli) is written as the
+    other outputs are: a pull request that commits it as a link gets exit 2, nothing written there."""
+    outside = tmp_path / "outside"
+    (outside / "agents-cli").mkdir(parents=True)
+    out = action.ws / "evalgate-results"
+    shutil.rmtree(out)
+    out.mkdir()
+    (out / "agents-cli").symlink_to(outside / "agents-cli")
+    head = action.fake.add_commit([based], "links")
+    code = action("pull_request", _pull_request(head, based), sha=head)
+    assert code == 2 and "symbolic link" in action.stdout, action.stdout
+    assert list((outside / "agents-cli").iterdir()) == []
+    assert "success" not in _statuses(action.fake, head)
+
+
 def test_every_output_file_is_replaced_not_written_through(action, based, tmp_path):
     """The same links, with no linked folder on the way: the run succeeds in writing its own
     files, and nothing outside changes."""

@@ -51,7 +51,7 @@ def _publish(action, baseline: str, forge=None) -> tuple[int, str]:  # noqa: F81
     artifact = _artifact(action, baseline, head)  # the fork's run: lights-en regressed
     if forge is not None:
         forge(artifact)
-    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}, "pull_requests": []}}
     code = action("workflow_run", event, sha=baseline, artifact_dir="evalgate-artifact", status_per_suite="true")
     return code, head
 
@@ -115,6 +115,15 @@ def _two_turns(artifact: Path) -> None:
     _write_records(artifact, [dict(r, invocations=r["invocations"] * 2) if r["eval_id"] == "lights-en" else r for r in _records(artifact)])
 
 
+def _other_user(artifact: Path) -> None:
+    """The failing case's record answers a question the eval case does not ask."""
+    records = _records(artifact)
+    for r in records:
+        if r["eval_id"] == "lights-en":
+            r["invocations"][0]["user_content"]["parts"][0]["text"] = "Turn off the kitchen light."
+    _write_records(artifact, records)
+
+
 def _empty(artifact: Path) -> None:
     (artifact / "inference.jsonl").write_text("not json\n", encoding="utf-8")
 
@@ -129,8 +138,9 @@ def _empty(artifact: Path) -> None:
         pytest.param(_empty, "hold nothing for this suite", id="no records"),
         # NOT_EVALUATED instead of FAILED: under the default `not_evaluated: warn` these passed.
         pytest.param(_fail_case, "1 of 2 cases failed to run", id="the failing case marked as a failed run"),
-        pytest.param(_no_turns, "1 of 2 cases failed to run", id="the failing case with no invocations"),
-        pytest.param(_two_turns, "1 of 2 cases failed to run", id="the failing case with other turns"),
+        pytest.param(_no_turns, "1 of 2 cases hold no run of their eval case in the pull request's outputs (the first: it holds no turn)", id="the failing case with no invocations"),
+        pytest.param(_two_turns, "(the first: it has 2 turns, the eval case 1)", id="the failing case with other turns"),
+        pytest.param(_other_user, "(the first: turn 1 answers another user message than the eval case's)", id="the failing case answering another question"),
     ],
 )
 def test_a_case_or_suite_taken_out_of_the_outputs_cannot_pass(action, baseline, forge, reason):  # noqa: F811
@@ -387,7 +397,7 @@ def test_a_fork_run_of_an_agent_suite_is_re_scored_run_by_run(fake_github, tmp_p
     records = _records(artifact)
     assert sorted({r.get("run") or 1 for r in records}) == list(range(1, num_runs + 1))
     capsys.readouterr()
-    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "pull_requests": []}}
+    event = {"action": "completed", "workflow_run": {"id": 99, "event": "pull_request", "head_sha": head, "head_branch": "feature", "head_repository": {"full_name": "someone/hello"}, "pull_requests": []}}
     assert action("workflow_run", event, sha=base, artifact_dir="evalgate-artifact") == 0, action.stdout
     [status] = fake.statuses[head]
     assert status["state"] == "success"

@@ -41,6 +41,9 @@ class CaseRun:
     session_input: dict[str, Any] = field(default_factory=dict)  # ADK SessionInput (snake_case)
     expected: Optional[list[Invocation]] = None  # the expected turns (tool replay reads their tool responses)
     replay: bool = False  # tools: replay
+    # ADK events (JSON, snake_case) the session holds before the first turn: an agents-cli
+    # "N+1" case's earlier turns (author, content, actions.state_delta).
+    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Conversation:
@@ -90,6 +93,13 @@ class Runner:
 
     async def stop(self) -> None:
         pass
+
+    async def agent_info(self) -> tuple[Optional[str], dict[str, Any]]:
+        """The root agent's name and its agent tree as an agents-cli trace records it
+        (`agent_data.agents`: `{name: {agent_id, agent_type, description, instruction, tools,
+        sub_agents}}`), where the runner can know them cheaply; (None, {}) where it cannot.
+        Asked once, after start(), when dataset cases run; never fails a run."""
+        return None, {}
 
     def describe(self) -> str:
         return self.kind

@@ -157,6 +157,23 @@ class AdkRunner(Runner):
     async def open(self, case: CaseRun) -> Conversation:
         return _AdkConversation(self, case)
 
+    async def agent_info(self) -> tuple[Optional[str], dict[str, Any]]:
+        """From the root agent's tree, as ADK's api_server answers `/app-info` (LlmAgents only)."""
+        from evalgate.agents_cli.traces import agents_map
+
+        root = self.root_agent
+        name = getattr(root, "name", None)
+        try:
+            from google.adk.agents.llm_agent import LlmAgent
+            from google.adk.utils.agent_info import get_agents_dict
+
+            if not isinstance(root, LlmAgent):
+                return name, {}
+            found = await get_agents_dict(root)
+        except Exception:  # an older google-adk, or a tool whose declaration fails: the trace goes without
+            return name, {}
+        return name, agents_map({k: v.model_dump(mode="json", exclude_none=True) for k, v in found.items()})
+
     def describe(self) -> str:
         return f"adk {self.spec.adk}"
 
@@ -185,9 +202,10 @@ class _AdkConversation(Conversation):
             return self.runner
         from google.adk.runners import Runner as AdkRunnerClass
 
-        await self.sessions.create_session(
+        session = await self.sessions.create_session(
             app_name=self.app_name, user_id=self.user_id, state=dict(self.case.session_input.get("state") or {}), session_id=self.session_id
         )
+        await _seed(self.sessions, session, self.case.history)
         _, retries, replay = _plugin_classes()
         plugins: list[Any] = [self.details, retries()]
         if self.replay is not None:
@@ -233,6 +251,24 @@ class _AdkConversation(Conversation):
 
     def replayed(self) -> dict[str, int]:
         return self.replay.counts() if self.replay is not None else {}
+
+
+async def _seed(sessions: Any, session: Any, history: list[dict[str, Any]]) -> None:
+    """The case's history (an agents-cli N+1 case's earlier turns) appended to the new session
+    as ADK Events, before the first turn: the agent sees them as the conversation so far, and
+    their `actions.state_delta` becomes the session's state (the session service applies it).
+    Marked restored, as ADK's api_server marks the events a session is created with."""
+    if not history:
+        return
+    from google.adk.events.event import Event
+
+    try:
+        from google.adk.events._internal_metadata import mark_restored
+    except ImportError:  # a google-adk without it
+        mark_restored = None
+    for raw in history:
+        event = Event.model_validate(raw)
+        await sessions.append_event(session, mark_restored(event) if mark_restored else event)
 
 
 def _busy_intervals() -> Any:

@@ -43,6 +43,13 @@ class AgentInput(BaseModel):
         description="Only under `tools: replay`: every recorded tool call of the case with its response. "
         "Answer a call with the same name and args with the recorded response instead of running the tool.",
     )
+    history: Optional[list[dict[str, Any]]] = Field(
+        default=None,
+        description="Only on the first line of a case run, and only when the case has one (an agents-cli dataset case "
+        "whose agent_data.turns end in the user's message): the conversation so far, as ADK Events "
+        "[{author, content, actions: {state_delta}}], oldest first. Start the session with these events "
+        "(and their state deltas applied) before answering user_content.",
+    )
 
 
 class AgentOutput(AdkModel):

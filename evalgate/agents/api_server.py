@@ -4,7 +4,8 @@ It speaks the server's HTTP API, never ADK's Python: per case run it creates a s
 (`POST /apps/{app}/users/{user}/sessions` with the case's `session_input` state, user id
 and session id, ADK's eval defaults otherwise), sends each user turn to `POST /run`
 (non-streaming; the answer is the turn's events in camelCase, without the user's message,
-which is put back here), and deletes the session at the end. The events become invocations
+which is put back here), and deletes the session at the end. An agents-cli "N+1" case's
+history goes into the created session as its `events` (state deltas as its `state`). The events become invocations
 in `evalgate.agents.events`, the same code the in-process runner uses; only `app_details`
 (the agent's instructions and tool declarations) cannot be known from outside the server.
 
@@ -255,6 +256,25 @@ class ApiServerRunner(Runner):
     async def open(self, case: CaseRun) -> Conversation:
         return _ServerConversation(self, case)
 
+    async def agent_info(self) -> tuple[Optional[str], dict[str, Any]]:
+        """`GET /apps/<app>/app-info`, as agents-cli's `eval generate` asks it; when the server
+        does not answer it, agents-cli's fallback: the root agent named `root_agent`, no agents."""
+        from evalgate.agents_cli.cases import FALLBACK_AGENT
+        from evalgate.agents_cli.traces import agents_map
+
+        try:
+            status, body = await self.call("GET", f"/apps/{quote(self.app, safe='')}/app-info", timeout=min(PROBE_TIMEOUT_S * 2, self.spec.timeout_s))
+        except AgentError:
+            return FALLBACK_AGENT, {}
+        if status != 200 or not isinstance(body, dict):
+            return FALLBACK_AGENT, {}
+        root = body.get("rootAgentName", body.get("root_agent_name"))
+        agents = agents_map(body.get("agents") if isinstance(body.get("agents"), dict) else {})
+        for entry in agents.values():
+            if isinstance(entry.get("tools"), list):
+                entry["tools"] = _snake_tools(entry["tools"])
+        return (root if isinstance(root, str) and root else FALLBACK_AGENT), agents
+
     def describe(self) -> str:
         return f"url {_safe_url(self.spec.url)}"
 
@@ -271,9 +291,22 @@ class _ServerConversation(Conversation):
 
     async def _create_session(self) -> str:
         state = dict(self.case.session_input.get("state") or {})
+        events = []
+        for event in self.case.history:
+            # As agents-cli's `eval generate` seeds a session: its history in `events`. ADK
+            # 2.13's api_server refuses an event that carries actions ("Session initialization
+            # event N cannot include event actions"), so a state delta goes into the session's
+            # initial `state` instead (in order, a later delta over an earlier one), and an event
+            # that was only a state delta is not sent.
+            delta = (event.get("actions") or {}).get("state_delta")
+            state.update(delta or {})
+            if event.get("content") is not None:
+                events.append({k: v for k, v in event.items() if k != "actions"})
         if self.case.replay:
             state[REPLAY_STATE_KEY] = recorded_calls(self.case.expected or [])
         body: dict[str, Any] = {"state": state}
+        if events:
+            body["events"] = events
         wanted = self.case.session_input.get("session_id")
         if wanted:
             body["sessionId"] = str(wanted)
@@ -348,6 +381,20 @@ def log_answer(owner: ApiServerRunner, what: str, body: Any) -> None:
     if len(text) > LOG_CHARS:
         text = text[:LOG_CHARS] + f" ... ({len(text) - LOG_CHARS:,} more characters)"
     log.write(f"{what}:\n{text}\n")
+
+
+def _snake_tools(tools: list[Any]) -> list[Any]:
+    """Tool declarations as the server sent them (camelCase) in snake_case, as agents-cli
+    writes them once its SDK has read them; as sent when google-genai is not installed (a
+    property name inside a schema must keep its case, so no blind key conversion)."""
+    try:
+        from google.genai import types
+    except ImportError:
+        return tools
+    try:
+        return [types.Tool.model_validate(t).model_dump(mode="json", exclude_none=True) for t in tools]
+    except Exception:  # a declaration this google-genai does not know: keep it as sent
+        return tools
 
 
 def _safe_url(url: str) -> str:

@@ -207,6 +207,7 @@ class _CommandConversation(Conversation):
             session_input=self.case.session_input,
             user_content=user_content,
             tool_responses=self.tool_responses,
+            history=self.case.history if self.turn == 1 and self.case.history else None,
         ).model_dump(mode="json", exclude_none=True, exclude_unset=True)
         sent = time.time()
         started = time.monotonic()

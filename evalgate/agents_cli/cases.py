@@ -253,14 +253,34 @@ def _dump_content(content: Content) -> dict[str, Any]:
     return content.model_dump(mode="json", exclude_none=True, by_alias=False)
 
 
+def _unsigned(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events without the model's thought signatures, as agents-cli writes a run's new
+    events (`strip_thought_signatures`)."""
+    for event in events:
+        for part in (event.get("content") or {}).get("parts") or []:
+            if isinstance(part, dict):
+                part.pop("thought_signature", None)
+    return events
+
+
 def _agent_events(inv: Invocation, agent: str) -> list[dict[str, Any]]:
-    """The events an invocation's agent produced, in order, as a trace holds them."""
+    """The events an invocation's agent produced, in order, as a trace holds them (without
+    thought signatures, which agents-cli strips)."""
+    return _unsigned(_produced(inv, agent))
+
+
+def _produced(inv: Invocation, agent: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     data = inv.intermediate_data
+    final_author = agent
     if isinstance(data, InvocationEvents):
         for e in data.invocation_events:
             if e.content is not None and e.content.parts:
                 events.append({"author": e.author, "content": _dump_content(e.content)})
+            elif e.author:
+                # The final response's event is recorded without its content (its text is the
+                # final response): it says who answered, a sub-agent after a transfer.
+                final_author = e.author
     elif isinstance(data, IntermediateData):
         responses = list(data.tool_responses)
         for i, call in enumerate(data.tool_uses):
@@ -277,7 +297,7 @@ def _agent_events(inv: Invocation, agent: str) -> list[dict[str, Any]]:
     if inv.final_response is not None and inv.final_response.parts:
         final = _dump_content(inv.final_response)
         final.setdefault("role", "model")
-        events.append({"author": agent, "content": final})
+        events.append({"author": final_author, "content": final})
     return events
 
 

@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 from evalgate.adk import Invocation
 from evalgate.results import Status
 
-InputKind = Literal["invocations", "trace"]
+InputKind = Literal["invocations", "trace", "acli"]
 Scope = Literal["invocation", "case"]
 
 
@@ -67,6 +67,13 @@ class Criterion(BaseModel):
     # The scale of its scores, lowest to highest (the threshold is on it): the gate's margins,
     # resolution and assumed run-to-run sd are fractions of this range (evalgate.gate.values.score_range).
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    # The parts of a case's expected data the criterion reads (evalgate.loaders.evalsets.PARTS):
+    # a case is paired with its baseline when these (and what the agent's run reads) are the
+    # same. "*": all of it, the safe default for a criterion that does not say.
+    reads: ClassVar[frozenset[str]] = frozenset({"*"})
+    # False for a criterion without a threshold (agents-cli's metrics): a scored case is
+    # PASSED with its score, and only the gate's comparison with the baseline judges it.
+    has_threshold: ClassVar[bool] = True
 
     threshold: float = Field(ge=0.0, le=1.0, description="Pass when the score is at least this.")
     include_intermediate_responses_in_final: bool = Field(
@@ -95,6 +102,15 @@ class Criterion(BaseModel):
 
     def score_trace(self, trace: Any) -> Outcome:
         raise NotImplementedError(f"{self.name} does not score traces")
+
+    def score_acli(self, case: Any, run: Any) -> CaseOutcome:
+        """Input kind "acli": one run of an agents-cli dataset case (evalgate.criteria.acli)."""
+        raise NotImplementedError(f"{self.name} does not score agents-cli cases")
+
+    def scale(self) -> tuple[float | None, float | None] | None:
+        """The scale of this criterion's scores when it is its own, not its class's
+        `score_range` (None at an unbounded end); None: the class's. Results record it."""
+        return None
 
     def requires(self) -> list[tuple[str, str]]:
         """(module, extra) pairs this criterion needs installed; checked before anything runs,

@@ -132,6 +132,7 @@ class FinalResponseMatchV2(JudgeCriterion):
     """LLM judge: is the final response valid against the reference (ADK `final_response_match_v2`)."""
 
     name: ClassVar[str] = "final_response_match_v2"
+    reads: ClassVar[frozenset[str]] = frozenset({"final_response", "intermediate"})  # the reference, with intermediate text when asked
     prompt_version: ClassVar[str] = "1"
     majority_vote: ClassVar[bool] = True
 

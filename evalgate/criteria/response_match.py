@@ -173,6 +173,7 @@ class ResponseMatch(Criterion):
     """ROUGE-1 F-measure of the final response against the reference (ADK `response_match_score`)."""
 
     name: ClassVar[str] = "response_match_score"
+    reads: ClassVar[frozenset[str]] = frozenset({"final_response"})
 
     def score_invocation(self, actual: Invocation, expected: Invocation | None) -> Outcome:
         assert expected is not None

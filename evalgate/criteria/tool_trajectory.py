@@ -39,6 +39,7 @@ class ToolTrajectory(Criterion):
     """Tool-call trajectory match, averaged over invocations (ADK `tool_trajectory_avg_score`)."""
 
     name: ClassVar[str] = "tool_trajectory_avg_score"
+    reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
 
     match_type: MatchType = Field(
         default=MatchType.EXACT,

@@ -65,6 +65,7 @@ def _shown(calls: list[Any]) -> list[Any]:
 
 
 class _Overlap(Criterion):
+    reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
     ignore_args: bool = Field(default=False, description="Compare tool names only.")
 
     def _counts(self, actual: Invocation, expected: Invocation | None) -> tuple[int, int, int, dict[str, Any]]:

@@ -22,6 +22,7 @@ class TrajectorySingleToolUse(Criterion):
     """Per invocation 1 if the named tool was called, else 0 (Vertex AI `trajectory_single_tool_use`)."""
 
     name: ClassVar[str] = "trajectory_single_tool_use"
+    reads: ClassVar[frozenset[str]] = frozenset()  # only what the run reads: no expected data
     needs_expected: ClassVar[bool] = False
 
     tool_name: str = Field(description="The tool that must be called, exactly as the agent names it.")

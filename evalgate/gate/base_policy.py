@@ -1,11 +1,12 @@
 """The gate's policy as the base commit has it: a pull request is judged by its base's rules.
 
 The policy is what decides a verdict: the `gate:` section of the config (margins, alpha,
-flips, where the baseline is kept) and, per suite, its criteria with their thresholds and
-options. A pull request that changes its own config could otherwise loosen the gate that
-judges it. So in PR mode the gate section is read from the config file at the base commit,
-and each suite's criteria are those the baseline (written by a trusted run of the default
-branch) recorded; the pull request's own policy is only compared with it, and the
+flips, where the baseline is kept), the `judge:` and `vertex:` sections (whether a judged
+criterion is heard at all: deadline, timeout, attempts, endpoint) and, per suite, its
+criteria with their thresholds and options. A pull request that changes its own config could
+otherwise loosen the gate that judges it. So in PR mode those sections are read from the
+config file at the base commit, and each suite's criteria are those the baseline (written by
+a trusted run of the default branch) recorded; the pull request's own policy is only compared with it, and the
 difference is shown in the comment. It takes effect once merged.
 """
 
@@ -112,6 +113,10 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
         if not suite.criteria:
             continue
         options = {name: spec.options for name, spec in suite.criteria.items()}
+        # agents-cli's metrics (no threshold) are named by the user or by the eval service's
+        # versions, and some share a name with an ADK criterion evalgate knows (safety_v1): they
+        # are never rebuilt from the registry; the pull request's own (from its eval config) is used.
+        own_only = {name for name, spec in suite.criteria.items() if spec.no_threshold}
         thresholds_of = {
             (c.eval_set_id, c.eval_id): tuple(sorted((n, r.threshold) for n, r in c.criteria.items() if n in options))
             for c in suite.cases
@@ -129,6 +134,9 @@ def base_criteria(plans: list, baseline: RunResults) -> list[str]:
             if wanted not in built:
                 parsed, failed = {}, {}
                 for name, threshold in wanted:
+                    if name in own_only:
+                        failed[name] = threshold
+                        continue
                     raw = {name: {"threshold": threshold, **options[name]}}
                     try:
                         parsed.update(parse_criteria(raw, f"the baseline's criteria of suite {plan.name}", lambda *loc: json_path(loc)))
@@ -187,9 +195,9 @@ def git_show_bytes(repo: Any, commit: str, path: str) -> Optional[bytes]:
     return proc.stdout
 
 
-def gate_of_text(text: str, name: str) -> Any:
-    """The `gate:` section of a config file's text (named `name`, whose suffix says YAML or
-    JSON). Raises InputError when the config is not valid."""
+def config_of_text(text: str, name: str) -> Any:
+    """The config (evalgate.config.Config) in a config file's text (named `name`, whose suffix
+    says YAML or JSON). Raises InputError when the config is not valid."""
     import tempfile
     from pathlib import Path
 
@@ -198,7 +206,28 @@ def gate_of_text(text: str, name: str) -> Any:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
         path.write_text(text, encoding="utf-8")
-        return load_config(path).config.gate
+        return load_config(path).config
+
+
+def gate_of_text(text: str, name: str) -> Any:
+    """The `gate:` section of a config file's text (`config_of_text`)."""
+    return config_of_text(text, name).gate
+
+
+def scoring_policy(config: Any) -> dict[str, Any]:
+    """The parts of a config's `judge:` and `vertex:` sections that decide how criteria are
+    scored: a pull request that gives its own judge a deadline of a microsecond, a timeout
+    no request meets or an endpoint that does not answer would leave every judged case
+    NOT_EVALUATED. The cache folder is left out: it only says where verdicts are kept, and
+    the run reads it as it was before any project code ran (evalgate.judge.cache.snapshot)."""
+    return {"judge": config.judge.model_dump(mode="json", exclude={"cache_dir"}), "vertex": config.vertex.model_dump(mode="json")}
+
+
+def with_base_policy(own: Any, base: Any) -> Any:
+    """`own` (a Config) with the base config's `gate:`, `judge:` and `vertex:` sections; the
+    judge's cache folder stays `own`'s (`scoring_policy` says why)."""
+    judge = base.judge.model_copy(update={"cache_dir": own.judge.cache_dir})
+    return own.model_copy(update={"gate": base.gate, "judge": judge, "vertex": base.vertex})
 
 
 class UnderBase:
@@ -207,11 +236,22 @@ class UnderBase:
     the difference, for the report. `base_gate` is the base commit's gate section (None:
     unknown, e.g. the base has no config), `own_gate` the working config's. `missing`: the
     config's path (as written) when the base commit has no file there: the pull request's
-    gate is then diffed against nothing, never against itself, and the diff says so."""
+    gate is then diffed against nothing, never against itself, and the diff says so.
+    `base_scoring` and `own_scoring`: their configs' `scoring_policy` (the judge and Vertex
+    AI settings; None: not compared)."""
 
-    def __init__(self, own_gate: Any, base_gate: Any, baseline: Optional[RunResults], missing: Optional[str] = None):
+    def __init__(
+        self,
+        own_gate: Any,
+        base_gate: Any,
+        baseline: Optional[RunResults],
+        missing: Optional[str] = None,
+        own_scoring: Optional[dict[str, Any]] = None,
+        base_scoring: Optional[dict[str, Any]] = None,
+    ):
         self.own_gate, self.base_gate, self.baseline = own_gate, base_gate, baseline
         self.missing = missing
+        self.own_scoring, self.base_scoring = own_scoring, base_scoring
         self.own: Optional[dict[str, Any]] = None
 
     def apply(self, plans: list) -> list[str]:
@@ -223,7 +263,10 @@ class UnderBase:
             return None
         if self.base_gate is None and self.missing is not None:
             base = {k: v for k, v in policy_of_results(self.own_gate, self.baseline).items() if k != "gate"}
-            return diff(base, self.own, _("base: no {file}", file=self.missing))
+            return diff(base, {**self.own, **(self.own_scoring or {})}, _("base: no {file}", file=self.missing))
         if self.base_gate is None and self.baseline is None:
             return None
-        return diff(policy_of_results(self.base_gate or self.own_gate, self.baseline), self.own)
+        base, own = policy_of_results(self.base_gate or self.own_gate, self.baseline), self.own
+        if self.base_scoring is not None and self.own_scoring is not None:
+            base, own = {**base, **self.base_scoring}, {**own, **self.own_scoring}
+        return diff(base, own)

@@ -85,6 +85,7 @@ def compare(
                 pairwise=pw,
                 costs=costs.get(name, []),
                 crashes=d.crashes,
+                refused=d.refused,
             )
         )
     for name in sorted(set(base_suites) - {s.name for s in current.suites}):

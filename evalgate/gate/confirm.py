@@ -58,7 +58,9 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
     """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
     Stable cases that broke come first, those of the most significant breakage test first;
     then cases the baseline passed whose agent run failed now (evalgate.gate.crash: "agent
-    run failed on a case the baseline passed"; a judge's failure is not one); then, with
+    run failed on a case the baseline passed"; a judge's failure is not one) and cases with a
+    criterion the baseline evaluated that is not evaluated now, its service up
+    (evalgate.gate.refused); then, with
     `flips`, cases whose deterministic criteria went from PASSED to FAILED, by suite and name. The gate asks for flips only under `deterministic_flips: fail`, where a
     flip decides the verdict: elsewhere the tests that read flips (the mean drop) read the
     first run only, so their re-runs would change nothing and cost agent runs (bench_gate
@@ -86,6 +88,16 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
                 ranked.append(((1, 1.0, key), key))
             s.crashed = True
             s.criteria += [n for n in c.criteria if n not in s.criteria]
+        for r in suite.refused:  # not evaluated now, its service up (evalgate.gate.refused)
+            if r.service is not None:
+                continue
+            key = (r.key.suite, r.key.eval_set_id, r.key.eval_id)
+            s = found.get(key)
+            if s is None:
+                s = found[key] = Suspect(*key, criteria=[], stable=False)
+                ranked.append(((1, 1.0, key), key))
+            if r.criterion not in s.criteria:
+                s.criteria.append(r.criterion)
         for change in suite.changes if flips else []:
             if change.kind not in ("regressed", "broken_stable"):
                 continue

@@ -3,24 +3,27 @@ each criterion's tests run (drop, level, partial, breakage)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
-from evalgate.gate import breakage, crash, drop, level, partial
+from evalgate.gate import breakage, changed as changed_cases, crash, drop, level, partial, refused as refusals
 from evalgate.gate import confirm as confirmation
 from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
-from evalgate.gate.model import CaseChange, CaseKey, Crash, CriterionComparison, GatePolicy, Verdict
+from evalgate.gate.model import CaseChange, CaseKey, Crash, CriterionComparison, GatePolicy, Refused, Verdict
 from evalgate.gate.stats import EPSILON, ROUND
 from evalgate.gate.values import (
     case_value,
     cases_by_key,
+    compared_parts,
     criteria_of,
     has_samples,
+    is_bounded,
     is_continuous,
     is_evaluated,
     run_scores,
     sampling_of,
+    same_data,
     score_range,
 )
 from evalgate.gate.words import case_names
@@ -45,6 +48,8 @@ class Draft:
     changed: list[CaseKey]
     notes: list[str]  # warnings that do not decide the verdict
     crashes: list[Crash]  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
+    changed_broken: list[CaseKey] = field(default_factory=list)  # changed cases the baseline passed that fail now (evalgate.gate.changed)
+    refused: list[Refused] = field(default_factory=list)  # criteria the baseline evaluated, not evaluated now (evalgate.gate.refused)
 
 
 KIND_ORDER = {"broken_stable": 0, "regressed": 1, "fixed": 2, "score_drop": 3, "score_rise": 4}
@@ -83,8 +88,9 @@ def draft_suite(
     base_cases = cases_by_key(baseline) if baseline is not None else {}
     added = sorted(k for k in cur_cases if k not in base_cases)
     removed = sorted(k for k in base_cases if k not in cur_cases)
-    changed = sorted(k for k in cur_cases if k in base_cases and cur_cases[k].expected_digest != base_cases[k].expected_digest)
-    paired = sorted(k for k in cur_cases if k in base_cases and cur_cases[k].expected_digest == base_cases[k].expected_digest)
+    parts = compared_parts(baseline, current) if baseline is not None else None
+    changed = sorted(k for k in cur_cases if k in base_cases and not same_data(base_cases[k], cur_cases[k], parts))
+    paired = sorted(k for k in cur_cases if k in base_cases and same_data(base_cases[k], cur_cases[k], parts))
     cur_specs = criteria_of(current)
     base_specs = criteria_of(baseline) if baseline is not None else {}
     notes: list[str] = []
@@ -98,8 +104,10 @@ def draft_suite(
     flips: dict[str, list[CaseKey]] = {}
     for name in sorted(cur_specs):
         threshold, judge, version = cur_specs[name]
+        spec = current.criteria.get(name)
         if absolute or name not in base_specs:
             comp = absolute_criterion(current, name, threshold, judge)
+            comp.no_threshold = bool(spec is not None and spec.no_threshold)
             if not absolute:
                 new_criteria.add(name)
                 comp.reasons.insert(0, _("new criterion (not in the baseline): judged on its threshold"))
@@ -149,8 +157,10 @@ def draft_suite(
             reasons=reasons,
             basis=basis,  # type: ignore[arg-type]
         )
-        low, high = score_range(name)
+        low, high = score_range(name, spec)
         comp.span = high - low
+        comp.bounded = is_bounded(spec)
+        comp.no_threshold = bool(spec is not None and spec.no_threshold)
         continuous = False  # the values are scores (some strictly between 0 and 1), not judged
         if pairs:
             base_values = [case_value(b, basis) for _, b, _ in pairs]
@@ -190,15 +200,22 @@ def draft_suite(
 
     changes = []
     crashes: list[Crash] = []
+    changed_broken: list[CaseKey] = []
+    refused: list[Refused] = []
+    shared = sorted(set(cur_specs) & set(base_specs))
+    if baseline is not None and policy.mode != "absolute":
+        # Changed cases too, and when every case changed (nothing paired, judged on absolute
+        # thresholds): editing a case does not take what it does out of the gate.
+        changed_broken = changed_cases.measure(changed, base_cases, cur_cases)
+        refused = refusals.measure(paired + changed, base_cases, cur_cases, shared)
     if not absolute:
-        shared = sorted(set(cur_specs) & set(base_specs))
         if policy.mode != "absolute":
-            crashes = crash.measure(paired, base_cases, cur_cases, shared, policy, ledger)
+            crashes = crash.measure(paired + changed, base_cases, cur_cases, shared, policy, ledger)
         for k in paired:
             change = case_change(k, base_cases[k], cur_cases[k], shared)
             if change is not None:
                 changes.append(change)
-        not_compared = sorted(k for k in added + changed if cur_cases[k].status is Status.FAILED)
+        not_compared = sorted(k for k in added + changed if cur_cases[k].status is Status.FAILED and k not in changed_broken)
         if not_compared:
             notes.append(
                 n_(
@@ -222,6 +239,8 @@ def draft_suite(
         changed=changed,
         notes=notes,
         crashes=crashes,
+        changed_broken=changed_broken,
+        refused=refused,
     )
 
 
@@ -252,6 +271,13 @@ def case_changes(d: Draft, ledger: Optional[Ledger]) -> list[CaseChange]:
                 key=c.key, kind="regressed", criteria={n: (base_cases[c.key].criteria[n].score, None) for n in c.criteria}
             )
             changes.append(change)
+    for r in d.refused:  # not evaluated now, its judge up: regressed, as the verdict counts it
+        if r.service is None:
+            change = by_key.get(r.key)
+            if change is None:
+                change = by_key[r.key] = CaseChange(key=r.key, kind="regressed", criteria={})
+                changes.append(change)
+            change.criteria.setdefault(r.criterion, (base_cases[r.key].criteria[r.criterion].score, None))
     if ledger:
         for change in changes:
             if change.kind == "regressed":

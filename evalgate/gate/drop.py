@@ -79,8 +79,9 @@ def measure(comp: CriterionComparison, diffs: list[float], keys: list[CaseKey], 
         comp.reasons.append(_("one case compared: too few to test"))
         return
     comp.p_value, comp.se, df = drop_test(diffs, policy.margin(comp.judge, comp.span), 2 * sigma2, run_df)
-    comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df)
-    comp.lower_bound, _upper = drop_interval(diffs, 2 * sigma2, df, level=0.90)
+    limit = comp.span if comp.bounded else None
+    comp.ci_low, comp.ci_high = drop_interval(diffs, 2 * sigma2, df, limit=limit)
+    comp.lower_bound, _upper = drop_interval(diffs, 2 * sigma2, df, level=0.90, limit=limit)
 
 
 def mean_moved_more(comp: CriterionComparison) -> bool:

@@ -346,13 +346,16 @@ HistoryOf = Callable[[str, str, str], Optional[Sequence[Optional[float]]]]  # (e
 def compare_suite(current: SuiteResult, baseline: SuiteResult, policy: EfficiencyPolicy, history: Optional[HistoryOf] = None) -> list[CostComparison]:
     """Each efficiency metric both runs have, compared (module docstring). Pure; the Holm
     adjustment and the verdict are the caller's (evalgate.gate.compare)."""
+    from evalgate.gate.values import compared_parts, same_data  # here: evalgate.gate.values imports this package, which imports this module
+
     base = {(c.eval_set_id, c.eval_id): c for c in baseline.cases}
+    parts = compared_parts(baseline, current)
     out = []
     for metric in METRICS:
         keys, ratios, zeros = [], [], 0
         for case in current.cases:
             old = base.get((case.eval_set_id, case.eval_id))
-            if old is None or old.expected_digest != case.expected_digest:
+            if old is None or not same_data(old, case, parts):
                 continue
             b, c = old.efficiency.get(metric), case.efficiency.get(metric)
             if b is None or c is None or b.value is None or c.value is None:

@@ -47,7 +47,7 @@ def measure(comp: CriterionComparison, base_values: list[float], cur_values: lis
     comp.level_cases = n
     comp.level_delta = mean
     comp.level_se = math.sqrt(within + run_var)
-    comp.level_lower_bound, _upper = drop_interval(diffs, run_var, df, level=0.90)
+    comp.level_lower_bound, _upper = drop_interval(diffs, run_var, df, level=0.90, limit=comp.span if comp.bounded else None)
 
 
 def by_level(comp: CriterionComparison) -> bool:

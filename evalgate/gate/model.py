@@ -134,6 +134,10 @@ class CriterionComparison:
     # Its scores' range, highest - lowest (4 for response_evaluation_score's 1 to 5): the
     # numbers here are on its own scale, the margins and resolution fractions of the range.
     span: float = 1.0
+    # False for a scale without a highest or lowest score (a count): differences are not bounded by `span`.
+    bounded: bool = True
+    # A criterion without a threshold (agents-cli's metrics): only the comparison judges it; reports show no threshold.
+    no_threshold: bool = False
     # What the means, delta and test are over: "scores" (the criterion's case scores) or
     # "samples" (per case, the mean of its judge samples; see the module docstring).
     basis: Literal["scores", "samples"] = "scores"
@@ -213,6 +217,17 @@ class Crash:
 
 
 @dataclass
+class Refused:
+    """A criterion of a case both runs have that the baseline evaluated and this run did not
+    (evalgate.gate.refused): it counts against the run unless its service was down."""
+
+    key: CaseKey
+    criterion: str
+    error: str  # why it was not evaluated now (the criterion's error)
+    service: Optional[str] = None  # "judge" or "vertex" when that service was down: not counted
+
+
+@dataclass
 class SuiteComparison:
     name: str
     verdict: Verdict
@@ -226,6 +241,7 @@ class SuiteComparison:
     pairwise: Optional[PairwiseComparison] = None  # gate.pairwise: the changed answers judged side by side
     costs: list[CostComparison] = field(default_factory=list)  # efficiency per turn against the baseline (evalgate.gate.efficiency)
     crashes: list[Crash] = field(default_factory=list)  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
+    refused: list[Refused] = field(default_factory=list)  # criteria the baseline evaluated, not evaluated now (evalgate.gate.refused)
 
 
 @dataclass

@@ -293,14 +293,16 @@ def judge_suite(
 ) -> SuitePairs:
     """Judge one suite's changed answers on `runtime` (an `evalgate.judge.runtime.JudgeRuntime`)."""
     from evalgate.criteria.judging import SYSTEM, ReplyError, parse_reply, readable
+    from evalgate.gate.values import compared_parts, same_data
     from evalgate.judge.request import JudgeRequest
 
     out = SuitePairs(suite=suite, judge_model=policy.judge_model, num_samples=policy.num_samples)
     base_cases = {(c.eval_set_id, c.eval_id): c for c in base.cases}
+    parts = compared_parts(base, cur)
     shared = []
     for c in cur.cases:
         b = base_cases.get((c.eval_set_id, c.eval_id))
-        if b is not None and b.expected_digest == c.expected_digest:
+        if b is not None and same_data(b, c, parts):
             shared.append((b, c))
     shared.sort(key=lambda bc: (bc[1].eval_set_id, bc[1].eval_id))
     instructions = policy.instructions or DEFAULT_INSTRUCTIONS

@@ -420,9 +420,11 @@ def drop_test(diffs: Sequence[float], margin: float, run_var: float = 0.0, run_d
     return 1.0 - t_sf(stat / se, df), se, df
 
 
-def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: float = 0.95) -> tuple[Optional[float], Optional[float]]:
+def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: float = 0.95,
+                  limit: Optional[float] = 1.0) -> tuple[Optional[float], Optional[float]]:
     """The two-sided `level` interval of the mean difference (module docstring); its lower
-    end at level 0.90 is the one-sided 95% lower bound. None when n is too small."""
+    end at level 0.90 is the one-sided 95% lower bound. None when n is too small. It is kept
+    within what a difference can be, +-`limit` (the criterion's score range; None: unbounded)."""
     n = len(diffs)
     if n < 2:
         return None, None
@@ -432,7 +434,9 @@ def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: floa
     mean = sum(diffs) / n
     v = sum((d - mean) ** 2 for d in diffs) / n
     half = q * math.sqrt((v + n * run_var) / (n - q * q))
-    return max(-1.0, mean - half), min(1.0, mean + half)
+    if limit is None:
+        return mean - half, mean + half
+    return max(-limit, mean - half), min(limit, mean + half)
 
 
 def level_differences(

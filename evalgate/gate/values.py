@@ -27,7 +27,7 @@ from typing import Any, Iterable, Optional
 
 from evalgate.gate.model import CaseKey
 from evalgate.gate.stats import EPSILON
-from evalgate.results import CaseResult, CriterionResult, Status, SuiteResult
+from evalgate.results import CaseResult, CriterionResult, CriterionSpec, Status, SuiteResult
 
 
 def _number(value: Any) -> Optional[float]:
@@ -102,18 +102,35 @@ def case_value(result: CriterionResult, basis: str) -> float:
     return result.score
 
 
-def score_range(name: str) -> tuple[float, float]:
+def score_range(name: str, spec: Optional[CriterionSpec] = None) -> tuple[float, float]:
     """The scale of a criterion's scores, lowest to highest, as its module declares it
     (`Criterion.score_range`): (0, 1) for all but response_evaluation_score (1 to 5) and for
-    names evalgate does not know (custom metrics). The gate compares a criterion as if its
-    scores were mapped to [0, 1], (score - lowest) / (highest - lowest), by taking its
-    margins, resolution and assumed run-to-run sd as fractions of the range: the same tests
-    (differences scale by the range, the lowest cancels), with every number shown on the
-    scale its users know."""
+    names evalgate does not know (custom metrics). A criterion whose results record a scale
+    of its own (`spec.score_range`, agents-cli's metrics: a 1-5 judge, a count) has that one;
+    an unbounded end is one unit from the other (a count's margins are in counts). The gate
+    compares a criterion as if its scores were mapped to [0, 1], (score - lowest) / (highest -
+    lowest), by taking its margins, resolution and assumed run-to-run sd as fractions of the
+    range: the same tests (differences scale by the range, the lowest cancels), with every
+    number shown on the scale its users know."""
     from evalgate.criteria import REGISTRY
 
+    own = spec.score_range if spec is not None else None
+    if own is not None and len(own) == 2:
+        low, high = own
+        if low is None:
+            low = high - 1.0 if high is not None else 0.0
+        if high is None:
+            high = low + 1.0
+        if high > low:
+            return float(low), float(high)
     cls = REGISTRY.get(name)
     return cls.score_range if cls is not None else (0.0, 1.0)
+
+
+def is_bounded(spec: Optional[CriterionSpec]) -> bool:
+    """Whether a criterion's scale has both ends (a count, `score_range: [0, null]`, has not)."""
+    own = spec.score_range if spec is not None else None
+    return own is None or (len(own) == 2 and None not in own)
 
 
 def is_evaluated(result: Optional[CriterionResult]) -> bool:
@@ -140,6 +157,30 @@ def is_continuous(values: Iterable[float]) -> bool:
 def cases_by_key(suite: SuiteResult) -> dict[CaseKey, CaseResult]:
     # The engine keeps keys unique; should a file repeat one, the last occurrence wins.
     return {CaseKey(suite.name, c.eval_set_id, c.eval_id): c for c in suite.cases}
+
+
+def compared_parts(baseline: SuiteResult, current: SuiteResult) -> Optional[set[str]]:
+    """The parts of a case's data that decide whether it is the same case in both runs: what
+    its agent's run reads, and what the criteria both runs score read (CriterionSpec.reads).
+    None when a run does not say what its criteria read (written before evalgate recorded
+    it): the whole expected data is compared then."""
+    parts = {"run"}
+    for name in set(baseline.criteria) & set(current.criteria):
+        for spec in (baseline.criteria[name], current.criteria[name]):
+            if spec.reads is None:
+                return None
+            parts |= set(spec.reads)
+    return {"run", "*"} if "*" in parts else parts
+
+
+def same_data(base: CaseResult, cur: CaseResult, parts: Optional[set[str]]) -> bool:
+    """Whether a case ran and was scored on the same data in both runs: the `parts` of it
+    (`compared_parts`), or, where a run lacks them, its whole expected data. A field no
+    criterion reads (an empty `final_session_state` a pull request added, say) does not make
+    it another case."""
+    if parts is not None and base.parts is not None and cur.parts is not None and all(p in base.parts and p in cur.parts for p in parts):
+        return all(base.parts[p] == cur.parts[p] for p in parts)
+    return base.expected_digest == cur.expected_digest
 
 
 def criteria_of(suite: SuiteResult) -> dict[str, tuple[float, bool, str]]:

@@ -17,12 +17,16 @@ Verdicts
       `inconclusive: fail`. NOT_EVALUATED cases fail the suite under `not_evaluated: fail`.
       A case the baseline passed whose agent failed in the run and in every confirmation
       run FAILs the suite whatever that policy (evalgate.gate.crash); one nothing re-ran is a
-      warning among the reasons.
+      warning among the reasons. So does a criterion the baseline evaluated that is not
+      evaluated now while its judge or service was up (a refused prompt: evalgate.gate.refused);
+      one whose service was down is a warning naming the service.
       With `gate.efficiency`, a suite FAILs when a gated efficiency value (tokens, calls,
       seconds per turn) rose significantly beyond its tolerance (evalgate.gate.efficiency;
       ungated ones and absolute mode: reported only).
       What has no baseline (a new suite, a new criterion, a suite with no case in common)
-      is judged on absolute thresholds. Added and changed cases are listed, not gated.
+      is judged on absolute thresholds. Added and changed cases are listed, not gated,
+      except a changed case the baseline passed that fails now, which FAILs the suite
+      (evalgate.gate.changed).
     - A suite with no cases is an ERROR, and so is one whose agent failed on every case
       run (`agent_error`: nothing it does was scored, typically a fork's run without the
       model's key). Overall: FAIL if any suite FAILs or is an ERROR,
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from evalgate.gate import breakage, crash, drop, efficiency, partial, side_by_side
+from evalgate.gate import breakage, changed, crash, drop, efficiency, partial, refused, side_by_side
 from evalgate.gate.absolute import absolute_verdict, below, failing, not_evaluated_reasons
 from evalgate.gate.draft import Draft
 from evalgate.gate.efficiency import CostComparison
@@ -74,8 +78,16 @@ def regression_verdict(draft: Draft, policy: GatePolicy) -> tuple[Verdict, list[
     crashed, crash_notes = crash.decide(draft.crashes, policy)
     if crashed:
         fail.append(crashed)
+    edited = changed.decide(draft.changed_broken)
+    if edited:
+        fail.append(edited)
+    refusal, down_notes = refused.decide(draft.refused)
+    if refusal:
+        fail.append(refusal)
     fails_ne, unheard = not_evaluated_reasons(suite)
-    ne_reasons = crash_notes + unheard  # said first: cases the baseline passed that the agent failed on
+    # Cases the baseline passed that the agent failed on are said first; criteria whose service
+    # was down after the policy's own reason, which they explain.
+    ne_reasons = crash_notes + unheard + down_notes
     if fails_ne:
         fail += ne_reasons
     if fail:
@@ -128,6 +140,11 @@ def suite_verdict(
     efficiency tests and `gate.removed_cases` folded in."""
     absolute = mode == "absolute" or d.absolute
     verdict, reasons = _absolute_suite(d, has_baseline) if absolute else regression_verdict(d, policy)
+    if absolute and verdict is not Verdict.ERROR:  # every case changed: what they did still counts
+        for text in (changed.decide(d.changed_broken), refused.decide(d.refused)[0]):
+            if text:
+                verdict = Verdict.FAIL
+                reasons.insert(0, text)
     if pw is not None:
         if absolute:
             side_by_side.decide(pw, policy)  # for information, as the statistics

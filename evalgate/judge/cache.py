@@ -103,6 +103,8 @@ def eval_cache_key(request: EvalRequest) -> str:
     }
     if request.metric_spec_json is not None:  # a metric of the criterion's own (keys of managed metrics unchanged)
         payload["metric_spec"] = request.metric_spec_json
+    if request.autorater_config_json is not None:  # the judge's settings (keys without them unchanged)
+        payload["autorater_config"] = request.autorater_config_json
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -24,21 +24,29 @@ class JudgeRequest:
 class JudgeReply:
     text: Optional[str] = None  # the model's text; None on failure
     error: Optional[str] = None  # why there is no usable text (after retries)
+    down: bool = False  # the failure was the service's (evalgate.judge.retry.Outcome.down), not the request's
     cached: bool = False
     usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, output_tokens (incl. thinking), total_tokens
 
 
 class CaseTally:
-    """How many of one case's judge requests were answered from the cache. The engine sets
-    one per case in `CASE_TALLY` while it scores the case; the runtime counts into it."""
+    """How many of one case's judge requests were answered from the cache, and which of its
+    criteria had a request fail because its service was down (criterion -> "judge" or
+    "vertex"). The engine sets one per case in `CASE_TALLY` while it scores the case; the
+    runtime counts into it."""
 
     def __init__(self) -> None:
         self.cache_hits = 0
+        self.down: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def hit(self) -> None:
         with self._lock:
             self.cache_hits += 1
+
+    def unavailable(self, criterion: str, service: str) -> None:
+        with self._lock:
+            self.down.setdefault(criterion, service)
 
 
 CASE_TALLY: ContextVar[Optional[CaseTally]] = ContextVar("evalgate_case_tally", default=None)

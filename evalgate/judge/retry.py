@@ -32,6 +32,10 @@ class Outcome:
     retryable: bool = False
     retry_after: Optional[float] = None
     usage: dict[str, int] = field(default_factory=dict)
+    # The failure is the service's, not the request's: it could not be reached, timed out,
+    # was overloaded, refused the credentials or answered with no response at all. A request
+    # the service answered and refused (a blocked prompt, an input too long) is not.
+    down: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,10 +96,10 @@ class RetryPolicy:
         while True:
             number += 1
             if self.deadline.passed():
-                return Outcome(error=self.deadline.error(last), usage=usage)
+                return Outcome(error=self.deadline.error(last), usage=usage, down=True)
             outcome = attempt(number)
             if outcome is None:  # the deadline came while waiting for a slot or the rate cap
-                return Outcome(error=self.deadline.error(last), usage=usage)
+                return Outcome(error=self.deadline.error(last), usage=usage, down=True)
             for name, value in outcome.usage.items():
                 usage[name] = usage.get(name, 0) + value
             if outcome.error is None:
@@ -103,18 +107,19 @@ class RetryPolicy:
                 return outcome
             last = scrub(outcome.error)
             if not outcome.retryable:
-                return Outcome(error=last, usage=usage)
+                return Outcome(error=last, usage=usage, down=outcome.down)
             if number >= self.max_attempts:
-                return Outcome(error=f"{last} (gave up after {number} attempts)", usage=usage)
+                return Outcome(error=f"{last} (gave up after {number} attempts)", usage=usage, down=True)
             if outcome.retry_after is not None and outcome.retry_after > MAX_RETRY_AFTER_S:
                 return Outcome(
                     error=f"{last} (the server asks to wait {outcome.retry_after:g} s before retrying, "
                     f"more than {MAX_RETRY_AFTER_S:g} s: the quota may be exhausted for the day)",
                     usage=usage,
+                    down=True,
                 )
             wait = self.wait_before_retry(number, outcome.retry_after)
             if self.deadline.reached_by(wait):
-                return Outcome(error=self.deadline.error(last), usage=usage)
+                return Outcome(error=self.deadline.error(last), usage=usage, down=True)
             log.debug("%s: retry %d in %.1f s after: %s", label, number, wait, last)
             self.sleep(wait)
 

@@ -194,7 +194,7 @@ class JudgeRuntime:
             try:
                 key = cache_key(request)
             except TypeError as exc:
-                return self._failed(request, str(exc))
+                return self._failed(request, str(exc))  # our request's fault, not the service's
             hit, refused = self._cache.lookup(key) if not REDRAW.get() else (None, False)  # a re-draw asks afresh
             if refused:
                 self._count(request.criterion, cache_refused=1)
@@ -204,16 +204,16 @@ class JudgeRuntime:
                 return JudgeReply(text=hit.text, cached=True, usage=dict(hit.usage))
         reason = self.credentials()
         if reason is not None:
-            return self._failed(request, reason)
+            return self._failed(request, reason, down=True)
         client = self._get_client()
         if client is None:
-            return self._failed(request, self._client_error or INSTALL_HINT)
+            return self._failed(request, self._client_error or INSTALL_HINT, down=True)
         try:
             reply = self._call(client, request)
         except ImportError:  # a client_factory without google-genai installed
-            reply = JudgeReply(error=INSTALL_HINT)
+            reply = JudgeReply(error=INSTALL_HINT, down=True)
         if reply.error is not None:
-            return self._failed(request, reply.error, reply.usage)
+            return self._failed(request, reply.error, reply.usage, down=reply.down)
         if key is not None and reply.text is not None and (accept is None or accept(reply.text)):
             self._store(key, reply.text, reply.usage)
         return reply
@@ -257,17 +257,17 @@ class JudgeRuntime:
                                      f"{request.criterion}: the Vertex AI instance is not JSON ({short(exc)})")
         reason = self.vertex_credentials()
         if reason is not None:
-            return self._eval_failed(request, reason)
+            return self._eval_failed(request, reason, down=True)
         client = self._get_vertex_client()
         if client is None:
-            return self._eval_failed(request, self._vertex_client_error or VERTEX_INSTALL_HINT)
+            return self._eval_failed(request, self._vertex_client_error or VERTEX_INSTALL_HINT, down=True)
         assert self._vertex is not None, "vertex_credentials() resolves the setup first"
         try:
             outcome = self._call_vertex(client, request, instance)
         except ImportError:
-            outcome = Outcome(error=VERTEX_INSTALL_HINT)
+            outcome = Outcome(error=VERTEX_INSTALL_HINT, down=True)
         if outcome.error is not None:
-            return self._eval_failed(request, outcome.error)
+            return self._eval_failed(request, outcome.error, down=outcome.down)
         result = outcome.value
         if key is not None:
             self._store(key, json.dumps(result, sort_keys=True, ensure_ascii=False), {})
@@ -312,17 +312,17 @@ class JudgeRuntime:
 
     def _call(self, client: Any, request: JudgeRequest) -> JudgeReply:
         transport, problem = gemini_transport(client, request)
-        if transport is None:
-            return JudgeReply(error=problem)
+        if transport is None:  # the judge's settings (the base's criteria) cannot be sent
+            return JudgeReply(error=problem, down=True)
         label = f"judge {request.criterion} sample {request.sample}"
         outcome = self._send_with_retries(request.criterion, label, transport)
-        return JudgeReply(text=outcome.text, error=outcome.error, usage=outcome.usage)
+        return JudgeReply(text=outcome.text, error=outcome.error, usage=outcome.usage, down=outcome.down)
 
     def _call_vertex(self, client: Any, request: EvalRequest, instance: Any) -> Outcome:
         assert self._vertex is not None
         transport, problem = vertex_transport(client, self._vertex, request, instance)
-        if transport is None:
-            return Outcome(error=problem)
+        if transport is None:  # the metric's settings (the base's criteria) cannot be sent
+            return Outcome(error=problem, down=True)
         return self._send_with_retries(request.criterion, f"Vertex AI {request.criterion} ({request.metric})", transport)
 
     def _send_with_retries(self, criterion: str, label: str, transport: Transport) -> Outcome:
@@ -391,12 +391,16 @@ class JudgeRuntime:
             for name, value in deltas.items():
                 counts[name] = counts.get(name, 0) + value  # cache_refused: only when it happens
 
-    def _failed(self, request: JudgeRequest, error: str, usage: Optional[dict[str, int]] = None) -> JudgeReply:
+    def _failed(self, request: JudgeRequest, error: str, usage: Optional[dict[str, int]] = None, down: bool = False) -> JudgeReply:
         self._count(request.criterion, failures=1)
-        return JudgeReply(error=self._scrub(error), usage=dict(usage or {}))
+        if down:
+            _tally_down(request.criterion, "judge")
+        return JudgeReply(error=self._scrub(error), usage=dict(usage or {}), down=down)
 
-    def _eval_failed(self, request: EvalRequest, error: str) -> EvalReply:
+    def _eval_failed(self, request: EvalRequest, error: str, down: bool = False) -> EvalReply:
         self._count(request.criterion, failures=1)
+        if down:
+            _tally_down(request.criterion, "vertex")
         return EvalReply(error=self._scrub(error))
 
     def _scrub(self, text: str) -> str:
@@ -420,6 +424,13 @@ def _tally_hit() -> None:
     tally = CASE_TALLY.get()
     if tally is not None:
         tally.hit()
+
+
+def _tally_down(criterion: str, service: str) -> None:
+    """A request of the case being scored failed because its service was down (not the request)."""
+    tally = CASE_TALLY.get()
+    if tally is not None:
+        tally.unavailable(criterion, service)
 
 
 def _stored_eval(text: str) -> Optional[dict[str, Any]]:

@@ -34,6 +34,10 @@ _BLOCKED = {
     "SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
     "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
 }
+# HTTP statuses that say the service (or its credentials, or the model the base's criteria
+# name) is unusable, whatever was asked: the request's failure is not the case's doing.
+_SERVICE_CODES = (401, 403, 404)
+
 _HINTS = {
     400: "check judge_model and judge_model_config",
     401: "check the judge credentials",
@@ -185,18 +189,18 @@ def _classify(exc: Exception, timeout: float) -> Outcome:
         text = _http_text(code, exc.status, str(exc.message) if exc.message else None, _HINTS)
         retryable = retryable_status(code)
         return Outcome(error=f"judge request failed: {text}", retryable=retryable,
-                        retry_after=retry_after(exc) if retryable else None)
+                        retry_after=retry_after(exc) if retryable else None, down=retryable or code in _SERVICE_CODES)
     timeouts, network = _transient_types()
     if isinstance(exc, timeouts):
-        return Outcome(error=f"judge request failed: no answer within {timeout:g} s (timeout)", retryable=True)
+        return Outcome(error=f"judge request failed: no answer within {timeout:g} s (timeout)", retryable=True, down=True)
     if isinstance(exc, network):
         return Outcome(error=f"judge request failed: network error ({type(exc).__name__}: {short(exc)})",
-                        retryable=True)
+                        retryable=True, down=True)
     auth = _classify_auth(exc, "judge")
     if auth is not None:
         return auth
     if isinstance(exc, ValueError) and (type(exc).__name__ in ("JSONDecodeError", "ValidationError")):
-        return Outcome(error=f"judge reply is not a generateContent response ({type(exc).__name__}: {short(exc)})")
+        return Outcome(error=f"judge reply is not a generateContent response ({type(exc).__name__}: {short(exc)})", down=True)
     return Outcome(error=f"judge request failed: {type(exc).__name__}: {short(exc)}")
 
 
@@ -207,10 +211,10 @@ def _classify_auth(exc: Exception, who: str) -> Optional[Outcome]:
     except ImportError:  # pragma: no cover - google-auth comes with both clients
         return None
     if isinstance(exc, auth_errors.RefreshError):
-        return Outcome(error=f"{who} credentials could not be refreshed: {short(exc)}")
+        return Outcome(error=f"{who} credentials could not be refreshed: {short(exc)}", down=True)
     if isinstance(exc, auth_errors.TransportError):
         return Outcome(error=f"{who} credentials: the token endpoint was not reachable ({short(exc)})",
-                        retryable=True)
+                        retryable=True, down=True)
     return None
 
 
@@ -330,6 +334,8 @@ def vertex_transport(client: Any, setup: VertexSetup, request: EvalRequest,
                     else {"predefined_metric_spec": {"metric_spec_name": request.metric}}],
         "instance": instance,
     }
+    if request.autorater_config_json is not None:
+        payload["autorater_config"] = json.loads(request.autorater_config_json)
     try:
         built = EvaluateInstancesRequest.from_json(json.dumps(payload), ignore_unknown_fields=False)
     except json_format.ParseError as exc:
@@ -433,13 +439,13 @@ def _classify_vertex(exc: Exception, timeout: float) -> Outcome:
         text = _http_text(code, status, message, _VERTEX_HINTS)
         retryable = retryable_status(code)
         return Outcome(error=f"Vertex AI evaluation request failed: {text}", retryable=retryable,
-                        retry_after=retry_after(exc) if retryable else None)
+                        retry_after=retry_after(exc) if retryable else None, down=retryable or code in _SERVICE_CODES)
     if isinstance(exc, requests.exceptions.Timeout):
         return Outcome(error=f"Vertex AI evaluation request failed: no answer within {timeout:g} s (timeout)",
-                        retryable=True)
+                        retryable=True, down=True)
     if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError)):
         return Outcome(error=f"Vertex AI evaluation request failed: network error ({type(exc).__name__}: "
-                              f"{short(exc)})", retryable=True)
+                              f"{short(exc)})", retryable=True, down=True)
     auth = _classify_auth(exc, "Vertex AI")
     if auth is not None:
         return auth
@@ -447,7 +453,7 @@ def _classify_vertex(exc: Exception, timeout: float) -> Outcome:
 
     if isinstance(exc, (ValueError, json_format.ParseError)):  # a 200 that is not an EvaluateInstancesResponse
         return Outcome(error=f"Vertex AI reply is not an evaluateInstances response ({type(exc).__name__}: "
-                              f"{short(exc)})")
+                              f"{short(exc)})", down=True)
     return Outcome(error=f"Vertex AI evaluation request failed: {type(exc).__name__}: {short(exc)}")
 
 
@@ -482,6 +488,7 @@ def read_vertex(response: Any, metric: str) -> Outcome:
             error=f"Vertex AI could not evaluate {metric} for this instance: {message} "
                   f"(code {code}{' ' + name if name else ''})",
             retryable=retryable_status(_RPC_AS_HTTP.get(code, code)),
+            down=retryable_status(_RPC_AS_HTTP.get(code, code)) or _RPC_AS_HTTP.get(code, code) in _SERVICE_CODES,
         )
     if "score" not in row:
         return Outcome(error=f"Vertex AI returned no score for {metric}")

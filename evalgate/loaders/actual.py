@@ -1,4 +1,5 @@
-"""Actual outputs: ADK eval history (`*.evalset_result.json`) and evalgate's inference JSONL.
+"""Actual outputs: ADK eval history (`*.evalset_result.json`), evalgate's inference JSONL, and
+agents-cli traces (`traces_<time>.json`, by content: `evalgate.agents_cli.traces`).
 
 Inference JSONL, one line per case: `{"eval_set_id": ..., "eval_id": ..., "invocations":
 [<ADK Invocation>, ...]}`. ADK eval history holds the actual invocations inside each case
@@ -62,7 +63,23 @@ class ActualRecord:
     suite: str | None = None  # inference JSONL: the suite that ran it, when recorded
     ended: str | None = None  # inference JSONL: why a simulated conversation ended
     log: str | None = None  # inference JSONL: what the agent wrote during the run
+    trace: dict[str, Any] | None = None  # agents-cli traces: the trace case (`case_dump`); eval_set_id "" when it names none
     other_runs: list["ActualRecord"] = field(default_factory=list)  # the case's other runs
+
+
+# What a folder or glob in `actual` is searched for; a `.json` other than eval history is
+# taken only when it holds agents-cli traces (`recorded_outputs`).
+ACTUAL_SUFFIXES = (".evalset_result.json", ".jsonl", ".json")
+
+
+def recorded_outputs(found: list[Path]) -> tuple[list[Path], str]:
+    """Of the files a folder or glob in `actual` matched: eval history and inference JSONL by
+    name, agents-cli traces by content (other JSON beside them is skipped); and what was
+    looked for, for the message when nothing is left."""
+    from evalgate.agents_cli.dataset import is_dataset_file
+
+    kept = [p for p in found if p.name.endswith((".evalset_result.json", ".jsonl")) or is_dataset_file(p)]
+    return kept, "ADK eval history (*.evalset_result.json), inference JSONL (*.jsonl) nor agents-cli traces (traces_<time>.json)"
 
 
 def load_actual(path: Path, warnings: list[str] | None = None) -> list[ActualRecord]:
@@ -78,12 +95,19 @@ def load_actual(path: Path, warnings: list[str] | None = None) -> list[ActualRec
         data = parse_json(data, shown)
     if isinstance(data, dict) and ({"eval_case_results", "evalCaseResults"} & data.keys()):
         return _with_path(_from_history(data, shown), path)
+    from evalgate.agents_cli.cases import looks_like_dataset
+
+    if looks_like_dataset(data):
+        from evalgate.agents_cli.traces import trace_records
+
+        return trace_records(data, path, shown)
     raise InputError(
         Problem(
             shown,
             None,
-            "not ADK eval history nor evalgate inference JSONL",
-            "Point 'actual' at *.evalset_result.json files from ADK's eval history, or at a .jsonl file with one {eval_set_id, eval_id, invocations} per line.",
+            "not ADK eval history, evalgate inference JSONL nor agents-cli traces",
+            "Point 'actual' at *.evalset_result.json files from ADK's eval history, at a .jsonl file with one {eval_set_id, eval_id, invocations} per line, "
+            "or at agents-cli traces (traces_<time>.json, or their folder).",
         )
     )
 

@@ -1,4 +1,5 @@
-"""Expected data: ADK eval sets (`*.evalset.json`, legacy and new `*.test.json`) and discovery.
+"""Expected data: ADK eval sets (`*.evalset.json`, legacy and new `*.test.json`), agents-cli
+datasets (any `*.json` that is one, by content: `evalgate.agents_cli.dataset`) and discovery.
 
 ADK reads two older shapes besides the EvalSet schema, and so do we:
 
@@ -28,6 +29,10 @@ from evalgate.adk import Content, EvalCase, EvalSet, FunctionCall, IntermediateD
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path, load_json_file, problems_from_validation
 
 EVALSET_SUFFIXES = (".evalset.json", ".test.json")
+# What a folder or glob in `evalsets` is searched for: ADK's suffixes, and any `.json`, which is
+# taken only when it is an agents-cli dataset (a README, an eval config or results beside the
+# datasets are skipped).
+EXPECTED_SUFFIXES = EVALSET_SUFFIXES + (".json",)
 
 
 @dataclass
@@ -37,6 +42,9 @@ class LoadedEvalSet:
     eval_set: EvalSet
     legacy: bool
     case_places: dict[str, str] = field(default_factory=dict)  # eval_id -> place in the file
+    # An agents-cli dataset's cases: eval_id -> evalgate.agents_cli.dataset.DatasetCase (the
+    # case as written, its session history, its digest). Empty for an ADK eval set.
+    acli: dict[str, Any] = field(default_factory=dict)
 
 
 def expand(patterns: list[str], base: Path, suffixes: tuple[str, ...] | None, shown_config: str, where) -> list[Path]:
@@ -119,7 +127,17 @@ def expand_evalsets(items: list[str], base: Path, shown_config: str, where) -> l
                     "Name the file (file.evalset.json:id1,id2), or keep the whole folder and pick cases with `evalgate run --case PATTERN`.",
                 )
                 continue
-        files = problems.run(expand, [path], base, EVALSET_SUFFIXES, shown_config, lambda _, j=j: where(j)) or []
+        files = problems.run(expand, [path], base, EXPECTED_SUFFIXES, shown_config, lambda _, j=j: where(j)) or []
+        full = path if Path(path).is_absolute() else str(base / path)
+        if files and (glob.has_magic(path) or Path(full).is_dir()):
+            files = _eval_files(files)
+            if not files:
+                problems.add(
+                    shown_config,
+                    where(j),
+                    f"'{path}' holds no ADK eval set (*.evalset.json, *.test.json) nor agents-cli dataset (a .json file of eval_cases)",
+                    "Fix the pattern, or remove it.",
+                )
         for p in files:
             entry = out.setdefault(p, SelectedFile(p))
             for eval_id in ids or []:
@@ -128,8 +146,15 @@ def expand_evalsets(items: list[str], base: Path, shown_config: str, where) -> l
     return list(out.values())
 
 
+def _eval_files(found: list[Path]) -> list[Path]:
+    """Of the files a folder or glob matched, ADK eval sets by name and agents-cli datasets by content."""
+    from evalgate.agents_cli.dataset import is_dataset_file
+
+    return [p for p in found if p.name.endswith(EVALSET_SUFFIXES) or is_dataset_file(p)]
+
+
 def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
-    """Read one eval set file in either ADK schema.
+    """Read one eval set file in either ADK schema, or an agents-cli dataset (by content).
 
     A legacy file's case is named by its path relative to `base` (the config's folder), so
     its ids do not depend on the folder evalgate runs from.
@@ -149,12 +174,18 @@ def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
             Problem(
                 shown,
                 None,
-                "not an ADK eval set",
+                "not an ADK eval set nor an agents-cli dataset",
                 "Use the EvalSet schema ({eval_set_id, eval_cases: [...]}), the legacy list of turns "
-                "([{query, expected_tool_use, reference}]) or the legacy list of named cases "
-                "([{name, data: [turns], initial_session}]).",
+                "([{query, expected_tool_use, reference}]), the legacy list of named cases "
+                "([{name, data: [turns], initial_session}]) or an agents-cli EvaluationDataset ({eval_cases: [{prompt: ...}]}).",
             )
         )
+    from evalgate.agents_cli.cases import looks_like_dataset
+
+    if looks_like_dataset(data):
+        from evalgate.agents_cli.dataset import dataset_evalset
+
+        return dataset_evalset(path, shown, data)
     try:
         eval_set = EvalSet.model_validate(data)
     except ValidationError as e:
@@ -326,3 +357,30 @@ def _strip_volatile(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_volatile(v) for v in value]
     return value
+
+
+# What a case's criteria can read of its expected data, part by part (Criterion.reads names
+# them). "run" is what the agent's run reads (each turn's user message, the session's initial
+# state, a simulated user's scenario) and is always compared; "*" stands for everything any
+# criterion could read: the whole case (the expected turns in full, its rubrics, keys another
+# tool added) but its final session state, which no criterion reads (ADK's neither).
+PARTS = ("run", "final_response", "tool_uses", "intermediate", "rubrics", "*")
+
+
+def part_digests(case: EvalCase) -> dict[str, str]:
+    """sha256 of each of the case's PARTS, `_VOLATILE` keys left out: the gate pairs a case
+    with its baseline by the parts its criteria read (evalgate.gate.values.same_data), so a
+    field no criterion reads (an empty `final_session_state`, say) does not unpair it."""
+    from evalgate.results import digest
+
+    data = _strip_volatile(case.model_dump(mode="json", exclude_none=True))
+    turns = data.get("conversation") or []
+    inter = [t.get("intermediate_data") for t in turns]
+    return {
+        "run": digest([[t.get("user_content") for t in turns], data.get("session_input"), data.get("conversation_scenario")]),
+        "final_response": digest([t.get("final_response") for t in turns]),
+        "tool_uses": digest([[{"name": c.name, "args": c.args} for c in inv.tool_calls()] for inv in case.conversation or []]),
+        "intermediate": digest(inter),
+        "rubrics": digest([data.get("rubrics"), [t.get("rubrics") for t in turns]]),
+        "*": digest({k: v for k, v in data.items() if k not in ("final_session_state", "eval_id")}),
+    }

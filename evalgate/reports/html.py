@@ -296,7 +296,7 @@ def _row(c: CriterionComparison, crit_index: int, failing: int, evaluated: int, 
         criterion=c.criterion,
         crit_index=crit_index,
         kind=kind,
-        threshold=f"{c.threshold:.2f}",
+        threshold="–" if c.no_threshold else f"{c.threshold:.2f}",
         pairs=c.n_pairs if with_baseline else evaluated,
         baseline=_num(c.baseline_mean),
         current=_num(c.current_mean),
@@ -640,11 +640,13 @@ def _invocations(current: list[InvocationSummary], base: Optional[list[Invocatio
     return out
 
 
-def _criteria_of(case: CaseResult, base: Optional[CaseResult], names: dict[str, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+def _criteria_of(case: CaseResult, base: Optional[CaseResult], names: dict[str, int],
+                 no_threshold: frozenset[str] = frozenset()) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
     crits, judgements, flaky = [], [], False
     for name, r in sorted(case.criteria.items()):
         index = names[name]
-        c: dict[str, Any] = {"c": index, "st": _STATUS[r.status], "th": r.threshold}
+        # None shows as "–": agents-cli's metrics have no threshold.
+        c: dict[str, Any] = {"c": index, "st": _STATUS[r.status], "th": None if name in no_threshold else r.threshold}
         if r.score is not None:
             c["sc"] = r.score
         if r.error:
@@ -736,11 +738,12 @@ def _cases(comparison: Comparison, current: RunResults, baseline: Optional[RunRe
     side_by_side = _pairwise_items(comparison)
     out = []
     for suite in current.suites:
+        free = frozenset(n for n, spec in suite.criteria.items() if spec.no_threshold)
         for case in suite.cases:
             key = CaseKey(suite.name, case.eval_set_id, case.eval_id)
             ch = change.get(key)
             base = base_cases.get(key)
-            crits, judgements, flaky = _criteria_of(case, base, names)
+            crits, judgements, flaky = _criteria_of(case, base, names, free)
             item: dict[str, Any] = {
                 "s": suites[suite.name],
                 "set": _text(case.eval_set_id, 1000),

@@ -640,7 +640,7 @@ def _criterion_row(c: CriterionComparison, with_baseline: bool, trend: Optional[
     return _Row(
         criterion=c.criterion,
         kind=Markdown(_("judge, per sample") if getattr(c, "basis", "scores") == "samples" else _("judge")) if c.judge else None,
-        threshold=Markdown(f"{c.threshold:.2f}"),
+        threshold=Markdown("–" if c.no_threshold else f"{c.threshold:.2f}"),
         pairs=c.n_pairs if with_baseline else c.evaluated,
         baseline=_num(c.baseline_mean),
         current=_num(c.current_mean),

@@ -102,6 +102,8 @@ def _criteria_table(style: _Style, suite: SuiteResult) -> list[str]:
             {suite.criteria[name].threshold} if name in suite.criteria else set()
         )
         threshold = f"{thresholds.pop():.2f}" if len(thresholds) == 1 else _("varies")
+        if name in suite.criteria and suite.criteria[name].no_threshold:
+            threshold = "–"  # agents-cli's metrics: the comparison with the baseline judges them
         mean = _mean([r.score for r in results if r.score is not None])
         n = Counter(r.status for r in results)
         rows.append([

@@ -24,6 +24,9 @@ class EvalRequest:
     # The `metrics[0]` entry as canonical JSON when it is not the managed metric `metric` (e.g.
     # {"llm_based_metric_spec": {"metric_prompt_template": ...}}); part of the cache key.
     metric_spec_json: Optional[str] = None
+    # The request's `autorater_config` as canonical JSON (the judge model, its generation
+    # settings, its sampling count), when the criterion sets one; part of the cache key.
+    autorater_config_json: Optional[str] = None
 
 
 @dataclass
