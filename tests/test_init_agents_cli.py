@@ -5,15 +5,12 @@ Workload Identity Federation variables and secrets, the same environment for the
 linted by actionlint. Then init -> validate -> run -> gate on the scaffold, its agent and its
 LLM-judge metric answering through a fake Gemini on 127.0.0.1.
 
-Which parts need the other issue-33 branches (they land on main through the lead):
-- the datasets (branch acli-data): `evalgate validate`, `run` and `gate` on the datasets;
-- the eval config (branch acli-metrics): eval_config.yaml as the suite's criteria.
-The tests that need them say so in `needs_datasets_and_metrics` and skip until both landed.
+validate, run and gate stand on the datasets' loader and runners (agents_cli/dataset.py,
+the runners' history) and the eval config's metrics (agents_cli/eval_config.py, criteria/acli_*).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -36,20 +33,6 @@ AGENTS_CLI = Path(sys.executable).parent / "agents-cli"
 WIF = {"vars.GCP_PROJECT_NUMBER", "secrets.WIF_POOL_ID", "secrets.WIF_PROVIDER_ID", "secrets.GCP_SERVICE_ACCOUNT", "vars.CICD_PROJECT_ID"}
 
 needs_agents_cli = pytest.mark.skipif(not AGENTS_CLI.is_file(), reason="agents-cli (google-agents-cli, a test extra) is not installed beside this Python")
-
-
-def _datasets_and_metrics_landed() -> bool:
-    """Whether this checkout reads agents-cli datasets (branch acli-data: CaseInput.acli) and
-    eval configs (branch acli-metrics: the agents-cli metrics) yet."""
-    from evalgate import engine
-
-    fields = getattr(engine.CaseInput, "model_fields", None) or getattr(engine.CaseInput, "__dataclass_fields__", {})
-    return "acli" in fields and importlib.util.find_spec("evalgate.criteria.acli_code_metric") is not None
-
-
-needs_datasets_and_metrics = pytest.mark.skipif(
-    not _datasets_and_metrics_landed(), reason="needs agents-cli datasets (branch acli-data) and eval configs (branch acli-metrics) on main"
-)
 
 
 def create(parent: Path, name: str, runner: str) -> Path:
@@ -283,11 +266,9 @@ def test_korean_dataset_names_and_more_datasets(project, cli):
 def test_validate_reads_the_config_init_wrote(project, cli):
     assert cli("init", cwd=project)[0] == 0
     code, out, err = cli("validate", cwd=project)
-    if _datasets_and_metrics_landed():
-        assert (code, err) == (0, ""), out + err
-        assert re.search(r"evalgate.yaml: OK, 1 suites?, 3 cases", out), out
-    else:  # evalgate.yaml itself reads; what follows it (datasets, eval config) is the other branches' work
-        assert code == 2 and "error: evalgate.yaml" not in err, err
+    assert (code, err) == (0, ""), out + err
+    assert re.search(r"evalgate.yaml: OK, 1 suites?, 3 cases", out), out
+    assert "app: runs the agent (adk) on 3 cases" in out
 
 
 def scaffold_model(body) -> object:
@@ -327,7 +308,6 @@ def git(root: Path, *args: str) -> str:
 
 
 @needs_agents_cli
-@needs_datasets_and_metrics
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_init_validate_run_gate_on_the_scaffold(project, cli, monkeypatch):
     """The whole way a team with an agents-cli project goes: init, validate, run (the agent and
@@ -396,7 +376,6 @@ def test_init_validate_run_gate_on_the_scaffold(project, cli, monkeypatch):
 
 
 @needs_agents_cli
-@needs_datasets_and_metrics
 def test_the_workflows_two_steps_on_the_scaffold(project, cli, monkeypatch, fake_github, tmp_path, capsys):  # noqa: F811
     """What evalgate-baseline.yml and evalgate-pr.yml do, step by step: the agent's step
     (`evalgate run` in the project's environment, GITHUB_SHA set as on the runner), then the
