@@ -947,8 +947,18 @@ def _print_acli_next(acli: "AcliProject", config: Path, repo: Repo, action: str,
     out.write(f"until {repo.branch} has a baseline:\n")
     out.write("  agents-cli's eval config sets no thresholds, so the first pull requests only record their scores: the gate passes them\n")
     out.write("  (an agent that fails on every case is an ERROR). Merge once: evalgate-baseline.yml saves the baseline, and from then\n")
-    out.write(f"  on a pull request fails when a metric drops against {repo.branch}'s by more than its run-to-run noise.\n")
+    out.write(f"  on a pull request fails when a metric drops against {repo.branch}'s by more than its run-to-run noise. Each push to\n")
+    out.write(f"  {repo.branch} adds a run to the history that noise is measured on; until there are a few, a small drop is INCONCLUSIVE.\n")
     cases = sum(d.cases for d in acli.datasets)
     if cases < FEW_CASES:
         out.write(f"  only {_plural(cases, 'case')}: a drop on so few is often INCONCLUSIVE, not FAIL; add cases to the datasets.\n")
+    if acli.grade_results:
+        newest = display_path(acli.grade_results[-1])
+        out.write(f"  agents-cli's grades can be the first baseline: evalgate baseline import --agents-cli {newest} --commit {repo.branch}\n")
+        out.write("  (docs/gate.md: a baseline from agents-cli results)\n")
+    config = acli.eval_config
+    if config is not None and config.unscaled:
+        out.write(f"the eval config's own metrics ({display_path(config.path)}; evalgate's keys, which agents-cli ignores):\n")
+        out.write(f"  {', '.join(config.unscaled)}: no score_range, so the gate's margins are in the scores' own units; give each its scale\n")
+        out.write("  (score_range: [1, 5] for a 1-5 judge, [0, null] for a count) and judge: true to one that asks an LLM (docs/criteria.md)\n")
     out.write("keep evalgate-results/ and .evalgate/ out of git (add them to .gitignore)\n")

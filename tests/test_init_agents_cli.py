@@ -240,6 +240,17 @@ def test_init_above_the_project_points_to_it(project, cli, tmp_path):
 
 
 @needs_agents_cli
+def test_agents_cli_grades_are_offered_as_the_first_baseline(project, cli):
+    grades = project / "artifacts" / "grade_results"
+    grades.mkdir(parents=True)
+    for stamp in ("20261127_093000", "20261127_193029"):
+        (grades / f"results_{stamp}.json").write_text("{}", encoding="utf-8")
+    code, out, _ = cli("init", "--dry-run", "--branch", "trunk", cwd=project)
+    assert code == 0
+    assert "  agents-cli's grades can be the first baseline: evalgate baseline import --agents-cli artifacts/grade_results/results_20261127_193029.json --commit trunk\n" in out
+
+
+@needs_agents_cli
 def test_korean_dataset_names_and_more_datasets(project, cli):
     datasets = project / "tests" / "eval" / "datasets"
     cases = [{"eval_case_id": "날씨", "prompt": {"role": "user", "parts": [{"text": "서울 날씨 어때?"}]}}, {"prompt": {"role": "user", "parts": [{"text": "東京の天気は?"}]}}]
@@ -322,6 +333,12 @@ def test_init_validate_run_gate_on_the_scaffold(project, cli, monkeypatch):
     (project / "tests" / "eval" / "datasets" / "daily.json").write_text(json.dumps({"eval_cases": cases}, ensure_ascii=False), encoding="utf-8")
     code, out, err = cli("init", cwd=project)
     assert code == 0 and "tests/eval/datasets/daily.json: 8 cases" in out, out + err
+    # What init advises for the scaffold's LLM judge: its scale and that it is a judge.
+    assert "custom_response_quality: no score_range" in out
+    config = project / "tests" / "eval" / "eval_config.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("custom_function_file: response_quality.py\n", "custom_function_file: response_quality.py\n    score_range: [1, 5]\n    judge: true\n"), encoding="utf-8")
+    code, again, err = cli("init", "--dry-run", cwd=project)
+    assert code == 0 and "no score_range" not in again, again + err
     git(project, "init", "-q", "-b", "main")
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "the scaffold, its datasets, evalgate.yaml and the workflows")

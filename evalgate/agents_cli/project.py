@@ -23,6 +23,8 @@ MANIFEST = "agents-cli-manifest.yaml"
 DATASET_FOLDERS = ("tests/eval/datasets", "eval/datasets")
 EVAL_CONFIGS = ("tests/eval/eval_config.yaml", "eval/eval_config.yaml")
 TRACES_FOLDER = "artifacts/traces"
+GRADE_RESULTS_FOLDER = "artifacts/grade_results"
+BODY_KEYS = ("custom_function", "custom_function_file", "prompt_template")  # a metric of the team's own, not a built-in
 
 
 @dataclass
@@ -81,6 +83,7 @@ class EvalConfig:
     path: Path
     metrics: list[str] = field(default_factory=list)  # metrics_to_run, as written
     custom: list[str] = field(default_factory=list)  # the custom_metrics pool's names
+    unscaled: list[str] = field(default_factory=list)  # selected custom metrics with a body and no score_range
     problem: Optional[str] = None  # why it could not be read, when it could not
 
 
@@ -94,6 +97,7 @@ class AcliProject:
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # *.json in the folder that are not datasets, and why
     eval_config: Optional[EvalConfig] = None
     traces: list[Path] = field(default_factory=list)  # artifacts/traces/traces_*.json that eval generate left
+    grade_results: list[Path] = field(default_factory=list)  # artifacts/grade_results/results_*.json that eval grade left
 
     @property
     def agent_folder(self) -> Path:
@@ -117,6 +121,9 @@ def find(root: Path) -> Optional[AcliProject]:
     traces = root / TRACES_FOLDER
     if traces.is_dir():
         project.traces = sorted(traces.glob("traces_*.json"))
+    grades = root / GRADE_RESULTS_FOLDER
+    if grades.is_dir():
+        project.grade_results = sorted(grades.glob("results_*.json"))  # the time stamp in the name sorts them
     return project
 
 
@@ -164,5 +171,11 @@ def read_eval_config(path: Path) -> EvalConfig:
         config.metrics = [str(m) for m in metrics if isinstance(m, (str, int))]
     custom = data.get("custom_metrics")
     if isinstance(custom, list):
-        config.custom = [str(m["name"]) for m in custom if isinstance(m, dict) and isinstance(m.get("name"), str)]
+        entries = [m for m in custom if isinstance(m, dict) and isinstance(m.get("name"), str)]
+        config.custom = [m["name"] for m in entries]
+        selected = {m.lower() for m in config.metrics}
+        config.unscaled = [
+            m["name"] for m in entries
+            if m["name"].lower() in selected and any(k in m for k in BODY_KEYS) and m.get("score_range") is None
+        ]
     return config
