@@ -10,6 +10,11 @@ cases; a `test_config.json` beside them gives their criteria, as in `adk eval`. 
 that keeps its criteria in an `eval_config.json` instead (passed to `adk eval
 --config_file_path`) gets it as the suite's `criteria`. Virtual environments, `.git`,
 `node_modules` and other hidden or generated folders are not searched.
+
+A project `agents-cli create` scaffolded (an `agents-cli-manifest.yaml` at the root, datasets
+beside it) is read as agents-cli reads it instead (evalgate.agents_cli.project): its agent
+directory, its datasets folder and eval config as one suite, and workflows that sign in and
+install as the scaffold's own do.
 """
 
 from __future__ import annotations
@@ -461,9 +466,10 @@ def _action_step(action: str, config: str, repo: Repo, runtime: Runtime) -> list
     return lines
 
 
-def workflow_texts(action: str, config: str, repo: Repo, install: "tuple[str, str] | Runtime") -> dict[str, str]:
-    """The three workflows of docs/workflows.md, each with the least permissions it needs."""
-    runtime = install if isinstance(install, Runtime) else pip_runtime(install)
+def workflow_texts(action: str, config: str, repo: Repo, runtime: "tuple[str, str] | Runtime") -> dict[str, str]:
+    """The three workflows of docs/workflows.md, each with the least permissions it needs; the
+    agent's dependencies are `pip install` arguments (with a word on them) or a whole Runtime."""
+    runtime = runtime if isinstance(runtime, Runtime) else pip_runtime(runtime)
     step = runtime.steps + _action_step(action, config, repo, runtime)
     extra = runtime.permissions
     results = f"{repo.workdir}/evalgate-results" if repo.workdir else "evalgate-results"
