@@ -10,6 +10,11 @@ cases; a `test_config.json` beside them gives their criteria, as in `adk eval`. 
 that keeps its criteria in an `eval_config.json` instead (passed to `adk eval
 --config_file_path`) gets it as the suite's `criteria`. Virtual environments, `.git`,
 `node_modules` and other hidden or generated folders are not searched.
+
+A project `agents-cli create` scaffolded (an `agents-cli-manifest.yaml` at the root, datasets
+beside it) is read as agents-cli reads it instead (evalgate.agents_cli.project): its agent
+directory, its datasets folder and eval config as one suite, and workflows that sign in and
+install as the scaffold's own do.
 """
 
 from __future__ import annotations
@@ -23,13 +28,16 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TYPE_CHECKING, Optional, TextIO
 
 import yaml
 
 from evalgate.config import CONFIG_NAMES
 from evalgate.errors import InputError, Problem, display_path
 from evalgate.loaders.evalsets import EVALSET_SUFFIXES, load_evalset, test_config_beside
+
+if TYPE_CHECKING:
+    from evalgate.agents_cli.project import AcliProject
 
 DEFAULT_ACTION = "OWNER/evalgate@v1"
 SKIPPED_DIRS = ("node_modules", "__pycache__", "site-packages", "build", "dist", "evalgate-results")
@@ -63,6 +71,7 @@ class Found:
     evalsets: list[EvalSetFile] = field(default_factory=list)
     near_misses: list[tuple[Path, str]] = field(default_factory=list)  # agent-like folders evalgate cannot run, and why
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # eval-set-named files that are not eval sets, and why
+    acli_projects: list[Path] = field(default_factory=list)  # folders below the root holding an agents-cli-manifest.yaml
 
 
 def _pruned(parent: Path, name: str) -> bool:
@@ -79,6 +88,8 @@ def discover(root: Path) -> Found:
         folder = Path(here)
         dirs[:] = sorted(d for d in dirs if not _pruned(folder, d))
         names = set(files)
+        if "agents-cli-manifest.yaml" in names and folder != root:
+            found.acli_projects.append(folder)
         if not _inside_an_agent(folder, found):
             _agent_in(folder, names, found)
         for name in sorted(files):
@@ -419,7 +430,29 @@ def find_repo(project: Path, branch: Optional[str]) -> Repo:
     return Repo(root, workdir, "main", "a guess: no git remote names the default branch; --branch sets it", top is not None)
 
 
-def _action_step(action: str, config: str, repo: Repo, install: tuple[str, str]) -> list[str]:
+@dataclass
+class Runtime:
+    """How the workflows give the agent its code, dependencies and credentials: steps before
+    the action's, the action's inputs and environment for it, and permissions they need."""
+
+    permissions: list[str] = field(default_factory=list)  # extra `permissions:` lines
+    steps: list[str] = field(default_factory=list)  # steps between the checkout and the action
+    inputs: list[str] = field(default_factory=list)  # extra `with:` lines of the action
+    env: list[str] = field(default_factory=list)  # the action step's `env:` lines
+    fork: list[str] = field(
+        default_factory=lambda: ["# A fork's pull request has no secrets: its agent cannot run, and the gate says ERROR, never PASS."]
+    )  # what becomes of a fork's pull request, as comment lines
+
+
+def pip_runtime(install: tuple[str, str]) -> Runtime:
+    """The action installs the agent's dependencies in its container; the model key is a secret."""
+    return Runtime(
+        inputs=[f"          install: {_scalar(install[0])}   # {install[1]}"],
+        env=["          GOOGLE_API_KEY: ${{ secrets.GOOGLE_API_KEY }}   # the agent's model (a repository secret)"],
+    )
+
+
+def _action_step(action: str, config: str, repo: Repo, runtime: Runtime) -> list[str]:
     lines = [
         f"      - uses: {action}   # the evalgate action: pin a release or a commit SHA",
         "        with:",
@@ -427,24 +460,25 @@ def _action_step(action: str, config: str, repo: Repo, install: tuple[str, str])
     ]
     if repo.workdir:
         lines.append(f"          working-directory: {_scalar(repo.workdir)}")
-    lines += [
-        f"          install: {_scalar(install[0])}   # {install[1]}",
-        "        env:",
-        "          GOOGLE_API_KEY: ${{ secrets.GOOGLE_API_KEY }}   # the agent's model (a repository secret)",
-    ]
+    lines += runtime.inputs
+    if runtime.env:
+        lines += ["        env:", *runtime.env]
     return lines
 
 
-def workflow_texts(action: str, config: str, repo: Repo, install: tuple[str, str]) -> dict[str, str]:
-    """The three workflows of docs/workflows.md, each with the least permissions it needs."""
-    step = _action_step(action, config, repo, install)
+def workflow_texts(action: str, config: str, repo: Repo, runtime: "tuple[str, str] | Runtime") -> dict[str, str]:
+    """The three workflows of docs/workflows.md, each with the least permissions it needs; the
+    agent's dependencies are `pip install` arguments (with a word on them) or a whole Runtime."""
+    runtime = runtime if isinstance(runtime, Runtime) else pip_runtime(runtime)
+    step = runtime.steps + _action_step(action, config, repo, runtime)
+    extra = runtime.permissions
     results = f"{repo.workdir}/evalgate-results" if repo.workdir else "evalgate-results"
     head = "# Written by `evalgate init`; evalgate's docs/workflows.md explains every line.\n"
     pr = [
         "# The pull request gate: runs the pull request's agent on the eval sets, compares with the",
         "# base commit's baseline, keeps one comment up to date and sets the commit status `evalgate`",
-        "# (require it in the branch protection rules to block merging on a failed gate). A fork's",
-        "# pull request has no secrets: its agent cannot run, and the gate says ERROR, never PASS.",
+        "# (require it in the branch protection rules to block merging on a failed gate).",
+        *runtime.fork,
         "# With a merge queue, merge_group gates the queue's head commit and sets the status there.",
         "name: evalgate-pr",
         "on:",
@@ -455,6 +489,7 @@ def workflow_texts(action: str, config: str, repo: Repo, install: tuple[str, str
         "  contents: read        # the checkout, and baselines on the data branch",
         "  pull-requests: write  # the comment",
         "  statuses: write       # the commit status",
+        *extra,
         "",
         "jobs:",
         "  gate:",
@@ -479,6 +514,7 @@ def workflow_texts(action: str, config: str, repo: Repo, install: tuple[str, str
         "",
         "permissions:",
         "  contents: write       # write the baseline to the data branch",
+        *extra,
         "",
         "concurrency:",
         "  group: evalgate-baseline  # one writer at a time; the store also retries on conflicts",
@@ -504,6 +540,7 @@ def workflow_texts(action: str, config: str, repo: Repo, install: tuple[str, str
         "permissions:",
         "  contents: write       # history on the data branch",
         "  issues: write         # the tracking issue",
+        *extra,
         "",
         "jobs:",
         "  nightly:",
@@ -562,15 +599,24 @@ def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: 
     if not root.is_dir():
         raise InputError(Problem(directory, None, "is not a folder", "Pass your ADK project's folder (the one you run `adk web` from)."))
     root = root.resolve()
+    from evalgate.agents_cli import project as acli_project
+
+    acli = acli_project.find(root)
+    if acli is not None and acli.datasets:
+        return init_agents_cli(acli, action, branch, dry_run, out)
     found = discover(root)
+    if acli is not None and not found.evalsets:
+        raise _no_datasets(acli)
     if not found.agents:
         raise _nothing_found(
             root, found, "ADK agent", LOOKED_FOR_AGENTS, "Run evalgate init in your ADK project's folder (the one you run `adk web` from), or pass that folder: evalgate init path/to/project."
         )
     if not found.evalsets:
-        raise _nothing_found(
-            root, found, "eval set", LOOKED_FOR_EVALSETS, "Save one from `adk web` (its Eval tab writes <agent>/<name>.evalset.json), or write one; evalgate's docs/formats.md shows both shapes."
-        )
+        fix = "Save one from `adk web` (its Eval tab writes <agent>/<name>.evalset.json), or write one; evalgate's docs/formats.md shows both shapes."
+        if found.acli_projects:  # a repository holding agents-cli projects in subfolders
+            folders = ", ".join(display_path(f) for f in found.acli_projects)
+            fix = f"agents-cli projects are in {folders}: run evalgate init in one of them (or pass it: evalgate init {display_path(found.acli_projects[0])})."
+        raise _nothing_found(root, found, "eval set", LOOKED_FOR_EVALSETS, fix)
     claimed, left = assign(found)
     suites = plan_suites(found, claimed)
     if not suites:
@@ -592,6 +638,13 @@ def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: 
     planned += [Planned(repo.root / ".github" / "workflows" / name, texts[name], what) for name, what in zip(WORKFLOWS, whats)]
 
     _print_found(found, suites, left, out)
+    written = _write(planned, dry_run, out)
+    _print_next(root, config_path, repo, action, planned if dry_run else written, out)
+    return 0
+
+
+def _write(planned: list[Planned], dry_run: bool, out: TextIO) -> list[Planned]:
+    """Write each planned file that does not exist yet (or, dry, show it); say what happened."""
     written, kept = [], []
     for p in planned:
         shown = display_path(p.path)
@@ -618,8 +671,7 @@ def init(directory: str, action: Optional[str], branch: Optional[str], dry_run: 
             out.write(f"wrote {shown} ({p.what})\n")
     if kept:
         out.write("      (`evalgate init --dry-run` prints what init would have written)\n")
-    _print_next(root, config_path, repo, action, planned if dry_run else written, out)
-    return 0
+    return written
 
 
 def _print_found(found: Found, suites: list[Suite], left: list[tuple[EvalSetFile, str]], out: TextIO) -> None:
@@ -668,3 +720,251 @@ def _print_next(root: Path, config: Path, repo: Repo, action: str, written: list
             out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
     out.write("keep evalgate-results/ and .evalgate/ out of git (add them to .gitignore)\n")
 
+
+
+# --- a project agents-cli scaffolded -------------------------------------------------------
+
+AGENT_RUNS = "evalgate-agent-runs"  # where the workflows' first step leaves the agent's runs for the action
+SCAFFOLD_PYTHON = "3.12"  # the Python of the scaffold's own workflows
+CICD = {
+    "github_actions": "GitHub Actions",
+    "google_cloud_build": "Cloud Build",
+    "skip": "none (agents-cli create in prototype mode)",
+}
+FEW_CASES = 10  # below this, say that the gate's statistics have little to go on
+# The environment the scaffold's integration tests run the agent in (pr_checks.yaml), as `env:` lines.
+MODEL_ENV = [
+    '          GOOGLE_GENAI_USE_ENTERPRISE: "true"   # Gemini through Google Cloud, as the scaffold\'s integration tests',
+    "          GOOGLE_CLOUD_PROJECT: ${{ vars.CICD_PROJECT_ID }}",
+    "          GOOGLE_CLOUD_LOCATION: global",
+]
+WIF_NAMES = "the variables GCP_PROJECT_NUMBER and CICD_PROJECT_ID and the secrets WIF_POOL_ID, WIF_PROVIDER_ID and GCP_SERVICE_ACCOUNT"
+
+
+def _no_datasets(acli: "AcliProject") -> InputError:
+    where = display_path(acli.datasets_folder) if acli.datasets_folder else " or ".join(f"{f}/" for f in ("tests/eval/datasets", "eval/datasets"))
+    notes = "".join(f"; {display_path(p)}: {why}" for p, why in acli.skipped)
+    return InputError(
+        Problem(
+            display_path(acli.manifest_path),
+            None,
+            f"an agents-cli project without a dataset: no agents-cli dataset (a JSON file of eval_cases) in {where}{notes}",
+            "Write one as the README beside the datasets shows (a list of eval_cases, each with a prompt), or let "
+            "`agents-cli eval dataset synthesize` write some; then run evalgate init again.",
+        )
+    )
+
+
+def _acli_agent(acli: "AcliProject") -> Agent:
+    """The manifest's agent directory as an ADK agent evalgate can run in-process, or why not."""
+    manifest = display_path(acli.manifest_path)
+    folder = acli.agent_folder
+    if acli.manifest.language != "python":
+        raise InputError(
+            Problem(
+                manifest,
+                "language",
+                f"the agent is written in {acli.manifest.language}; evalgate runs Python ADK agents in-process",
+                "Serve the agent (agents-cli run serves it) and write evalgate.yaml by hand with agent: {url: http://127.0.0.1:8000, app: "
+                f"{acli.manifest.agent_directory}}} (docs/running-agents.md).",
+            )
+        )
+    if not folder.is_dir():
+        raise InputError(
+            Problem(manifest, "agent_directory", f"names {acli.manifest.agent_directory}, which is not a folder here", "Set agent_directory to the folder that holds agent.py (agents-cli's default is app).")
+        )
+    probe = Found(acli.root)
+    _agent_in(folder, {p.name for p in folder.iterdir() if p.is_file()}, probe)
+    if not probe.agents:
+        why = probe.near_misses[0][1] if probe.near_misses else "neither agent.py nor __init__.py defines root_agent or app = App(...)"
+        raise InputError(Problem(display_path(folder), None, f"is the agent directory of {manifest}, but not an ADK agent evalgate can load: {why}", "Restore agent.py as agents-cli create wrote it."))
+    return probe.agents[0]
+
+
+def acli_config_text(acli: "AcliProject", agent_dir: str, evalsets: str, criteria: Optional[str], cases: int) -> str:
+    """evalgate.yaml for an agents-cli project: one suite, the agent in-process, its datasets and eval config."""
+    name = Path(agent_dir).name  # the ADK app name agents-cli serves the agent under
+    sets = f"{_plural(len(acli.datasets), 'dataset')}, {_plural(cases, 'case')}"
+    lines = [
+        "# evalgate.yaml, written by `evalgate init` for an agents-cli project. Every key is in",
+        "# evalgate's docs/configuration.md; docs/agents-cli.md says what evalgate reads of the project.",
+        "#",
+        "# The suite runs the agent in-process (ADK app name: its folder's, as agents-cli serves it) on",
+        "# every dataset in the folder, as `agents-cli eval generate` would, and scores each case with",
+        "# the eval config's metrics, as `agents-cli eval grade` would. That config sets no thresholds:",
+        "# the gate compares each metric with the default branch's baseline.",
+        "version: 1",
+        "suites:",
+        f"  - name: {_scalar(name)}",
+        f"    evalsets: [{_scalar(evalsets)}]  # {sets}",
+        f"    agent: {{adk: {_scalar(agent_dir)}}}  # options: num_runs, concurrency, timeout_s",
+    ]
+    if criteria:
+        lines.append(f"    criteria: {_scalar(criteria)}  # metrics_to_run and custom_metrics, as agents-cli eval grade reads them")
+    else:
+        lines.append("    # criteria: tests/eval/eval_config.yaml  # none found: name the metrics to run there (agents-cli needs them too)")
+    lines.append("# gate: {pairwise: {enabled: true}}  # also judge each changed answer side by side with the baseline's (docs/gate.md: gate.pairwise)")
+    text = "\n".join(lines) + "\n"
+    expected = {"version": 1, "suites": [{"name": name, "evalsets": [evalsets], "agent": {"adk": agent_dir}, **({"criteria": criteria} if criteria else {})}]}
+    assert yaml.safe_load(text) == expected, text  # the comments and quoting changed nothing
+    return text
+
+
+_ACTION_REF = re.compile(r"([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)(?:/[^@]*)?@([^\s\"]+)")
+
+
+def evalgate_requirement(action: str) -> str:
+    """The evalgate the agent's step installs: the same code as the action, from the action's own
+    repository and reference (owner/repo@ref), so both steps agree on what a finished run is;
+    else (a docker:// or local action) this version from the package registry."""
+    m = _ACTION_REF.fullmatch(action)
+    if m is None:
+        from evalgate import __version__
+
+        return f"adk-evalgate=={__version__}"
+    return f"adk-evalgate @ git+https://github.com/{m.group(1)}/{m.group(2)}@{m.group(3)}"
+
+
+def acli_runtime(config: str, repo: Repo, action: str = DEFAULT_ACTION) -> Runtime:
+    """The scaffold's way: Google Cloud through its Workload Identity Federation, the agent's
+    dependencies from its uv.lock. The action runs in its own container, with evalgate's locked
+    dependencies, which the project's lock must not replace (its google-adk,
+    google-cloud-aiplatform and google-genai differ); so the agent runs first, here, in the
+    project's environment, and the action reuses those runs (`resume`): it scores, compares
+    and reports, and runs again only a case whose run did not finish."""
+    workdir = [f"        working-directory: {_scalar(repo.workdir)}"] if repo.workdir else []
+    steps = [
+        "      # Google Cloud as the scaffold's pr_checks.yaml signs in: Workload Identity Federation with the",
+        "      # variables and secrets agents-cli's CI/CD setup created (deployment/terraform/cicd).",
+        "      - id: auth",
+        "        uses: google-github-actions/auth@v3",
+        "        with:",
+        "          workload_identity_provider: projects/${{ vars.GCP_PROJECT_NUMBER }}/locations/global/workloadIdentityPools/${{ secrets.WIF_POOL_ID }}/providers/${{ secrets.WIF_PROVIDER_ID }}",
+        "          service_account: ${{ secrets.GCP_SERVICE_ACCOUNT }}",
+        "          create_credentials_file: true",
+        "          project_id: ${{ vars.CICD_PROJECT_ID }}",
+        "      - uses: actions/setup-python@v6",
+        "        with:",
+        f'          python-version: "{SCAFFOLD_PYTHON}"',
+        "      - uses: astral-sh/setup-uv@v8.0.0",
+        "      - name: Install the agent's dependencies from uv.lock",
+        *workdir,
+        "        run: uv sync --locked",
+        "      # The agent runs here, in the project's environment, with evalgate from the action's own",
+        "      # repository and reference; the action below reuses its runs.",
+        "      # Exit 1 (a suite below a threshold) is the action's to judge against the baseline.",
+        "      - name: Run the agent on every case",
+        *workdir,
+        "        env:",
+        *MODEL_ENV,
+        f'        run: uv run --no-sync --with "{evalgate_requirement(action)}" evalgate run --config {_scalar(config)} --out {AGENT_RUNS} || [ "$?" -eq 1 ]',
+    ]
+    return Runtime(
+        permissions=["  id-token: write       # Workload Identity Federation (google-github-actions/auth)"],
+        steps=steps,
+        fork=["# A fork's pull request gets no OIDC token: its auth step fails, and nothing is gated or passed."],
+        inputs=[f"          resume: {AGENT_RUNS}   # the agent's runs from the step above: reused, not run again"],
+        env=["          # Google Cloud for the eval config's metrics (the eval service, LLM judges)", *MODEL_ENV],
+    )
+
+
+def init_agents_cli(acli: "AcliProject", action: str, branch: Optional[str], dry_run: bool, out: TextIO) -> int:
+    """`evalgate init` in a project agents-cli created: the manifest's agent, its datasets and eval
+    config as one suite, and workflows that sign in and install as the scaffold's own do."""
+    root = acli.root
+    agent = _acli_agent(acli)
+    repo = find_repo(root, branch)
+    config_path = next((root / n for n in CONFIG_NAMES if (root / n).exists()), root / CONFIG_NAMES[0])
+    cases = sum(d.cases for d in acli.datasets)
+    criteria = display_path(acli.eval_config.path, root) if acli.eval_config else None
+    text = acli_config_text(acli, display_path(agent.folder, root), display_path(acli.datasets_folder, root), criteria, cases)
+    planned = [Planned(config_path, text, f"1 suite, {_plural(cases, 'case')}, the agent run in-process")]
+    whats = (
+        "on pull requests and merge queues: run the agent, compare, comment, set the commit status",
+        f"on pushes to {repo.branch}: run the agent, save the baseline",
+        "every night and by hand: run the agent, open an issue on a regression",
+    )
+    texts = workflow_texts(action, config_path.name, repo, acli_runtime(config_path.name, repo, action))
+    planned += [Planned(repo.root / ".github" / "workflows" / name, texts[name], what) for name, what in zip(WORKFLOWS, whats)]
+
+    _print_acli_found(acli, agent, out)
+    written = _write(planned, dry_run, out)
+    _print_acli_next(acli, config_path, repo, action, planned if dry_run else written, out)
+    return 0
+
+
+def _print_acli_found(acli: "AcliProject", agent: Agent, out: TextIO) -> None:
+    m = acli.manifest
+    made = f", made by agents-cli {m.acli_version}" if m.acli_version else ""
+    named = f"{m.name}{made}" if m.name else made.lstrip(", ")
+    out.write(f"found an agents-cli project ({display_path(acli.manifest_path)}{': ' + named if named else ''}):\n")
+    details = [agent.source]
+    if m.root_agent_name:
+        details.append(f"root agent {m.root_agent_name}")
+    if m.deployment_target not in ("", "none"):
+        details.append(f"deployed to {m.deployment_target}")
+    out.write(f"  {display_path(agent.folder)} ({'; '.join(details)})\n")
+    for d in acli.datasets:
+        kind = " (an ADK eval set)" if d.adk else ""
+        out.write(f"    {display_path(d.path)}: {_plural(d.cases, 'case')}{kind}\n")
+    for path, why in acli.skipped:
+        out.write(f"    not a dataset: {display_path(path)}: {why}\n")
+    config = acli.eval_config
+    if config is None:
+        out.write("    criteria: no eval_config.yaml found (agents-cli's tests/eval/eval_config.yaml); the suite has no metrics yet\n")
+    elif config.problem:
+        out.write(f"    criteria: {display_path(config.path)}, which {config.problem}; `evalgate validate` says where\n")
+    else:
+        chosen = ", ".join(config.metrics) if config.metrics else "none"
+        out.write(f"    criteria: {display_path(config.path)} (metrics_to_run: {chosen}; no thresholds)\n")
+    if acli.traces:
+        out.write(f"    traces: {_plural(len(acli.traces), 'file')} in {display_path(acli.traces[0].parent)} (from agents-cli eval generate; not used: evalgate runs the agent)\n")
+    runner = CICD.get(m.cicd_runner, m.cicd_runner)
+    if m.cicd_runner == "github_actions":
+        out.write(f"  CI: {runner} (the scaffold's workflows test and deploy; none runs an eval); init adds evalgate's beside them\n")
+    else:
+        out.write(f"  CI: {runner}; evalgate's gate is a GitHub Action, so init writes GitHub workflows all the same\n")
+
+
+def _print_acli_next(acli: "AcliProject", config: Path, repo: Repo, action: str, written: list[Planned], out: TextIO) -> None:
+    root = acli.root
+    shown = display_path(config)
+    flag = "" if root == Path.cwd().resolve() else f" --config {shown if _SHELL_SAFE.fullmatch(shown) else shlex.quote(shown)}"
+    out.write("\nnext:\n")
+    out.write(f"  evalgate validate{flag}    # check the config, every dataset and the eval config; runs nothing\n")
+    out.write(f"  evalgate run{flag}         # run the agent on every case and score it (needs the agent's Google Cloud access, as agents-cli eval run does)\n")
+    workflows = [p for p in written if p.path.suffix == ".yml"]
+    if workflows:
+        out.write("then, for the workflows:\n")
+        if action == DEFAULT_ACTION:
+            out.write(f"  - replace {DEFAULT_ACTION} in them with the evalgate action reference you pin (a release or a commit SHA): twice in each, the action and the evalgate its agent step installs\n")
+        if acli.manifest.cicd_runner == "github_actions":
+            out.write(f"  - they sign in to Google Cloud as the scaffold's pr_checks.yaml does, with {WIF_NAMES} that agents-cli's CI/CD setup created\n")
+        else:
+            out.write(
+                f"  - they sign in to Google Cloud through Workload Identity Federation for GitHub, with {WIF_NAMES}: "
+                "create them (agents-cli's GitHub Actions setup does, deployment/terraform/cicd/wif.tf and github.tf)\n"
+            )
+        out.write(f"  - commit {display_path(config)} and {display_path(repo.root / '.github' / 'workflows')}/; the gate runs on your next pull request\n")
+        out.write("  - require the commit status `evalgate` in the branch protection rules of " + f"{repo.branch} ({repo.branch_source})\n")
+        if not repo.is_git:
+            where = "this folder" if repo.root == Path.cwd().resolve() else display_path(repo.root)
+            out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
+    out.write(f"until {repo.branch} has a baseline:\n")
+    out.write("  agents-cli's eval config sets no thresholds, so the first pull requests only record their scores: the gate passes them\n")
+    out.write("  (an agent that fails on every case is an ERROR). Merge once: evalgate-baseline.yml saves the baseline, and from then\n")
+    out.write(f"  on a pull request fails when a metric drops against {repo.branch}'s by more than its run-to-run noise. Each push to\n")
+    out.write(f"  {repo.branch} adds a run to the history that noise is measured on; until there are a few, a small drop is INCONCLUSIVE.\n")
+    cases = sum(d.cases for d in acli.datasets)
+    if cases < FEW_CASES:
+        out.write(f"  only {_plural(cases, 'case')}: a drop on so few is often INCONCLUSIVE, not FAIL; add cases to the datasets.\n")
+    if acli.grade_results:
+        newest = display_path(acli.grade_results[-1])
+        out.write(f"  agents-cli's grades can be the first baseline: evalgate baseline import --agents-cli {newest} --commit {repo.branch}\n")
+        out.write("  (docs/gate.md: a baseline from agents-cli results)\n")
+    config = acli.eval_config
+    if config is not None and config.unscaled:
+        out.write(f"the eval config's own metrics ({display_path(config.path)}; evalgate's keys, which agents-cli ignores):\n")
+        out.write(f"  {', '.join(config.unscaled)}: no score_range, so the gate's margins are in the scores' own units; give each its scale\n")
+        out.write("  (score_range: [1, 5] for a 1-5 judge, [0, null] for a count) and judge: true to one that asks an LLM (docs/criteria.md)\n")
+    out.write("keep evalgate-results/ and .evalgate/ out of git (add them to .gitignore)\n")
