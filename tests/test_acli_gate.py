@@ -162,3 +162,15 @@ def test_below_its_scale_is_what_the_ledger_counts_as_failed(tmp_path):
     assert stars.threshold == 1.0 and outcome(stars, True) == 1.0
     assert outcome(stars.model_copy(update={"score": 0.0}), True) == 0.0
     assert data.cases[0].criteria["tool_calls"].threshold == 0.0
+
+
+def test_a_metric_without_a_declared_scale_gets_an_interval_around_its_drop():
+    """A 1-5 code metric whose eval config gives no score_range: every case goes 5 -> 1. The
+    interval was clipped to the [0, 1] scale assumed for it and read [-1.000, -3.957], its
+    bounds inverted and the drop outside them."""
+    from evalgate.gate.stats import drop_interval
+
+    low, high = drop_interval([-4.0, -4.0, -3.9, -4.1] * 3, 0.0, 11.0, limit=1.0)
+    assert low is not None and high is not None and low <= -4.0 <= high
+    low, high = drop_interval([-0.5, -0.4, -0.6] * 4, 0.0, 11.0, limit=1.0)
+    assert -1.0 <= low <= high <= 1.0  # within the range, as before

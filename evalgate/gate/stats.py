@@ -434,7 +434,7 @@ def drop_interval(diffs: Sequence[float], run_var: float, df: float, level: floa
     mean = sum(diffs) / n
     v = sum((d - mean) ** 2 for d in diffs) / n
     half = q * math.sqrt((v + n * run_var) / (n - q * q))
-    if limit is None:
+    if limit is None or abs(mean) > limit:  # scores outside the range they were said to have: not clipped
         return mean - half, mean + half
     return max(-limit, mean - half), min(limit, mean + half)
 

@@ -128,9 +128,13 @@ def score_range(name: str, spec: Optional[CriterionSpec] = None) -> tuple[float,
 
 
 def is_bounded(spec: Optional[CriterionSpec]) -> bool:
-    """Whether a criterion's scale has both ends (a count, `score_range: [0, null]`, has not)."""
+    """Whether a criterion's scale has both ends (a count, `score_range: [0, null]`, has not).
+    A metric without a threshold whose config gives no `score_range` (an agents-cli code
+    metric: a 1-5 grade, a count, anything) has no known ends either."""
     own = spec.score_range if spec is not None else None
-    return own is None or (len(own) == 2 and None not in own)
+    if own is None:
+        return not (spec is not None and getattr(spec, "no_threshold", False))
+    return len(own) == 2 and None not in own
 
 
 def is_evaluated(result: Optional[CriterionResult]) -> bool:
