@@ -99,6 +99,10 @@ def test_a_drop_on_each_scale_fails(cli, tmp_path):
     assert "stars: mean score dropped by 2.000 (4.583 to 2.583, 95% CI \\[-2.317, -1.683\\]; margin 0.08;" in out
     assert "tool\\_calls: mean score dropped by 1.000 (2.250 to 1.250, 95% CI \\[-1.040, -0.960\\]; margin 0;" in out
     assert "| stars (judge) | – | 12 | 4.583 | 2.583 |" in out
+    # Cases never fail a metric without a threshold: the headline counts those that scored
+    # lower instead of saying "no regressed cases" above a FAIL.
+    headline = next(line for line in out.splitlines() if line.startswith("**evalgate FAIL**"))
+    assert "cases scored lower" in headline and "no regressed cases" not in headline, headline
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert html.count('<td class="num">–</td>') >= 2 and '"th":null' in html and '"th":1.0' not in html  # no threshold shown
 

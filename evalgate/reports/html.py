@@ -350,7 +350,12 @@ def _headline(comparison: Comparison, current: RunResults) -> list[str]:
     parts = []
     if comparison.baseline is not None:
         regressed = kinds.count("regressed") + kinds.count("broken_stable")
-        parts.append(n_("{n} regressed case", "{n} regressed cases", regressed) if regressed else _("no regressed cases"))
+        if regressed:
+            parts.append(n_("{n} regressed case", "{n} regressed cases", regressed))
+        elif kinds.count("score_drop"):  # metrics without a threshold never fail a case
+            parts.append(n_("{n} case scored lower", "{n} cases scored lower", kinds.count("score_drop")))
+        else:
+            parts.append(_("no regressed cases"))
         if kinds.count("fixed"):
             parts.append(n_("{n} fixed case", "{n} fixed cases", kinds.count("fixed")))
     c = current.counts

@@ -801,6 +801,9 @@ def _headline(comparison: Comparison, current: RunResults) -> Markdown:
             )
         elif regressed:
             parts.append(n_("{n} regressed case", "{n} regressed cases", regressed))
+        elif kinds.count("score_drop"):
+            # Metrics without a threshold (agents-cli's) never fail a case: their cases score lower.
+            parts.append(n_("{n} case scored lower", "{n} cases scored lower", kinds.count("score_drop")))
         else:
             parts.append(_("no regressed cases"))
         if kinds.count("fixed"):
