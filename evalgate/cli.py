@@ -151,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     save.add_argument("--commit", required=True, help="the commit the results belong to (any git revision: a sha, short or full, a branch, a tag)")
     save.add_argument("--ref", default="", help="the branch, e.g. refs/heads/main")
     save.add_argument("--config", "-c", help="config file (its gate section names the store)")
+    save.add_argument("--store", metavar="DIR", help="save into this folder instead of the config's store: a checkout of the github store's data branch, to push")
     save.set_defaults(func=cmd_baseline_save)
     imp = bsub.add_parser(
         "import",
@@ -646,7 +647,12 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     digests = {r.config_digest for r in runs}
     if len(digests) > 1:
         raise InputError(Problem(None, "--results", f"the {len(runs)} runs were made with different configs or eval sets", "Give runs of one commit and config (evalgate run, repeated)."))
-    store = _store(gate, base)
+    if args.store:  # the data branch's layout is the dir store's
+        from evalgate.gate.baselines import DirStore
+
+        store = DirStore(Path(args.store), gate_id=gate.id)
+    else:
+        store = _store(gate, base)
     _save_baseline(store, gate, runs, commit, args.ref)
     into = f", and {len(runs)} runs into the flake ledger" if len(runs) > 1 else ""
     print(f"saved the baseline of {commit} for gate '{gate.id}' in {display_path(store.path)}{into}")

@@ -718,7 +718,17 @@ def _print_next(root: Path, config: Path, repo: Repo, action: str, written: list
         if not repo.is_git:
             where = "this folder" if repo.root == Path.cwd().resolve() else display_path(repo.root)
             out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
+        _print_first_day(repo, out)
     out.write("keep evalgate-results/ and .evalgate/ out of git (add them to .gitignore)\n")
+
+
+def _print_first_day(repo: Repo, out: TextIO) -> None:
+    """What the gate can decide before the default branch has history, and how to give it some
+    at once (docs/gate.md: the first day)."""
+    out.write(f"until {repo.branch} has history:\n")
+    out.write("  before its first baseline a pull request is judged on the thresholds alone; after it, a few broken cases among many are\n")
+    out.write(f"  INCONCLUSIVE, not FAIL, until {repo.branch} has 5 runs (a case must pass 5 in a row to count as stable; each push adds one).\n")
+    out.write("  To start with them: run it 5 times and save the runs into the data branch (docs/gate.md: the first day)\n")
 
 
 
@@ -843,7 +853,7 @@ def acli_runtime(config: str, repo: Repo, action: str = DEFAULT_ACTION) -> Runti
         "          service_account: ${{ secrets.GCP_SERVICE_ACCOUNT }}",
         "          create_credentials_file: true",
         "          project_id: ${{ vars.CICD_PROJECT_ID }}",
-        "      - uses: actions/setup-python@v6",
+        "      - uses: actions/setup-python@v7",
         "        with:",
         f'          python-version: "{SCAFFOLD_PYTHON}"',
         "      - uses: astral-sh/setup-uv@v8.0.0",

@@ -326,6 +326,10 @@ def test_several_runs_fill_the_ledger_on_the_first_day(cli, repo):
     assert histories and all(len(h) == 5 for h in histories)
     stable = [h for h in histories if stable_history(h, GatePolicy()) is not None]
     assert stable  # cases that passed all 5 runs count as stable at once
+    # --store: the same into a checkout of the action's data branch (the dir store's layout).
+    code, out, err = cli("baseline", "save", "--results", *results, "--commit", "HEAD", "--store", "data-branch", cwd=repo)
+    assert code == 0 and "data-branch" in out, err
+    assert DirStore(repo / "data-branch", "evalgate").load_ledger("evalgate") == ledger
     # Runs of another config are not one commit's history.
     (repo / "evalgate.yaml").write_text((repo / "evalgate.yaml").read_text(encoding="utf-8").replace("response_match_score: 0.5", "response_match_score: 0.6"), encoding="utf-8")
     assert cli("run", "--out", "other", "--quiet", cwd=repo)[0] in (0, 1)
