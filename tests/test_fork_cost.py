@@ -71,3 +71,173 @@ def test_a_record_with_thousands_of_unknown_keys_is_read_in_linear_steps(tmp_pat
     11 s and four times the keys took sixteen times the work. Now the keys go in one copy."""
     small, large = _unknown_keys(tmp_path, 500), _unknown_keys(tmp_path, 2000)
     assert large < 6 * small, (small, large)  # 4x the keys: about 4x the steps (before: about 16x)
+
+
+# --- holes 10 and 11: depth and text limits; text that no UTF-8 file can hold ----------------
+
+
+def _nest(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def _forge_lights(artifact: Path, change) -> None:
+    records = _records(artifact)
+    for r in records:
+        if r["eval_id"] == "lights-en":
+            change(r)
+    _write_records(artifact, records)
+
+
+def _deep_args(artifact: Path) -> None:
+    """Hole 10: the failing case's tool argument nested 300 levels deep (600 bytes)."""
+
+    def change(r: dict) -> None:
+        r["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["room"] = _nest(300)
+
+    _forge_lights(artifact, change)
+
+
+def _long_key(artifact: Path) -> None:
+    def change(r: dict) -> None:
+        r["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["부" * (2**20 + 1)] = 1
+
+    _forge_lights(artifact, change)
+
+
+@pytest.mark.parametrize(
+    "forge, why",
+    [
+        pytest.param(_deep_args, "nested deeper than 64 levels", id="a tool argument 300 levels deep"),
+        pytest.param(_long_key, "a key of 1,048,577 characters, over the limit of 1,048,576", id="a key of a million characters"),
+    ],
+)
+def test_a_record_beyond_the_depth_and_text_limits_is_not_a_record(action, baseline, forge, why):  # noqa: F811
+    """Before: the 300-level argument was read, scored, and failed in writing results.json
+    (pydantic: "Maximum serialization depth exceeded"): internal error, exit 3, no comment and
+    no status. Now the record is not a record: its case has no output, the suite is ERROR."""
+    code, head = _publish(action, baseline, forge)
+    assert code == 1, action.stdout
+    states = {s["context"]: s["state"] for s in action.fake.statuses[head]}
+    assert states["evalgate/home"] == "error" and states["evalgate"] in ("failure", "error")
+    [comment] = action.fake.issue_comments(PR)
+    assert "1 of 2 cases have no output" in comment["body"]
+    assert f"the first line beyond the limits on what a pull request's outputs may cost: line 1: {why}" in action.stdout
+
+
+def _lone_surrogate(artifact: Path) -> None:
+    """Hole 11: a lone surrogate in the fork's answer: `\\ud800` is valid JSON, and no UTF-8
+    file can hold what it decodes to."""
+    records = _records(artifact)
+    for r in records:
+        if r["eval_id"] == "lights-en":
+            r["invocations"][0]["final_response"]["parts"][0]["text"] = "The bedroom light is off. SURROGATE"
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    (artifact / "inference.jsonl").write_text(text.replace("SURROGATE", "\\ud800"), encoding="utf-8")
+
+
+def test_a_lone_surrogate_in_a_forks_answer_is_scored_and_written(action, baseline):  # noqa: F811
+    """Before: UnicodeEncodeError writing results.json, exit 3, nothing posted. Now the
+    surrogate reads as U+FFFD and the case is scored as the agent said (it regressed)."""
+    code, head = _publish(action, baseline, _lone_surrogate)
+    assert code == 1, action.stdout
+    states = {s["context"]: s["state"] for s in action.fake.statuses[head]}
+    assert states == {"evalgate": "failure", "evalgate/home": "failure"}
+    results = json.loads((action.ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert {c["eval_id"]: c["status"] for c in results["suites"][0]["cases"]} == {"lights-en": "FAILED", "난방-ko": "PASSED"}
+    [written] = [r for r in _records(action.ws / "evalgate-results") if r["eval_id"] == "lights-en"]
+    assert written["invocations"][0]["final_response"]["parts"][0]["text"] == "The bedroom light is off. \ufffd"
+    for name in ("report.md", "report.html", "junit.xml"):
+        (action.ws / "evalgate-results" / name).read_text(encoding="utf-8")  # valid UTF-8
+
+
+# --- hole 9: a memory budget -----------------------------------------------------------------
+
+
+def _empty_objects(tmp_path: Path, lines: int, line_bytes: int) -> Path:
+    """Records of the known case whose tool argument is a list of `{}`: three bytes for each
+    object, which costs a dict parsed and another validated."""
+    call = {"name": "set_light", "args": {"rooms": [{}] * (line_bytes // 3)}}
+    inv = dict(INV, intermediate_data={"tool_uses": [call]})
+    return _write(tmp_path / "inference.jsonl", *(_record(run=n, invocations=[inv]) for n in range(1, lines + 1)))
+
+
+def _peak(fn) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_line_that_would_take_too_much_memory_is_not_parsed(tmp_path, monkeypatch):
+    """Before: 24 bytes of memory for each byte read of such lines (8 MiB of them: 204 MB);
+    the 512 MiB file limit let a fork ask for 12 GiB. Now a line whose parsed size would pass
+    the budget is skipped before it is parsed, with its reason."""
+    from evalgate import trusted
+
+    monkeypatch.setattr(trusted, "MAX_RECORD_COST", 8 * 2**20, raising=False)
+    path = _empty_objects(tmp_path, 4, 256 * 1024)
+    outputs = None
+
+    def read() -> None:
+        nonlocal outputs
+        outputs = trusted.read_outputs(path, KNOWN)
+
+    peak = _peak(read)
+    size = path.stat().st_size
+    assert peak < size, f"{peak:,} bytes of memory to read {size:,} bytes"
+    assert outputs.of("home", ("set", "난방-ko")) == [] and outputs.skipped == 4
+    assert outputs.first_skipped.startswith("line 1: would take more than 8 MiB of memory once read (349,836 bytes of densely")
+
+
+def test_records_past_the_memory_budget_stop_the_reading(tmp_path, monkeypatch):
+    """Each line within the budget for one, together past the budget for all: reading stops
+    there (memory stays within the budget) and the outputs say so."""
+    from evalgate import trusted
+
+    monkeypatch.setattr(trusted, "MAX_RECORD_COST", 8 * 2**20, raising=False)
+    monkeypatch.setattr(trusted, "MAX_OUTPUTS_COST", 8 * 2**20, raising=False)
+    path = _empty_objects(tmp_path, 64, 16 * 1024)
+    outputs = None
+
+    def read() -> None:
+        nonlocal outputs
+        outputs = trusted.read_outputs(path, KNOWN)
+
+    peak = _peak(read)
+    assert peak < 8 * 2**20 + path.stat().st_size // 64 * 64, f"{peak:,} bytes"  # the budget, and one line's bytes held while parsed
+    assert getattr(outputs, "over_budget", False)
+    assert 0 < len(outputs.of("home", ("set", "난방-ko"))) < 64
+
+
+def test_the_memory_bound_holds_for_the_costliest_shapes(tmp_path):
+    """`cost(line)` is an upper bound of what the line takes once parsed and validated: the
+    budget is only as good as that. Measured on the shapes that cost the most per byte."""
+    from evalgate.reading import validate_known
+    from evalgate.loaders.actual import InferenceRecord, record_keys
+    from evalgate.untrusted import checked, cost
+
+    n = 5000
+    args = lambda value: [dict(INV, intermediate_data={"tool_uses": [{"name": "t", "args": {"a": value}}]})]  # noqa: E731
+    shapes = {
+        "empty parts": [dict(INV, user_content={"parts": [{}] * n})],
+        "empty tool calls": [dict(INV, intermediate_data={"tool_uses": [{}] * n})],
+        "empty invocations": [{"user_content": {}}] * n,
+        "events": [dict(INV, intermediate_data={"invocation_events": [{"author": "a", "content": {}}] * n})],
+        "empty objects in arguments": args([{}] * n),
+        "empty lists in arguments": args([[]] * n),
+        "keys in arguments": args({f"k{i}": {} for i in range(n)}),
+        "numbers in arguments": args([0.5] * n),
+        "text with an emoji": [dict(INV, final_response={"parts": [{"text": "😀" + "a" * (20 * n)}]})],
+    }
+    for name, invocations in shapes.items():
+        raw = (json.dumps(_record(invocations=invocations), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        kept = []
+        peak = _peak(lambda: kept.append(validate_known(InferenceRecord, checked(json.loads(raw))[0], record_keys)))
+        assert peak < cost(raw), (name, peak, cost(raw))

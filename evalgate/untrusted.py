@@ -1,0 +1,80 @@
+"""JSON that someone else chose (a fork's artifact, an agent's output): limits on its depth, text and memory, and text safe to write.
+
+A fork chooses every byte of the `inference.jsonl` that the trusted publish job reads, so
+what reading it costs must be bounded by the file's size, not by its shape: a line of
+`[{},{},...]` is three bytes per object and each object is a dict or a model of hundreds of
+bytes. `cost(raw)` bounds, before the line is parsed, the memory it takes once parsed and
+validated; `checked(value)` then refuses a value nested deeper or holding longer text than
+any agent's output needs (what would fail later, deep in serialization, as an internal
+error), and replaces lone surrogates (`"\\ud800"` is valid JSON but no UTF-8 file can hold
+it) with U+FFFD, so that writing the results never fails on the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+MAX_DEPTH = 64  # objects and lists inside one another in one record (an invocation's own structure takes about 11)
+MAX_TEXT = 1024 * 1024  # characters in one string: an answer, a tool argument, a key
+
+# cost(): bytes of memory, at most, per object (a model of ADK's, or a dict parsed and then
+# validated into another), per list, per other value or key, and per byte of the line (text:
+# up to 4 bytes a character, held parsed and validated). Measured on the costliest shapes (a
+# list of empty parts, each a model; empty objects in tool arguments), at about 1.5 times the
+# worst seen; tests/test_fork_cost.py and the fuzzer check that the bound holds.
+OBJECT_COST = 900
+LIST_COST = 200
+VALUE_COST = 100
+BYTE_COST = 16
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")  # an escaped or CESU-encoded surrogate
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def cost(raw: bytes) -> int:
+    """An upper bound, in bytes, of the memory one JSON line takes once parsed and validated
+    (see OBJECT_COST), from its bytes alone: counted in C, without parsing it."""
+    bare = _STRING.sub(b"", raw)  # strings hold no structure; their text is counted by length
+    # A value follows "[", "," or ":" (or starts the line); a key comes before each ":".
+    values = 1 + bare.count(b"[") + bare.count(b",") + 2 * bare.count(b":")
+    return OBJECT_COST * bare.count(b"{") + LIST_COST * bare.count(b"[") + VALUE_COST * values + BYTE_COST * len(raw)
+
+
+def checked(value: Any) -> tuple[Any, Optional[str]]:
+    """`value` (parsed JSON) with lone surrogates replaced by U+FFFD, and why it is beyond the
+    limits (MAX_DEPTH, MAX_TEXT), or None. Iterative: no depth makes it recurse."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return value, f"nested deeper than {MAX_DEPTH} levels"
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        renamed = []
+        for key, item in items:
+            if isinstance(item, str):
+                if len(item) > MAX_TEXT:
+                    return value, f"a text of {len(item):,} characters, over the limit of {MAX_TEXT:,}"
+                if _SURROGATE.search(item):
+                    node[key] = writable(item)
+            elif isinstance(item, (dict, list)):
+                stack.append((item, depth + 1))
+            if isinstance(key, str) and (len(key) > MAX_TEXT or _SURROGATE.search(key)):
+                if len(key) > MAX_TEXT:
+                    return value, f"a key of {len(key):,} characters, over the limit of {MAX_TEXT:,}"
+                renamed.append(key)
+        for key in renamed:  # after the loop: a dict must not change size while it is read
+            node[writable(key)] = node.pop(key)
+    return value, None
+
+
+def writable(text: str) -> str:
+    """`text` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def may_hold_surrogates(raw: bytes) -> bool:
+    """Whether a JSON line's bytes may decode to text with a lone surrogate (a `\\udXXX`
+    escape, or one encoded as three bytes, which `json.loads` of bytes lets through)."""
+    return _SURROGATE_HINT.search(raw) is not None
