@@ -300,7 +300,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
             from evalgate.infer import write_inference
 
             write_inference(plans, s.out / "inference.jsonl")
-        (s.out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+        (s.out / "junit.xml").write_text(junit_xml(run), encoding="utf-8", errors="backslashreplace")
         write_adk_results(run, plans, s.out / "adk")
     except OSError as e:
         raise _unwritable(s, e) from None
@@ -1048,7 +1048,7 @@ def report(ctx: Context, activity: str, outcome: Outcome, gate) -> int:
     report_path = s.out / "report.md"
     try:
         s.out.mkdir(parents=True, exist_ok=True)
-        report_path.write_text(summary, encoding="utf-8")
+        report_path.write_text(summary, encoding="utf-8", errors="backslashreplace")
         write_html(s.out / REPORT_FILE, comparison, run, outcome.baseline, gate_id=gate.id, run_url=s.run_url, trend=outcome.trend)
     except OSError as e:
         raise _unwritable(s, e) from None
@@ -1098,6 +1098,9 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     from evalgate import i18n
 
     i18n.reset()  # English until the config says otherwise
+    for stream in (sys.stdout, sys.stderr):  # the log shows a lone surrogate in an agent's text as \udXXX, never fails on it
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     env = os.environ if env is None else env
     workflow = Workflow(env.get("GITHUB_OUTPUT"), env.get("GITHUB_STEP_SUMMARY"))
     known = secrets(env)

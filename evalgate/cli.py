@@ -348,7 +348,7 @@ def _write_outputs(run, plans, out: Path, gate) -> None:
     try:
         infer.write_inference(plans, out / "inference.jsonl")
         results.write(run, out / "results.json")
-        (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+        (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8", errors="backslashreplace")
         write_adk_results(run, plans, out / "adk")
         _write_html(run, out, gate)
     except OSError as e:
@@ -572,7 +572,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     report = render_summary(comparison, current, gate_id=gate.id, run_url=args.run_url, trend=trend)
     if args.output:
-        Path(args.output).write_text(report, encoding="utf-8")
+        Path(args.output).write_text(report, encoding="utf-8", errors="backslashreplace")
     html_path = Path(args.html) if args.html else Path(args.current).parent / REPORT_FILE
     try:
         write_html(html_path, comparison, current, baseline, gate_id=gate.id, run_url=args.run_url, trend=trend)

@@ -316,7 +316,7 @@ def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, 
     out = Path(args.out)
     comment = render_comment(comparison, current, gate_id=gate_.id, full_report_hint=FULL_REPORT, trend=base.trend)
     try:
-        (out / COMMENT_FILE).write_text(comment, encoding="utf-8")
+        (out / COMMENT_FILE).write_text(comment, encoding="utf-8", errors="backslashreplace")
         write_html(out / REPORT_FILE, comparison, current, base.results, gate_id=gate_.id, trend=base.trend)
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the report there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None

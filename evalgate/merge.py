@@ -293,9 +293,9 @@ def write(shards: list[ShardOutput], run: RunResults, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json", out / "junit.xml"]
     results_io.write(run, out / "results.json")
-    (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8")
+    (out / "junit.xml").write_text(junit_xml(run), encoding="utf-8", errors="backslashreplace")
     if any(s.inference for s in shards) or run.run.agent:
-        (out / "inference.jsonl").write_text("".join(line + "\n" for line in inference_lines(shards, run)), encoding="utf-8")
+        (out / "inference.jsonl").write_text("".join(line + "\n" for line in inference_lines(shards, run)), encoding="utf-8", errors="backslashreplace")
         written.append(out / "inference.jsonl")
     for rel, data in adk_files(shards).items():
         path = out / ADK_DIR / rel

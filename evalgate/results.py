@@ -467,7 +467,7 @@ def write_json(value: Any, path: Path, sort_keys: bool = False) -> None:
     """Write `value` as `json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys)`
     and a newline, UTF-8, as `Path.write_text` would."""
     chunks = json_chunks(value, sort_keys)
-    with open(path, "w", encoding="utf-8") as f:
+    with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
         for chunk in chunks:
             if isinstance(chunk, str):
                 f.write(chunk)
@@ -513,7 +513,10 @@ def dumps(results: RunResults) -> str:
 
 def write(results: RunResults, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    # Writing never fails on text: a lone surrogate (an agent's, a judge's: no UTF-8 file can
+    # hold one) is written as its JSON escape, "\udXXX", which reads back as it was. Every
+    # results file is written so; in Markdown, HTML and XML the escape shows as text.
+    with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.writelines(_results_text(results))
 
 

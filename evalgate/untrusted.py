@@ -29,7 +29,7 @@ VALUE_COST = 100
 BYTE_COST = 16
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")  # an escaped or CESU-encoded surrogate
+_SURROGATE_TEXT_HINT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -42,31 +42,45 @@ def cost(raw: bytes) -> int:
     return OBJECT_COST * bare.count(b"{") + LIST_COST * bare.count(b"[") + VALUE_COST * values + BYTE_COST * len(raw)
 
 
-def checked(value: Any) -> tuple[Any, Optional[str]]:
+def checked(value: Any, max_depth: Optional[int] = MAX_DEPTH, max_text: Optional[int] = MAX_TEXT) -> tuple[Any, Optional[str]]:
     """`value` (parsed JSON) with lone surrogates replaced by U+FFFD, and why it is beyond the
-    limits (MAX_DEPTH, MAX_TEXT), or None. Iterative: no depth makes it recurse."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    limits (MAX_DEPTH, MAX_TEXT; None: no limit), or None. Iterative: no depth makes it recurse."""
+    if isinstance(value, str):
+        return writable(value), _too_long("a text", value, max_text)
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return value, f"nested deeper than {MAX_DEPTH} levels"
+        if max_depth is not None and depth > max_depth:
+            return value, f"nested deeper than {max_depth} levels"
         items = node.items() if isinstance(node, dict) else enumerate(node)
         renamed = []
         for key, item in items:
             if isinstance(item, str):
-                if len(item) > MAX_TEXT:
-                    return value, f"a text of {len(item):,} characters, over the limit of {MAX_TEXT:,}"
+                if max_text is not None and len(item) > max_text:
+                    return value, _too_long("a text", item, max_text)
                 if _SURROGATE.search(item):
                     node[key] = writable(item)
             elif isinstance(item, (dict, list)):
                 stack.append((item, depth + 1))
-            if isinstance(key, str) and (len(key) > MAX_TEXT or _SURROGATE.search(key)):
-                if len(key) > MAX_TEXT:
-                    return value, f"a key of {len(key):,} characters, over the limit of {MAX_TEXT:,}"
-                renamed.append(key)
+            if isinstance(key, str):
+                if max_text is not None and len(key) > max_text:
+                    return value, _too_long("a key", key, max_text)
+                if _SURROGATE.search(key):
+                    renamed.append(key)
         for key in renamed:  # after the loop: a dict must not change size while it is read
             node[writable(key)] = node.pop(key)
     return value, None
+
+
+def _too_long(what: str, text: str, limit: Optional[int]) -> Optional[str]:
+    if limit is None or len(text) <= limit:
+        return None
+    return f"{what} of {len(text):,} characters, over the limit of {limit:,}"
+
+
+def without_surrogates(value: Any) -> Any:
+    """`value` (parsed JSON) with lone surrogates replaced by U+FFFD, at any depth."""
+    return checked(value, None, None)[0]
 
 
 def writable(text: str) -> str:
@@ -74,7 +88,6 @@ def writable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def may_hold_surrogates(raw: bytes) -> bool:
-    """Whether a JSON line's bytes may decode to text with a lone surrogate (a `\\udXXX`
-    escape, or one encoded as three bytes, which `json.loads` of bytes lets through)."""
-    return _SURROGATE_HINT.search(raw) is not None
+def may_hold_surrogates(text: str) -> bool:
+    """Whether JSON text may decode to a lone surrogate (it has a `\\udXXX` escape, or one)."""
+    return _SURROGATE_TEXT_HINT.search(text) is not None

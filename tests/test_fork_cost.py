@@ -241,3 +241,105 @@ def test_the_memory_bound_holds_for_the_costliest_shapes(tmp_path):
         kept = []
         peak = _peak(lambda: kept.append(validate_known(InferenceRecord, checked(json.loads(raw))[0], record_keys)))
         assert peak < cost(raw), (name, peak, cost(raw))
+
+
+# --- what an agent answers: the same limits, and every results file written ------------------
+
+_AGENT = r'''
+import json, sys
+sys.stdin.reconfigure(encoding="utf-8")
+sys.stdout.reconfigure(encoding="utf-8")
+for line in sys.stdin:
+    text = " ".join(p.get("text", "") for p in json.loads(line)["user_content"]["parts"])
+    args = {"city": "Paris"}
+    if "London" in text:  # a tool argument 300 levels deep
+        for _ in range(300):
+            args = {"a": args}
+    answer = {"final_response": {"parts": [{"text": "날씨: SURROGATE"}], "role": "model"}, "intermediate_data": {"tool_uses": [{"name": "get_weather", "args": args}]}}
+    print(json.dumps(answer, ensure_ascii=False).replace("SURROGATE", "\\ud800"), flush=True)
+'''
+
+
+def test_an_agents_deep_arguments_fail_its_run_and_its_lone_surrogates_are_written(cli, tmp_path):
+    """Before: `evalgate run` stopped with an internal error (exit 3) writing results.json, for
+    either. Now the deep argument fails its case run (NOT_EVALUATED, with the reason), the
+    surrogate is U+FFFD, and every results file is written as UTF-8."""
+    from test_runner_command import _project, _run
+
+    code, err, cases, inference = _run(cli, tmp_path, _project(tmp_path, _AGENT))
+    assert code == 1, err
+    assert "internal error" not in err
+    london = [c for c in cases.values() if any("nested deeper than 64 levels" in (crit.get("error") or "") for crit in c["criteria"].values())]
+    assert len(london) == 1 and london[0]["status"] == "NOT_EVALUATED"
+    texts = [inv["final_response"]["parts"][0]["text"] for r in inference for inv in r.get("invocations", [])]
+    assert texts and set(texts) == {"날씨: \ufffd"}
+    for name in ("results.json", "junit.xml", "report.html", "inference.jsonl"):
+        (tmp_path / "out" / name).read_text(encoding="utf-8")
+
+
+def test_recorded_outputs_and_eval_sets_with_lone_surrogates_or_deep_arguments(cli, tmp_path):
+    """`actual:` files and eval sets are read by the same rules: a lone surrogate reads as
+    U+FFFD (before: internal error writing results.json), a line beyond the limits is bad
+    input naming its line (exit 2)."""
+    from test_inputs import CASES, make_project
+
+    lines = [{"eval_set_id": "home", "eval_id": k, "invocations": json.loads(json.dumps(v))} for k, v in CASES.items()]
+    lines[0]["invocations"][0]["final_response"]["parts"][0]["text"] = "Nothing SURROGATE here"
+    eval_set = {"eval_set_id": "home", "eval_cases": [{"eval_id": k, "conversation": v} for k, v in CASES.items()]}
+    eval_set["eval_cases"][1]["conversation"][0]["final_response"]["parts"][0]["text"] = "거실 SURROGATE 난방"
+    root = make_project(tmp_path / "p", actual_lines=lines, eval_set=eval_set)
+    for name in ("runs/out.jsonl", "evals/home.evalset.json"):
+        path = root / name
+        path.write_text(path.read_text(encoding="utf-8").replace("SURROGATE", "\\ud800"), encoding="utf-8")
+    code, out, err = cli("run", "--out", str(root / "out"), cwd=root)
+    assert code == 1, err  # both cases' answers now differ from what was expected
+    written = (root / "out" / "results.json").read_text(encoding="utf-8")
+    assert "Nothing \ufffd here" in written and "거실 \ufffd 난방" in written
+
+    lines[0]["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"] = _nest(300)
+    (root / "runs" / "out.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    code, out, err = cli("run", "--out", str(root / "out"), cwd=root)
+    assert code == 2 and "runs/out.jsonl: line 1: nested deeper than 64 levels" in err, err
+
+
+def test_no_text_fails_a_results_writer(cli, tmp_path, capsys):
+    """Whatever text reaches the writers (a judge's rationale, a baseline's, an exception's
+    message: each may hold a lone surrogate, which UTF-8 cannot encode), results.json,
+    junit.xml, report.html, the Markdown report and the terminal summary are written; JSON
+    keeps the surrogate as its escape."""
+    from entrypoint.commands import Workflow
+    from evalgate.cli import _write_outputs
+    from evalgate.config import GateConfig
+    from evalgate.gate import compare
+    from evalgate.reports.markdown import render_comment, render_summary
+    from evalgate.reports.terminal import summary_table
+    from evalgate.results import RunResults
+    from test_inputs import CASES, make_project
+
+    lines = [{"eval_set_id": "home", "eval_id": k, "invocations": json.loads(json.dumps(v))} for k, v in CASES.items()]
+    lines[0]["invocations"][0]["final_response"]["parts"][0]["text"] = "Nothing here."
+    root = make_project(tmp_path / "p", actual_lines=lines)
+    assert cli("run", "--out", str(root / "out"), cwd=root)[0] != 3
+    data = json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
+
+    def spoil(value):
+        if isinstance(value, dict):
+            return {k: (v + "\ud800" if k in ("actual_response", "error", "agent_error") and isinstance(v, str) else spoil(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [spoil(v) + "\udfff" if isinstance(v, str) else spoil(v) for v in value]
+        return value
+
+    run = RunResults.model_validate(spoil(data))
+    assert "\ud800" in json.dumps(run.model_dump(mode="json"), ensure_ascii=False)
+    gate = GateConfig()
+    out = tmp_path / "written"
+    out.mkdir()
+    _write_outputs(run, [], out, gate)
+    assert json.loads((out / "results.json").read_text(encoding="utf-8")) == json.loads(json.dumps(run.model_dump(mode="json")))
+    assert "\\ud800" in (out / "report.html").read_text(encoding="utf-8")
+    (out / "junit.xml").read_text(encoding="utf-8")  # XML cannot hold a surrogate, escaped or not: junit_xml leaves it out
+    comparison = compare(None, run, gate)
+    report = render_comment(comparison, run) + render_summary(comparison, run) + "\ud800"
+    Workflow(str(out / "output"), str(out / "summary.md")).summary(report)  # the action's job summary
+    assert "\\ud800" in (out / "summary.md").read_text(encoding="utf-8")
+    print(summary_table(run, color=False))

@@ -806,7 +806,7 @@ def _asset(name: str) -> str:
 
 
 def _hash(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8", "backslashreplace")).digest()).decode("ascii") + "'"
 
 
 def content_security_policy(script: str, style: str) -> str:
@@ -1004,5 +1004,5 @@ def render_html(
 def write_html(path: Path, comparison: Comparison, current: RunResults, baseline: Optional[RunResults] = None, **kwargs: Any) -> Path:
     """Render and write report.html (UTF-8); returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(comparison, current, baseline, **kwargs), encoding="utf-8")
+    path.write_text(render_html(comparison, current, baseline, **kwargs), encoding="utf-8", errors="backslashreplace")
     return path
