@@ -41,6 +41,7 @@ def budget(normal: int) -> settings:
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
         derandomize=not LONG,  # the ordinary run is the same every time; a long one searches anew
+        database=None if not LONG else settings.default.database,  # a long run keeps what it found in .hypothesis/
         print_blob=True,
     )
 
