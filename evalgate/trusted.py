@@ -318,5 +318,11 @@ def read_pr_json(path: Path) -> dict:
     if path.is_file() and path.stat().st_size > MAX_PR_JSON_BYTES:
         raise InputError(Problem(display_path(path), None, f"is over {MAX_PR_JSON_BYTES:,} bytes", 'Write {"number": N, "head_sha": "..."} only.'))
     data = load_json_file(path)
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    number = data.get("number")
+    if "number" in data and (isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**31):
+        # Only a JSON integer names a pull request: not a float (Infinity, 1e300), true, or text.
+        raise InputError(Problem(display_path(path), "number", "needs 'number' and 'head_sha': 'number' must be the pull request's number, a positive integer", 'Write {"number": N, "head_sha": "...", "base_sha": "..."} in the pull request run.'))
+    return data
 

@@ -343,3 +343,18 @@ def test_no_text_fails_a_results_writer(cli, tmp_path, capsys):
     Workflow(str(out / "output"), str(out / "summary.md")).summary(report)  # the action's job summary
     assert "\\ud800" in (out / "summary.md").read_text(encoding="utf-8")
     print(summary_table(run, color=False))
+
+
+@pytest.mark.parametrize("number", [float("inf"), float("nan"), 1e300, True, [PR], "7x"])
+def test_a_pr_json_number_that_is_no_number_is_bad_input(action, baseline, number):  # noqa: F811
+    """Before: `"number": Infinity` (which Python's JSON reads) was an internal error (int() of
+    an infinite float: OverflowError), exit 3, nothing posted."""
+
+    def forge(artifact: Path) -> None:
+        pr = json.loads((artifact / "pr.json").read_text(encoding="utf-8"))
+        (artifact / "pr.json").write_text(json.dumps(dict(pr, number=number)), encoding="utf-8")
+
+    code, head = _publish(action, baseline, forge)
+    assert code == 2, action.stdout
+    assert "pr.json" in action.stdout and "needs 'number'" in action.stdout
+    assert action.fake.statuses.get(head) is None

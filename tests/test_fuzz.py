@@ -289,7 +289,10 @@ def test_no_artifact_makes_an_internal_error_a_write_outside_or_an_unscored_succ
 
 
 pr_json = st.one_of(
-    st.fixed_dictionaries({"number": st.one_of(st.just(PR), anything), "head_sha": anything}, optional={"base_sha": anything}),
+    st.fixed_dictionaries(
+        {"number": st.one_of(st.just(PR), st.sampled_from([float("inf"), float("nan"), 1e300, True, -1, 0, "7", 2**63]), anything), "head_sha": anything},
+        optional={"base_sha": anything},
+    ),
     anything,
 )
 
