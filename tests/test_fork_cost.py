@@ -358,3 +358,26 @@ def test_a_pr_json_number_that_is_no_number_is_bad_input(action, baseline, numbe
     assert code == 2, action.stdout
     assert "pr.json" in action.stdout and "needs 'number'" in action.stdout
     assert action.fake.statuses.get(head) is None
+
+
+def test_outputs_past_the_memory_budget_make_every_suite_error(action, baseline, monkeypatch):  # noqa: F811
+    """The publish flow with a budget that holds one of the two records: reading stops, and
+    the suite is ERROR with the reason, though the records read so far would have passed."""
+    from evalgate import trusted
+    from evalgate.untrusted import cost
+
+    def forge(artifact: Path) -> None:
+        records = _records(artifact)
+        for r in records:  # both cases as on main: the suite would pass
+            if r["eval_id"] == "lights-en":
+                r["invocations"][0]["intermediate_data"]["tool_uses"][0]["args"]["room"] = "bedroom"
+        _write_records(artifact, records)
+        first = (artifact / "inference.jsonl").read_bytes().split(b"\n")[0] + b"\n"
+        monkeypatch.setattr(trusted, "MAX_OUTPUTS_COST", cost(first), raising=False)
+
+    code, head = _publish(action, baseline, forge)
+    assert code == 1, action.stdout
+    states = {s["context"]: s["state"] for s in action.fake.statuses[head]}
+    assert states["evalgate/home"] == "error" and "success" not in states.values()
+    [comment] = action.fake.issue_comments(PR)
+    assert "holds more outputs of this config's cases than the trusted job reads" in comment["body"]
