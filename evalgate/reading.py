@@ -36,7 +36,7 @@ def validate_known(model: type[M], data: Any, valid_keys_for: Optional[Callable[
         return model.model_validate(data), []
     except ValidationError as e:
         error = e
-        extra = [tuple(err["loc"]) for err in e.errors(include_url=False) if err.get("type") == "extra_forbidden"]
+        extra = [tuple(err["loc"]) for err in e.errors(include_url=False, include_context=False, include_input=False) if err.get("type") == "extra_forbidden"]
         if not extra:
             raise
     paths = []  # (where in the data, as pydantic wrote it) of each key to drop

@@ -43,7 +43,7 @@ MAX_OUTPUTS_BYTES = 512 * 1024 * 1024
 MAX_LINE_BYTES = 32 * 1024 * 1024
 MAX_RUNS = 100
 MAX_RECORD_COST = 256 * 1024 * 1024
-MAX_OUTPUTS_COST = 2 * 1024 * 1024 * 1024
+MAX_OUTPUTS_COST = 4 * 1024 * 1024 * 1024
 MAX_PR_JSON_BYTES = 64 * 1024
 FORK_NOTE = "the agent's outputs came from the pull request's own run (a fork): re-scored here under the default branch's config and eval sets"
 

@@ -235,9 +235,13 @@ def test_the_memory_bound_holds_for_the_costliest_shapes(tmp_path):
         "keys in arguments": args({f"k{i}": {} for i in range(n)}),
         "numbers in arguments": args([0.5] * n),
         "text with an emoji": [dict(INV, final_response={"parts": [{"text": "😀" + "a" * (20 * n)}]})],
+        "unknown keys": {f"k{i}": 0 for i in range(n)},
+        "unknown keys in each invocation": [dict(INV, new=0, newer=None)] * n,
+        "unknown keys in tool-use data": [dict(INV, intermediate_data={"tool_uses": [], **{f"k{i}": 0 for i in range(n)}})],
     }
-    for name, invocations in shapes.items():
-        raw = (json.dumps(_record(invocations=invocations), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    for name, shape in shapes.items():
+        record = _record(**shape) if isinstance(shape, dict) else _record(invocations=shape)
+        raw = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         kept = []
         peak = _peak(lambda: kept.append(validate_known(InferenceRecord, checked(json.loads(raw))[0], record_keys)))
         assert peak < cost(raw), (name, peak, cost(raw))
