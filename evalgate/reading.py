@@ -27,14 +27,20 @@ M = TypeVar("M", bound=BaseModel)
 TYPO = 0.9  # how alike (difflib's ratio) an unknown key and a missing known field are when it is a typo
 
 
-def validate_known(model: type[M], data: Any, valid_keys_for: Optional[Callable[[tuple], Iterable[str]]] = None) -> tuple[M, list[str]]:
+def validate_known(
+    model: type[M], data: Any, valid_keys_for: Optional[Callable[[tuple], Iterable[str]]] = None, max_errors: Optional[int] = None
+) -> tuple[M, list[str]]:
     """`model` from `data` without the keys `model` does not know; (value, their JSON paths).
     Raises ValidationError when a known field is malformed, as `model.model_validate` does,
     and, with `valid_keys_for(loc)` (the field names at an object's location), for an unknown
-    key that is a likely typo of a field its object lacks."""
+    key that is a likely typo of a field its object lacks. With `max_errors`, data with more
+    unknown keys and malformed fields than that raises at once, before they are listed (each
+    listed error costs about a kilobyte: an untrusted record chooses how many it has)."""
     try:
         return model.model_validate(data), []
     except ValidationError as e:
+        if max_errors is not None and e.error_count() > max_errors:
+            raise
         error = e
         extra = [tuple(err["loc"]) for err in e.errors(include_url=False, include_context=False, include_input=False) if err.get("type") == "extra_forbidden"]
         if not extra:

@@ -43,6 +43,7 @@ MAX_OUTPUTS_BYTES = 512 * 1024 * 1024
 MAX_LINE_BYTES = 32 * 1024 * 1024
 MAX_RUNS = 100
 MAX_RECORD_COST = 256 * 1024 * 1024
+MAX_RECORD_ERRORS = 1000  # unknown keys and malformed fields in one record (each costs an error record while read)
 MAX_OUTPUTS_COST = 4 * 1024 * 1024 * 1024
 MAX_PR_JSON_BYTES = 64 * 1024
 FORK_NOTE = "the agent's outputs came from the pull request's own run (a fork): re-scored here under the default branch's config and eval sets"
@@ -149,9 +150,12 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
                 out.skip(n, beyond)
                 continue
             try:
-                rec, unknown = validate_known(InferenceRecord, data, record_keys)
-            except ValidationError:
-                out.skipped += 1
+                rec, unknown = validate_known(InferenceRecord, data, record_keys, MAX_RECORD_ERRORS)
+            except ValidationError as e:
+                if e.error_count() > MAX_RECORD_ERRORS:
+                    out.skip(n, f"{e.error_count():,} unknown keys or malformed fields, over the limit of {MAX_RECORD_ERRORS:,}")
+                else:
+                    out.skipped += 1
                 continue
             del data
             if unknown and first_ignored is None:

@@ -20,16 +20,19 @@ MAX_TEXT = 1024 * 1024  # characters in one string: an answer, a tool argument, 
 
 # cost(): bytes of memory, at most, per object (a model of ADK's, or a dict parsed and then
 # validated into another), per list, per key (a key that this evalgate does not know also
-# costs an error record while it is dropped), per other value, and per byte of the line
-# (text: up to 4 bytes a character, held parsed and validated). Measured on the costliest
+# costs an error record while it is dropped), per other value (a malformed one, an error
+# record in pydantic), and per byte of the line (text: up to 4 bytes a character, held
+# parsed and validated). A reader also lists the errors of one line at a time, at most
+# ERROR_COST each (evalgate.trusted reads at most MAX_RECORD_ERRORS of them). Measured on the costliest
 # shapes (a list of empty parts, each a model; empty objects in tool arguments; thousands of
 # unknown keys), at 1.6 times the worst seen or more; tests/test_fork_cost.py and the
 # fuzzer check that the bound holds.
 OBJECT_COST = 900
 LIST_COST = 200
 KEY_COST = 1000
-VALUE_COST = 100
+VALUE_COST = 200
 BYTE_COST = 16
+ERROR_COST = 1500
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _SURROGATE_TEXT_HINT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")

@@ -202,12 +202,13 @@ def test_reading_any_artifact_is_bounded_and_never_raises(tmp_path_factory, line
 def test_reading_any_artifact_takes_no_more_memory_than_its_cost_bound(tmp_path_factory, lines):
     import tracemalloc
 
-    from evalgate.trusted import read_outputs
-    from evalgate.untrusted import cost
+    from evalgate.trusted import MAX_RECORD_ERRORS, read_outputs
+    from evalgate.untrusted import ERROR_COST, cost
 
     path = tmp_path_factory.mktemp("artifact") / "inference.jsonl"
     _write_lines(path, lines)
-    bound = sum(cost(line) for line in lines if line.strip()) + 64 * 1024  # the reader's own few objects
+    # the lines' bound, one line's errors listed, and the reader's own few objects
+    bound = sum(cost(line) for line in lines if line.strip()) + MAX_RECORD_ERRORS * ERROR_COST + 64 * 1024
     tracemalloc.start()
     try:
         read_outputs(path, KNOWN)
