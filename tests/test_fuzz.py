@@ -169,7 +169,7 @@ RECORD = {
 KO = dict(json.loads(json.dumps(RECORD)), eval_id="난방-ko")
 KNOWN = {"home": {("home", "lights-en"), ("home", "난방-ko")}}
 
-STEPS_PER_BYTE = 400  # Python lines run per byte of the artifact, at most (a 5,000-example search: at most 29)
+STEPS_PER_BYTE = 400  # Python lines run per byte of the artifact, at most (a 5,000-example search: steps / (bytes + 1,000) at most 29)
 STEPS_FIXED = 20_000
 
 
