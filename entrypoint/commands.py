@@ -76,11 +76,11 @@ class Workflow:
             while delimiter in value:
                 delimiter = f"ghadelimiter_{_secrets.token_hex(16)}"
             lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-        with self.output_file.open("a", encoding="utf-8") as f:
+        with self.output_file.open("a", encoding="utf-8", errors="backslashreplace") as f:
             f.write("".join(lines))
 
     def summary(self, markdown: str) -> None:
         if self.summary_file is None:
             return
-        with self.summary_file.open("a", encoding="utf-8") as f:
+        with self.summary_file.open("a", encoding="utf-8", errors="backslashreplace") as f:
             f.write(markdown if markdown.endswith("\n") else markdown + "\n")

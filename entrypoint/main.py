@@ -1230,6 +1230,9 @@ def main(argv: Optional[list[str]] = None, env: Optional[MutableMapping[str, str
     from evalgate import i18n
 
     i18n.reset()  # English until the config says otherwise
+    for stream in (sys.stdout, sys.stderr):  # the log shows a lone surrogate in an agent's text as \udXXX, never fails on it
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     env = os.environ if env is None else env
     workflow = Workflow(env.get("GITHUB_OUTPUT"), env.get("GITHUB_STEP_SUMMARY"))
     known = secrets(env)

@@ -178,9 +178,13 @@ def read_text(path: Path, shown: str | None = None) -> str:
 
 
 def parse_json(text: str, shown: str) -> Any:
-    """json.loads with a Problem naming line and column on a syntax error."""
+    """json.loads with a Problem naming line and column on a syntax error. A lone surrogate
+    (`"\\ud800"`, valid JSON) reads as U+FFFD: no UTF-8 file could hold it when written again."""
+    from evalgate.untrusted import may_hold_surrogates, without_surrogates
+
     try:
-        return json.loads(text)
+        value = json.loads(text)
+        return without_surrogates(value) if may_hold_surrogates(text) else value
     except json.JSONDecodeError as e:
         raise InputError(
             Problem(shown, f"line {e.lineno}, column {e.colno}", f"invalid JSON: {e.msg}", "Fix the JSON syntax at that place.")
@@ -194,17 +198,25 @@ def _short_error(e: BaseException) -> str:
 
 
 def read_jsonl(text: str, shown: str) -> list[tuple[int, Any]]:
-    """(line number, value) for each non-blank line; every bad line reported together.
+    """(line number, value) for each non-blank line; every bad line reported together. A line
+    beyond evalgate.untrusted's depth and text limits is a bad line; lone surrogates read as
+    U+FFFD.
 
     Lines end at "\n" only: json.dumps(ensure_ascii=False) leaves U+2028 and other Unicode
     line separators unescaped inside strings, and str.splitlines() would split there."""
+    from evalgate.untrusted import checked
+
     problems = ProblemCollector()
     out = []
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line)))
+            value, beyond = checked(json.loads(line))
+            if beyond is not None:
+                problems.add(shown, f"line {n}", beyond, "An agent's output is not nested that deep nor that long; check what wrote this line.")
+                continue
+            out.append((n, value))
         except json.JSONDecodeError as e:
             problems.add(shown, f"line {n}, column {e.colno}", f"invalid JSON: {e.msg}", "Each line must be one complete JSON object.")
         except (ValueError, RecursionError) as e:

@@ -33,6 +33,7 @@ from evalgate.loaders.actual import InferenceRecord
 from evalgate.reading import validate_known
 from evalgate.simulated_user import CRITERION as SIMULATOR
 from evalgate.simulated_user import Scenario, SimulatedUser, SimulationError, UserSimulatorConfig
+from evalgate.untrusted import writable
 
 
 def runners_for(plans: list[SuitePlan], loaded: LoadedConfig) -> dict[int, Runner]:
@@ -427,9 +428,13 @@ async def _one(
             result = AgentRun(None, str(e), run=n)
         except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
             result = AgentRun(None, _describe(e), run=n)
+        if result.invocations:
+            beyond = _bounded(result.invocations)
+            if beyond is not None:
+                result = AgentRun(None, f"the agent's output is beyond evalgate's limits: {beyond}", run=n)
         hidden = _known_secrets(()) if hidden is None else hidden
         if result.error is not None:
-            result.error = _redact(result.error, hidden)
+            result.error = writable(_redact(result.error, hidden))  # an exception may quote a lone surrogate
         result.log = log.close()
         if result.invocations:
             result.invocations = _redact_invocations(result.invocations, hidden)
@@ -519,6 +524,26 @@ def _redact(text: str, hidden: Optional[list[tuple[str, str]]] = None) -> str:
         if value in text:
             text = text.replace(value, shown)
     return text
+
+
+def _bounded(invocations: list[Any]) -> Optional[str]:
+    """Why the agent's invocations are beyond evalgate.untrusted's depth and text limits (its
+    tools' arguments and answers are the agent's to choose, as a fork's outputs are), or None;
+    lone surrogates in their text become U+FFFD, so that results can be written."""
+    from evalgate.untrusted import MAX_DEPTH, checked, may_hold_surrogates
+
+    for i, inv in enumerate(invocations):
+        try:
+            data = inv.model_dump(mode="json", by_alias=False, exclude_none=True)
+        except ValueError:  # pydantic's serializer: nested deeper than it goes
+            return f"nested deeper than {MAX_DEPTH} levels"
+        surrogates = may_hold_surrogates(json.dumps(data, ensure_ascii=False))
+        data, beyond = checked(data)
+        if beyond is not None:
+            return beyond
+        if surrogates:
+            invocations[i] = type(inv).model_validate(data)
+    return None
 
 
 def _redact_invocations(invocations: list[Any], hidden: list[tuple[str, str]]) -> list[Any]:

@@ -27,29 +27,35 @@ M = TypeVar("M", bound=BaseModel)
 TYPO = 0.9  # how alike (difflib's ratio) an unknown key and a missing known field are when it is a typo
 
 
-def validate_known(model: type[M], data: Any, valid_keys_for: Optional[Callable[[tuple], Iterable[str]]] = None) -> tuple[M, list[str]]:
+def validate_known(
+    model: type[M], data: Any, valid_keys_for: Optional[Callable[[tuple], Iterable[str]]] = None, max_errors: Optional[int] = None
+) -> tuple[M, list[str]]:
     """`model` from `data` without the keys `model` does not know; (value, their JSON paths).
     Raises ValidationError when a known field is malformed, as `model.model_validate` does,
     and, with `valid_keys_for(loc)` (the field names at an object's location), for an unknown
-    key that is a likely typo of a field its object lacks."""
+    key that is a likely typo of a field its object lacks. With `max_errors`, data with more
+    unknown keys and malformed fields than that raises at once, before they are listed (each
+    listed error costs about a kilobyte: an untrusted record chooses how many it has)."""
     try:
         return model.model_validate(data), []
     except ValidationError as e:
+        if max_errors is not None and e.error_count() > max_errors:
+            raise
         error = e
-        extra = [tuple(err["loc"]) for err in e.errors(include_url=False) if err.get("type") == "extra_forbidden"]
+        extra = [tuple(err["loc"]) for err in e.errors(include_url=False, include_context=False, include_input=False) if err.get("type") == "extra_forbidden"]
         if not extra:
             raise
-    dropped = []
+    paths = []  # (where in the data, as pydantic wrote it) of each key to drop
     for loc in extra:
         if valid_keys_for is not None and _typo(data, loc, valid_keys_for(loc[:-1])):
             continue
-        stripped = _without(data, loc)
-        if stripped is not None:  # not found in the data: left to fail as before
-            data = stripped
-            dropped.append(json_path(loc))
-    if not dropped:
+        path = _data_path(data, loc)
+        if path is not None:  # not found in the data: left to fail as before
+            paths.append((path, loc))
+    if not paths:
         raise error
-    return model.model_validate(data), dropped
+    # All at once: a copy per key would be quadratic in a record with thousands of them.
+    return model.model_validate(_without(data, [p for p, _loc in paths])), [json_path(loc) for _p, loc in paths]
 
 
 def _typo(data: Any, loc: tuple, valid: Iterable[str]) -> bool:
@@ -68,22 +74,47 @@ def _typo(data: Any, loc: tuple, valid: Iterable[str]) -> bool:
     return any(name not in parent and to_camel(name) not in parent for name in near)
 
 
-def _without(data: Any, loc: tuple) -> Any:
-    """A copy of `data` without the key at `loc` (only the containers on its path are copied), or None."""
-    if not loc:
-        return None
-    head, rest = loc[0], loc[1:]
-    if isinstance(data, dict) and isinstance(head, str) and head in data:
-        if not rest:
-            return {k: v for k, v in data.items() if k != head}
-        inner = _without(data[head], rest)
-        return None if inner is None else {**data, head: inner}
-    if isinstance(head, str) and head in _UNION_TAGS:  # a discriminated union's tag: not a key of the data
-        return _without(data, rest)
-    if isinstance(data, list) and isinstance(head, int) and 0 <= head < len(data) and rest:
-        inner = _without(data[head], rest)
-        return None if inner is None else [*data[:head], inner, *data[head + 1:]]
-    return None
+def _data_path(data: Any, loc: tuple) -> Optional[tuple]:
+    """The keys and indexes that lead to the key at `loc` in `data` (a discriminated
+    union's tag is not one of them), or None when it is not there."""
+    path = []
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(data, dict) and isinstance(part, str) and part in data:
+            path.append(part)
+            data = data[part] if not last else None
+        elif isinstance(part, str) and part in _UNION_TAGS and not last:
+            continue
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data) and not last:
+            path.append(part)
+            data = data[part]
+        else:
+            return None
+    return tuple(path) if path else None
+
+
+_DROP = object()  # a leaf of the tree of keys to drop
+
+
+def _without(data: Any, paths: list[tuple]) -> Any:
+    """A copy of `data` without the keys at `paths`: the containers on their way are copied,
+    each once; everything else is shared."""
+    tree: dict = {}
+    for path in paths:
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if node is _DROP:
+                break
+        else:
+            node[path[-1]] = _DROP
+    return _pruned(data, tree)
+
+
+def _pruned(data: Any, tree: dict) -> Any:
+    if isinstance(data, dict):
+        return {k: v if k not in tree else _pruned(v, tree[k]) for k, v in data.items() if tree.get(k) is not _DROP}
+    return [v if i not in tree else _pruned(v, tree[i]) for i, v in enumerate(data)]
 
 
 def ignored_note(shown: str, place: str | None, keys: list[str], more: int = 0) -> str:

@@ -35,12 +35,18 @@ from evalgate.errors import InputError, Problem, display_path
 from evalgate.i18n import _, mark
 from evalgate.loaders.actual import InferenceRecord, record_keys
 from evalgate.reading import ignored_note, validate_known
+from evalgate.untrusted import checked, cost
 
 # Size limits on what is read from the artifact (a fork chooses its size): the whole file,
-# one line, and the records kept per case (num_runs is at most 100).
+# one line, and the records kept per case (num_runs is at most 100). And a memory budget
+# (evalgate.untrusted.cost: what a line takes once parsed, bounded from its bytes): for one
+# line, and for all the records kept. Depth and text limits: evalgate.untrusted.checked.
 MAX_OUTPUTS_BYTES = 512 * 1024 * 1024
 MAX_LINE_BYTES = 32 * 1024 * 1024
 MAX_RUNS = 100
+MAX_RECORD_COST = 256 * 1024 * 1024
+MAX_RECORD_ERRORS = 1000  # unknown keys and malformed fields in one record (each costs an error record while read)
+MAX_OUTPUTS_COST = 4 * 1024 * 1024 * 1024
 MAX_PR_JSON_BYTES = 64 * 1024
 FORK_NOTE = "the agent's outputs came from the pull request's own run (a fork): re-scored here under the default branch's config and eval sets"
 
@@ -55,6 +61,8 @@ class Outputs:
     by_suite: dict[str, dict[CaseKey, list[InferenceRecord]]] = field(default_factory=dict)
     unnamed: dict[CaseKey, list[InferenceRecord]] = field(default_factory=dict)
     skipped: int = 0  # lines that were not records
+    first_skipped: Optional[str] = None  # why the first line beyond a limit was skipped, with its line number
+    over_budget: bool = False  # reading stopped: the records kept would have taken more than MAX_OUTPUTS_COST
     unknown_cases: int = 0  # records of suites or cases the trusted config does not have (not kept)
     ignored_keys: Optional[str] = None  # the warning about keys this evalgate does not know, if any had them
 
@@ -66,6 +74,13 @@ class Outputs:
 
     def has_suite(self, suite: str) -> bool:
         return suite in self.by_suite or bool(self.unnamed)
+
+    def skip(self, line: int, why: str) -> None:
+        """A line that is not taken as a record because it is beyond a limit: counted, and the
+        first one's reason kept for the report."""
+        self.skipped += 1
+        if self.first_skipped is None:
+            self.first_skipped = f"line {line}: {why}"
 
 
 def known_cases(plans: list[SuitePlan]) -> dict[str, set[CaseKey]]:
@@ -102,12 +117,17 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
     any_suite = set().union(*known.values()) if known is not None else set()
     out = Outputs()
     first_ignored, more_ignored = None, 0  # the first line with unknown keys (line, keys), and how many more
+    kept = 0  # the memory the records kept take, at most (evalgate.untrusted.cost)
     with open(path, "rb") as f:
         for n, raw in _lines(f):
             if raw is None:
-                out.skipped += 1
+                out.skip(n, f"longer than {MAX_LINE_BYTES:,} bytes")
                 continue
             if not raw.strip():
+                continue
+            size = cost(raw)
+            if size > MAX_RECORD_COST:
+                out.skip(n, f"would take more than {MAX_RECORD_COST // 2**20:,} MiB of memory once read ({len(raw):,} bytes of densely structured JSON)")
                 continue
             try:
                 data = json.loads(raw)
@@ -127,11 +147,19 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
                 if not (key in known[suite] if named else suite is None and key in any_suite):
                     out.unknown_cases += 1
                     continue
-            try:
-                rec, unknown = validate_known(InferenceRecord, data, record_keys)
-            except ValidationError:
-                out.skipped += 1
+            data, beyond = checked(data)
+            if beyond is not None:
+                out.skip(n, beyond)
                 continue
+            try:
+                rec, unknown = validate_known(InferenceRecord, data, record_keys, MAX_RECORD_ERRORS)
+            except ValidationError as e:
+                if e.error_count() > MAX_RECORD_ERRORS:
+                    out.skip(n, f"{e.error_count():,} unknown keys or malformed fields, over the limit of {MAX_RECORD_ERRORS:,}")
+                else:
+                    out.skipped += 1
+                continue
+            del data
             if unknown and first_ignored is None:
                 first_ignored = (n, unknown)
             elif unknown:
@@ -139,6 +167,10 @@ def read_outputs(path: Path, known: Optional[dict[str, set[CaseKey]]] = None) ->
             table = out.unnamed if rec.suite is None else out.by_suite.setdefault(rec.suite, {})
             runs = table.setdefault(key, [])
             if len(runs) < MAX_RUNS:
+                if kept + size > MAX_OUTPUTS_COST:
+                    out.over_budget = True  # the rest is not read: every suite is ERROR (attach_outputs)
+                    break
+                kept += size
                 runs.append(rec)
     if first_ignored is not None:
         out.ignored_keys = ignored_note(shown, f"line {first_ignored[0]}", first_ignored[1], more_ignored)
@@ -166,6 +198,10 @@ TRACES_NOT_RESCORED = mark(
     "trace suites are not re-scored from a fork's run: their traces are files of the pull request, which the trusted job does not read"
 )
 NOTHING_FOR_SUITE = mark("the pull request's outputs hold nothing for this suite, so none of its cases was scored")
+OVER_BUDGET = mark(
+    "the pull request's inference.jsonl holds more outputs of this config's cases than the trusted job reads (its memory "
+    "budget), so no suite can be judged from it"
+)
 NO_RUN = "the pull request's outputs have no run of this case"
 OTHER_DATA = "the pull request's run used other data for this case (its eval set differs from the default branch's)"
 
@@ -296,8 +332,14 @@ def attach_outputs(plans: list[SuitePlan], outputs: Outputs) -> list[str]:
                     f"{failed} of {len(plan.cases)} cases failed to run, or ran other turns than their eval case has, in the "
                     "pull request's outputs; a fork's outputs cannot show whether its agent failed them, so the suite cannot be judged from them"
                 )
+    if outputs.over_budget:
+        for plan in plans:
+            plan.agent_error = OVER_BUDGET
+        notes.append(_("{error} (at most {mib} MiB, as evalgate measures the records it keeps)", error=_(OVER_BUDGET), mib=MAX_OUTPUTS_COST // 2**20))
     if outputs.skipped:
         notes.append(_("{n} lines of the pull request's inference.jsonl were not inference records and were skipped", n=outputs.skipped))
+    if outputs.first_skipped:
+        notes.append(_("the first line beyond the limits on what a pull request's outputs may cost: {reason}", reason=outputs.first_skipped))
     if outputs.unknown_cases:
         notes.append(
             _(
@@ -318,5 +360,11 @@ def read_pr_json(path: Path) -> dict:
     if path.is_file() and path.stat().st_size > MAX_PR_JSON_BYTES:
         raise InputError(Problem(display_path(path), None, f"is over {MAX_PR_JSON_BYTES:,} bytes", 'Write {"number": N, "head_sha": "..."} only.'))
     data = load_json_file(path)
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    number = data.get("number")
+    if "number" in data and (isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**31):
+        # Only a JSON integer names a pull request: not a float (Infinity, 1e300), true, or text.
+        raise InputError(Problem(display_path(path), "number", "needs 'number' and 'head_sha': 'number' must be the pull request's number, a positive integer", 'Write {"number": N, "head_sha": "...", "base_sha": "..."} in the pull request run.'))
+    return data
 

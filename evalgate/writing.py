@@ -104,7 +104,9 @@ def replacing(path: Path, mode: str = "w") -> Iterator[IO]:
     make_dirs(path.parent)
     fd, tmp = _new_file(path.parent, path.name)
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+        # Writing never fails on text: a lone surrogate (an agent's, a judge's: no UTF-8 file can
+        # hold one) is written as its escape, "\udXXX" (in JSON it reads back as it was).
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "errors": "backslashreplace"})) as f:
             yield f
         os.replace(tmp, path)
     except BaseException:
@@ -137,4 +139,4 @@ def open_stream(path: Path) -> IO:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return os.fdopen(fd, "w", encoding="utf-8")
+    return os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")

@@ -119,7 +119,7 @@ def baseline_age(info: BaselineInfo, now: datetime) -> Optional[timedelta]:
 
 
 def _gzip_json(value: Any) -> bytes:
-    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "backslashreplace")
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 

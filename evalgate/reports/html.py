@@ -820,7 +820,7 @@ def _asset(name: str) -> str:
 
 
 def _hash(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8", "backslashreplace")).digest()).decode("ascii") + "'"
 
 
 def content_security_policy(script: str, style: str) -> str:

@@ -1204,6 +1204,6 @@ def render_summary(
     in UTF-8 bytes. With `trend`, also a chart of each criterion over those runs and this one."""
     return _render(
         comparison, current, gate_id=gate_id, run_url=run_url, limit=limit, full_report_hint=full_report_hint,
-        with_marker=False, measure=lambda t: len(t.encode("utf-8")), limit_text=_("the {limit}-byte job summary limit", limit=f"{limit:,}"),
+        with_marker=False, measure=lambda t: len(t.encode("utf-8", "backslashreplace")), limit_text=_("the {limit}-byte job summary limit", limit=f"{limit:,}"),
         trend=trend,
     )
