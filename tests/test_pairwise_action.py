@@ -61,7 +61,8 @@ def test_the_pr_comment_shows_the_side_by_side_row_and_a_loss_with_both_answers(
     body = comment["body"]
     assert "| judged side by side (judge, both orders) | – | 2 | – | – | 1 of 2 changed answers worse than the baseline's, 0 better, 1 equal" in body
     assert "### Worse than the baseline, judged side by side (1)" in body
-    assert "거실 난방을 켰습니다." in body and "난방을 켰습니다." in body  # both answers
+    losses = body[body.index("### Worse than the baseline"):]
+    assert "거실 난방을 켰습니다." in losses and "난방을 켰습니다." in losses, losses  # both answers
     assert "방 이름을 말합니다" in body  # the judge's reason
     assert "| side by side | 4 |" in body  # judge usage, per suite
     page = (action.ws / "evalgate-results" / "report.html").read_text(encoding="utf-8")
