@@ -311,7 +311,8 @@ def test_recorded_outputs_and_eval_sets_with_lone_surrogates_or_deep_arguments(c
 
     lines = [{"eval_set_id": "home", "eval_id": k, "invocations": json.loads(json.dumps(v))} for k, v in CASES.items()]
     lines[0]["invocations"][0]["final_response"]["parts"][0]["text"] = "Nothing SURROGATE here"
-    eval_set = {"eval_set_id": "home", "eval_cases": [{"eval_id": k, "conversation": v} for k, v in CASES.items()]}
+    # Copies: CASES is test_inputs' module data, which later tests read as it was.
+    eval_set = {"eval_set_id": "home", "eval_cases": [{"eval_id": k, "conversation": json.loads(json.dumps(v))} for k, v in CASES.items()]}
     eval_set["eval_cases"][1]["conversation"][0]["final_response"]["parts"][0]["text"] = "거실 SURROGATE 난방"
     root = make_project(tmp_path / "p", actual_lines=lines, eval_set=eval_set)
     for name in ("runs/out.jsonl", "evals/home.evalset.json"):
