@@ -21,6 +21,7 @@ from evalgate import efficiency
 from evalgate.i18n import _
 from evalgate.criteria import REGISTRY, Criterion
 from evalgate.simulated_user import UserSimulatorConfig
+from evalgate.documents import line_map, parse_document
 from evalgate.errors import (
     InputError,
     closest,
@@ -304,40 +305,6 @@ def find_config(explicit: str | None) -> Path:
     )
 
 
-def _line_map(node: yaml.Node, loc: tuple, out: dict[tuple, int], duplicates: list[tuple[tuple, int, int]]) -> None:
-    """Map each JSON path in a YAML/JSON document to its 1-based line; note duplicate keys
-    (YAML and JSON parsers keep the last one silently, which hides a typo'd override)."""
-    out[loc] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
-            line = key.start_mark.line + 1
-            if loc + (k,) in out:
-                duplicates.append((loc + (k,), out[loc + (k,)], line))
-            _line_map(value, loc + (k,), out, duplicates)
-            out[loc + (k,)] = line  # a key's place is its own line, not its value's
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _line_map(item, loc + (i,), out, duplicates)
-
-
-def _parse(text: str, shown: str, is_json: bool) -> Any:
-    if is_json:
-        return parse_json(text, shown)
-    try:
-        return yaml.safe_load(text)
-    except (ValueError, RecursionError) as e:
-        what = "nested too deeply" if isinstance(e, RecursionError) else str(e).split(";")[0]
-        raise InputError(Problem(shown, None, f"unreadable YAML: {what}", "Simplify the file.")) from None
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        what = f"invalid YAML: {e.problem or e.context}"
-        raise InputError(Problem(shown, where, what, "Fix the YAML syntax at that place.")) from None
-    except yaml.YAMLError as e:
-        raise InputError(Problem(shown, None, f"invalid YAML: {e}", "Fix the YAML syntax.")) from None
-
-
 def _valid_keys(model: type[BaseModel]):
     def keys_at(loc: tuple) -> list[str] | None:
         if not loc:
@@ -371,13 +338,13 @@ def load_config(path: Path) -> LoadedConfig:
     """Read and validate a config file; every problem is reported at once."""
     shown = display_path(path)
     text = read_text(path, shown)
-    data = _parse(text, shown, path.suffix.lower() == ".json")
+    data = parse_document(text, shown, path.suffix.lower() == ".json")
     positions: dict[tuple, int] = {}
     duplicates: list[tuple[tuple, int, int]] = []
     try:
         node = yaml.compose(text)
         if node is not None:
-            _line_map(node, (), positions, duplicates)
+            line_map(node, (), positions, duplicates)
     except (yaml.YAMLError, ValueError, RecursionError):
         pass
     if duplicates:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from evalgate.adk import EvalCase, EvalSet
 from evalgate.agents_cli.cases import (
@@ -61,10 +61,10 @@ def is_dataset_file(path: Path) -> bool:
     return looks_like_dataset(parse_json(read_text(path, shown), shown))
 
 
-def dataset_evalset(path: Path, shown: str, data: Any) -> Any:
-    """A dataset file as a `LoadedEvalSet`; every case that agents-cli could not run, and
-    every id used twice, is an input error naming the file and the case's place."""
-    from evalgate.loaders.evalsets import LoadedEvalSet
+def dataset_evalset(path: Path, shown: str, data: Any, loaded: Callable[..., Any]) -> Any:
+    """A dataset file as the loader's `LoadedEvalSet` (`loaded`, handed in so this package
+    does not import the loader that imports it); every case that agents-cli could not run,
+    and every id used twice, is an input error naming the file and the case's place."""
     from evalgate.results import digest
 
     dataset = parse_dataset(data, shown)
@@ -88,7 +88,7 @@ def dataset_evalset(path: Path, shown: str, data: Any) -> Any:
         cases.append(EvalCase(eval_id=eval_id, conversation=expected_invocations(case), conversation_scenario=scenario(case)))
     problems.raise_if_any()
     eval_set = EvalSet(eval_set_id=path.stem, eval_cases=cases)
-    return LoadedEvalSet(path, shown, eval_set, legacy=False, case_places=places, acli=extras)
+    return loaded(path, shown, eval_set, legacy=False, case_places=places, acli=extras)
 
 
 def _history(case: AcliCase) -> list[dict[str, Any]]:

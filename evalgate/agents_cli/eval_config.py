@@ -121,7 +121,7 @@ def is_sdk_computed(name: str) -> bool:
 def read_eval_config(path: Path, text: Optional[str] = None) -> dict[str, Any]:
     """The criteria an agents-cli eval config selects, by result name (the versioned built-in
     name, or a custom metric's own name, lower-cased). InputError with every problem."""
-    from evalgate.config import _line_map, _parse
+    from evalgate.documents import line_map, parse_document
     import yaml
 
     shown = display_path(path)
@@ -129,12 +129,12 @@ def read_eval_config(path: Path, text: Optional[str] = None) -> dict[str, Any]:
         from evalgate.errors import read_text
 
         text = read_text(path, shown)
-    data = _parse(text, shown, path.suffix.lower() == ".json")
+    data = parse_document(text, shown, path.suffix.lower() == ".json")
     positions: dict[tuple, int] = {}
     try:
         node = yaml.compose(text)
         if node is not None:
-            _line_map(node, (), positions, [])
+            line_map(node, (), positions, [])
     except (yaml.YAMLError, ValueError, RecursionError):
         pass
     return _Reader(path, shown, positions).read(data)

@@ -23,7 +23,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from evalgate.agents_cli.cases import EVAL_SET_FIELD, AcliDataset, case_dump, case_id, parse_dataset, trace_case, trace_invocations
 from evalgate.errors import ProblemCollector
@@ -141,11 +141,11 @@ def file_time(path: Path) -> float:
     return path.stat().st_mtime
 
 
-def trace_records(data: Any, path: Path, shown: str) -> list[Any]:
-    """The recorded outputs of a traces file: one `ActualRecord` per case, its invocations
-    read with `trace_invocations` and the case itself (`case_dump`) kept as `trace`."""
-    from evalgate.loaders.actual import ActualRecord
-
+def trace_records(data: Any, path: Path, shown: str, record: Callable[..., Any]) -> list[Any]:
+    """The recorded outputs of a traces file: one record per case, made by `record` (the
+    loader's `ActualRecord`, handed in so this package does not import the loader that
+    imports it), its invocations read with `trace_invocations` and the case itself
+    (`case_dump`) kept as `trace`."""
     dataset: AcliDataset = parse_dataset(data, shown)
     problems = ProblemCollector()
     when = file_time(path)
@@ -161,7 +161,7 @@ def trace_records(data: Any, path: Path, shown: str) -> list[Any]:
         extra = case.model_extra or {}
         set_id, suite, run, own_id = extra.get(EVAL_SET_FIELD), extra.get(SUITE_FIELD), extra.get(RUN_FIELD), extra.get(EVAL_ID_FIELD)
         records.append(
-            ActualRecord(
+            record(
                 eval_set_id=set_id if isinstance(set_id, str) else "",
                 eval_id=own_id if isinstance(own_id, str) and own_id and not case.eval_case_id else case_id(case, i),
                 invocations=invocations,

@@ -100,7 +100,7 @@ def load_actual(path: Path, warnings: list[str] | None = None) -> list[ActualRec
     if looks_like_dataset(data):
         from evalgate.agents_cli.traces import trace_records
 
-        return trace_records(data, path, shown)
+        return trace_records(data, path, shown, ActualRecord)
     raise InputError(
         Problem(
             shown,

@@ -185,7 +185,7 @@ def load_evalset(path: Path, base: Path | None = None) -> LoadedEvalSet:
     if looks_like_dataset(data):
         from evalgate.agents_cli.dataset import dataset_evalset
 
-        return dataset_evalset(path, shown, data)
+        return dataset_evalset(path, shown, data, LoadedEvalSet)
     try:
         eval_set = EvalSet.model_validate(data)
     except ValidationError as e:
