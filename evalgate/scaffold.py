@@ -701,9 +701,23 @@ def _print_found(found: Found, suites: list[Suite], left: list[tuple[EvalSetFile
         out.write(f"not an eval set: {display_path(path)}: {why}\n")
 
 
-def _print_next(root: Path, config: Path, repo: Repo, action: str, written: list[Planned], out: TextIO) -> None:
+def _config_flag(root: Path, config: Path) -> str:
+    """` --config PATH` for the commands init suggests, when they are not run from the project."""
     shown = display_path(config)
-    flag = "" if root == Path.cwd().resolve() else f" --config {shown if _SHELL_SAFE.fullmatch(shown) else shlex.quote(shown)}"
+    return "" if root == Path.cwd().resolve() else f" --config {shown if _SHELL_SAFE.fullmatch(shown) else shlex.quote(shown)}"
+
+
+def _print_commit_steps(config: Path, repo: Repo, out: TextIO) -> None:
+    """The last steps for the workflows, the same for every kind of project: commit, protect."""
+    out.write(f"  - commit {display_path(config)} and {display_path(repo.root / '.github' / 'workflows')}/; the gate runs on your next pull request\n")
+    out.write("  - require the commit status `evalgate` in the branch protection rules of " + f"{repo.branch} ({repo.branch_source})\n")
+    if not repo.is_git:
+        where = "this folder" if repo.root == Path.cwd().resolve() else display_path(repo.root)
+        out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
+
+
+def _print_next(root: Path, config: Path, repo: Repo, action: str, written: list[Planned], out: TextIO) -> None:
+    flag = _config_flag(root, config)
     out.write("\nnext:\n")
     out.write(f"  evalgate validate{flag}    # check the config and every eval set; runs nothing\n")
     out.write(f"  evalgate run{flag}         # run the agent on every case and score it (needs the agent's model key, as adk does)\n")
@@ -713,11 +727,7 @@ def _print_next(root: Path, config: Path, repo: Repo, action: str, written: list
         if action == DEFAULT_ACTION:
             out.write(f"  - replace {DEFAULT_ACTION} in them with the evalgate action reference you pin (a release or a commit SHA)\n")
         out.write("  - add the repository secret GOOGLE_API_KEY (the agent's model key; Settings > Secrets and variables > Actions)\n")
-        out.write(f"  - commit {display_path(config)} and {display_path(repo.root / '.github' / 'workflows')}/; the gate runs on your next pull request\n")
-        out.write("  - require the commit status `evalgate` in the branch protection rules of " + f"{repo.branch} ({repo.branch_source})\n")
-        if not repo.is_git:
-            where = "this folder" if repo.root == Path.cwd().resolve() else display_path(repo.root)
-            out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
+        _print_commit_steps(config, repo, out)
         _print_first_day(repo, out)
     out.write("keep evalgate-results/ and .evalgate/ out of git (add them to .gitignore)\n")
 
@@ -938,8 +948,7 @@ def _print_acli_found(acli: "AcliProject", agent: Agent, out: TextIO) -> None:
 
 def _print_acli_next(acli: "AcliProject", config: Path, repo: Repo, action: str, written: list[Planned], out: TextIO) -> None:
     root = acli.root
-    shown = display_path(config)
-    flag = "" if root == Path.cwd().resolve() else f" --config {shown if _SHELL_SAFE.fullmatch(shown) else shlex.quote(shown)}"
+    flag = _config_flag(root, config)
     out.write("\nnext:\n")
     out.write(f"  evalgate validate{flag}    # check the config, every dataset and the eval config; runs nothing\n")
     out.write(f"  evalgate run{flag}         # run the agent on every case and score it (needs the agent's Google Cloud access, as agents-cli eval run does)\n")
@@ -955,11 +964,7 @@ def _print_acli_next(acli: "AcliProject", config: Path, repo: Repo, action: str,
                 f"  - they sign in to Google Cloud through Workload Identity Federation for GitHub, with {WIF_NAMES}: "
                 "create them (agents-cli's GitHub Actions setup does, deployment/terraform/cicd/wif.tf and github.tf)\n"
             )
-        out.write(f"  - commit {display_path(config)} and {display_path(repo.root / '.github' / 'workflows')}/; the gate runs on your next pull request\n")
-        out.write("  - require the commit status `evalgate` in the branch protection rules of " + f"{repo.branch} ({repo.branch_source})\n")
-        if not repo.is_git:
-            where = "this folder" if repo.root == Path.cwd().resolve() else display_path(repo.root)
-            out.write(f"  - {where} is not a git checkout: GitHub reads .github/workflows at the repository's root only\n")
+        _print_commit_steps(config, repo, out)
     out.write(f"until {repo.branch} has a baseline:\n")
     out.write("  agents-cli's eval config sets no thresholds, so the first pull requests only record their scores: the gate passes them\n")
     out.write("  (an agent that fails on every case is an ERROR). Merge once: evalgate-baseline.yml saves the baseline, and from then\n")

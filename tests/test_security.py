@@ -457,6 +457,16 @@ def test_without_git_a_committed_cache_is_still_not_believed(cli, fake_gemini, m
         assert verdicts(root) == {"capital-en": "NOT_EVALUATED", "수도-ko": "NOT_EVALUATED"}, root
 
 
+def move_as_default_writer(cache: Path, planted: Path) -> None:
+    """Move a pull request's judge cache to `planted`, every entry claiming a default-branch
+    writer: what a planting build step brings back in."""
+    shutil.move(str(cache), str(planted))
+    for path in planted.rglob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["writer"] = {"kind": "default", "event": "push", "ref": "refs/heads/main"}
+        path.write_text(json.dumps(data), encoding="utf-8")
+
+
 def _plant_entry(root: Path, key: str, text: str) -> None:
     """A judge cache entry claiming a default-branch writer (entries are not signed), as a
     pull request's code could write one."""
@@ -595,11 +605,7 @@ def test_entries_the_install_step_plants_are_not_believed_by_a_pull_request_run(
     fake_gemini.responder = _always_valid
     action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
     cache, planted = ws / ".evalgate" / "cache", ws / "planted"
-    shutil.move(str(cache), str(planted))
-    for path in planted.rglob("*.json"):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data["writer"] = {"kind": "default", "event": "push", "ref": "refs/heads/main"}
-        path.write_text(json.dumps(data), encoding="utf-8")
+    move_as_default_writer(cache, planted)
     # The project's own build backend (project code, as a setup.py is) plants them.
     (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
     (ws / "planter.py").write_text(

@@ -17,7 +17,7 @@ import pytest
 from fake_gemini import clear_judge_env, fake_gemini  # noqa: F401  (fixture)
 from fake_github import fake_github  # noqa: F401  (fixture)
 from test_entrypoint import PR, Action, _pull_request, _push, _set_outputs, action, main_with_baseline, ws  # noqa: F401  (fixtures)
-from test_security import GIT, _always_valid, git, judged_project, needs_git
+from test_security import GIT, _always_valid, git, judged_project, move_as_default_writer, needs_git
 
 
 def _statuses(fake, sha: str) -> list[str]:
@@ -213,17 +213,24 @@ def test_a_dir_stores_files_and_lock_files_committed_as_links_are_replaced(tmp_p
 OUTPUTS = ("report.md", "results.json", "junit.xml", "report.html", "inference.jsonl", "resume.json")
 
 
-def test_output_files_committed_as_links_are_replaced_not_written_through(action, based, tmp_path):
-    """Before: report.md, results.json, junit.xml and report.html were written through the links:
-    the files outside the workspace were overwritten (the action runs as root)."""
+def _outputs_linked_outside(ws: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The pull request's evalgate-results/ with every output file a link to a file outside
+    the workspace that says "precious". Returns (outside, out)."""
     outside = tmp_path / "outside"
     outside.mkdir()
-    out = action.ws / "evalgate-results"
+    out = ws / "evalgate-results"
     shutil.rmtree(out)  # the base's push wrote it; the pull request's checkout has its own
     out.mkdir()
     for name in OUTPUTS:
         (outside / name).write_text("precious\n", encoding="utf-8")
         (out / name).symlink_to(outside / name)
+    return outside, out
+
+
+def test_output_files_committed_as_links_are_replaced_not_written_through(action, based, tmp_path):
+    """Before: report.md, results.json, junit.xml and report.html were written through the links:
+    the files outside the workspace were overwritten (the action runs as root)."""
+    outside, out = _outputs_linked_outside(action.ws, tmp_path)
     (outside / "adk").mkdir()
     (out / "adk").symlink_to(outside / "adk")  # a folder the writers descend into
     head = action.fake.add_commit([based], "links")
@@ -255,14 +262,7 @@ def test_the_agents_cli_results_folder_as_a_link_is_refused(action, based, tmp_p
 def test_every_output_file_is_replaced_not_written_through(action, based, tmp_path):
     """The same links, with no linked folder on the way: the run succeeds in writing its own
     files, and nothing outside changes."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    out = action.ws / "evalgate-results"
-    shutil.rmtree(out)  # the base's push wrote it; the pull request's checkout has its own
-    out.mkdir()
-    for name in OUTPUTS:
-        (outside / name).write_text("precious\n", encoding="utf-8")
-        (out / name).symlink_to(outside / name)
+    outside, out = _outputs_linked_outside(action.ws, tmp_path)
     head = action.fake.add_commit([based], "links")
     assert action("pull_request", _pull_request(head, based), sha=head) == 1, action.stdout
     for name in OUTPUTS:
@@ -394,11 +394,7 @@ def test_a_cache_folder_the_install_step_names_is_not_believed(judged, fake_gemi
     fake_gemini.responder = _always_valid
     judged("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge")
     cache, planted = ws / ".evalgate" / "cache", tmp_path / "planted"
-    shutil.move(str(cache), str(planted))
-    for path in planted.rglob("*.json"):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data["writer"] = {"kind": "default", "event": "push", "ref": "refs/heads/main"}
-        path.write_text(json.dumps(data), encoding="utf-8")
+    move_as_default_writer(cache, planted)
     config = ws / "evalgate.yaml"
     (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
     (ws / "planter.py").write_text(
