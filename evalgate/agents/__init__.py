@@ -31,6 +31,16 @@ class AgentError(Exception):
     NOT_EVALUATED with this message; other cases go on."""
 
 
+class TransientAgentError(AgentError):
+    """A case run failed on something that may not happen again (the server answered 429 or
+    503, the connection dropped, a command exited with EX_TEMPFAIL): `evalgate.infer` starts
+    the case run again, after `retry_after` seconds when the server said how long."""
+
+    def __init__(self, message: str, retry_after: Optional[float] = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 @dataclass
 class CaseRun:
     """One run of one case, as a runner sees it."""

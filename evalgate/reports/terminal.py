@@ -11,7 +11,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from evalgate import efficiency
 from evalgate.i18n import _, n_
-from evalgate.reports import efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text
+from evalgate.reports import efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text, time_spent
 from evalgate.results import Counts, RunResults, Status, SuiteResult
 
 MAX_ID = 40  # display columns an id or name may take in a table before it is cut
@@ -225,6 +225,7 @@ def summary_table(results: RunResults, color: bool) -> str:
             lines.extend("  " + _("{warning}: {text}", warning=warning, text=plain(w)) for w in suite.warnings)
         lines.extend(["", _verdict(style, suite), ""])
     lines.append(_("overall: {status} ({counts})", status=style.status(results.status), counts=_counts_text(results.counts, len(results.suites))))
+    lines.extend(time_spent(results.run))
     return "\n".join(lines) + "\n"
 
 
