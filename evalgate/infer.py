@@ -588,6 +588,7 @@ class RunClock:
 # --- retrying a case run that failed on a transient error ---------------------------------------
 
 RETRY_INITIAL_S = 1.0  # before the second attempt, without Retry-After; doubled for each next one
+RETRY_QUOTA_S = 4.0  # the same after a 429 that did not say how long: a quota needs longer
 RETRY_MAX_S = 30.0
 # The HTTP clients agents use: a connection or protocol error of theirs is the network's, not the agent's.
 _CLIENT_MODULES = ("httpx", "httpcore", "aiohttp", "requests", "urllib3", "google", "litellm", "openai", "anthropic", "grpc")
@@ -596,6 +597,19 @@ _DROPPED = re.compile(
     r"ClientPayloadError|ProtocolError|ChunkedEncodingError|ConnectionError|IncompleteRead|"
     r"ReadTimeout|WriteTimeout|ConnectTimeout|PoolTimeout|TimeoutException|ServerTimeoutError|Timeout|APITimeoutError|APIConnectionError)$"
 )
+
+
+def _quota(e: BaseException) -> bool:
+    current: Optional[BaseException] = e
+    for _ in range(8):
+        if current is None:
+            return False
+        if getattr(current, "code", None) == 429 or getattr(current, "status_code", None) == 429:
+            return True
+        if isinstance(current, AgentError) and " HTTP 429" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def transient(e: BaseException) -> tuple[bool, Optional[float]]:
@@ -642,7 +656,7 @@ def _retry_wait(e: BaseException, attempt: int, spec: Any) -> Optional[float]:
         if asked > MAX_RETRY_AFTER_S:
             return None
         return asked * (1.0 + 0.1 * random.random())  # honour the server, de-synchronised a little
-    delay = min(RETRY_MAX_S, RETRY_INITIAL_S * 2 ** (attempt - 1))
+    delay = min(RETRY_MAX_S, (RETRY_QUOTA_S if _quota(e) else RETRY_INITIAL_S) * 2 ** (attempt - 1))
     return delay * (0.5 + 0.5 * random.random())  # "equal jitter": at least half the delay
 
 
