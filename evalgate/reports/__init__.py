@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from evalgate.i18n import _, n_
+from evalgate.i18n import _, n_, p_
 from evalgate.results import CaseResult, Counts, Status
 
 
@@ -97,7 +97,9 @@ def time_spent(run: Any) -> list[str]:
     if backoff >= 0.05:
         parts.append(_("backing off after 429 and 5xx answers {seconds}", seconds=duration(backoff)))
     # TRANSLATORS: {parts} is a comma-separated list such as "case runs 12.0 s, judge requests 30.1 s".
-    lines = [_("Where the time went, added up over what ran at once: {parts}", parts=", ".join(parts))]
+    # TRANSLATORS: what separates the items of a list in a line ("a, b, c"); Japanese: "、".
+    separator = p_("list", ", ")
+    lines = [_("Where the time went, added up over what ran at once: {parts}", parts=separator.join(parts))]
     waits = {"agent": slot_agent, "judge": slot_judge, "rate": rate, "backoff": backoff}
     most = max(waits, key=lambda k: waits[k])
     if waits[most] < 1.0 or waits[most] < 0.2 * (work_agent + work_judge):
