@@ -12,10 +12,12 @@ A case run that fails on a transient error (HTTP 429 or 5xx from the model or th
 reset or dropped connection, a client's own timeout; a command exiting with 75, EX_TEMPFAIL)
 is started again, up to `agent.max_attempts` times, after a backoff or as long as the
 server's Retry-After asks (`transient`). With `score_ahead`, each case is scored as soon as
-its last run ends (evalgate.engine.Ahead), while others still run: case runs and judge
-requests then share one budget of slots (evalgate.judge.pool.Budget), the larger of
-`agent.concurrency` and `judge.concurrency`, so that no more is in flight than when the two
-steps ran one after the other.
+its last run ends (evalgate.engine.Ahead), while others still run. When the judge and the
+agent share a model (and so its quota), case runs and judge requests share one budget of
+slots (evalgate.judge.pool.Budget), the larger of `agent.concurrency` and
+`judge.concurrency`: never more in flight on that model than when the two steps ran one after
+the other, and either side uses the slots the other leaves free. Otherwise each keeps its
+own limit.
 """
 
 from __future__ import annotations
@@ -248,10 +250,12 @@ async def _infer(
         problems.raise_if_any()
         limits = {key: asyncio.Semaphore(r.spec.concurrency) for key, r in runners.items()}
         budget = None
-        if ahead is not None and runners:
+        if ahead is not None and runners and _shares_a_model(plans, runners):
             from evalgate.judge.pool import Budget
 
-            # As many in flight as the larger step had when they ran one after the other.
+            # One model, one quota: as many in flight on it as the larger of the two limits
+            # allowed when the agent ran first and the judge after it, either side using what
+            # the other leaves free (the judge, until the run ends).
             budget = Budget(max([r.spec.concurrency for r in runners.values()] + [ahead.runtime.concurrency]))
             ahead.runtime.share(budget)
             clock.shared = budget.size
@@ -266,16 +270,12 @@ async def _infer(
         # per runner that runs dataset cases.
         acli = {id(p.agent) for p, case, _n in todo if case.acli is not None}
         infos.update({key: await _agent_info(r) for key, r in runners.items() if key in acli})
-        try:
-            await asyncio.gather(
-                *(
-                    _one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden, infos.get(id(p.agent)), budget, clock, finished)
-                    for p, case, n in todo
-                )
+        await asyncio.gather(
+            *(
+                _one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden, infos.get(id(p.agent)), budget, clock, finished)
+                for p, case, n in todo
             )
-        finally:
-            if ahead is not None:
-                ahead.runtime.share(None)  # the agent is done: the judge alone, within its own limit
+        )
     finally:
         for runner in started:
             try:
@@ -297,6 +297,23 @@ async def _infer(
         if u.case_runs and u.failed == u.case_runs:
             plan.agent_error = agent_error(Counter(r.error or "" for case in plan.cases for r in case.runs))
     return usage
+
+
+def _shares_a_model(plans: list[SuitePlan], runners: dict[int, Runner]) -> bool:
+    """Whether a judge criterion asks a Gemini model an agent calls too (so they share its
+    quota): known for in-process agents; an API server's or a command's models are not."""
+    judges = {
+        crit.judge_model_options.judge_model.rsplit("/", 1)[-1]
+        for plan in plans
+        for case in plan.cases
+        for crit in case.criteria.values()
+        if crit.judge and crit.service == "gemini" and hasattr(crit, "judge_model_options")
+    }
+    for runner in runners.values():
+        models = runner.models()
+        if models and models & judges:
+            return True
+    return False
 
 
 def _finish_case(plan: SuitePlan, case: CaseInput, infos: dict[int, tuple[Optional[str], dict[str, Any]]], ahead: Any, done: set[int]) -> None:

@@ -95,3 +95,70 @@ def test_scoring_each_case_as_it_ends_gives_the_same_results(tmp_path, monkeypat
     assert suite.criteria["final_response_match_v2"].stats["requests"] > 0
     statuses = {c.eval_id: c.status.value for c in suite.cases}
     assert statuses == {"paris": "PASSED", "seoul_ko": "FAILED", "two_turns": "PASSED"}
+
+
+def test_the_budget_is_shared_only_when_the_judge_asks_a_model_the_agent_calls(tmp_path, monkeypatch, cli):
+    other = {**CRITERIA, "final_response_match_v2": {"threshold": 0.5, "judge_model_options": {"num_samples": 1, "judge_model": "gemini-2.5-pro"}}}
+    for name, criteria, shared in (("same", CRITERIA, 16), ("other", other, None)):
+        project = make_project(tmp_path / name, agent={"adk": "weather_agent"}, criteria=criteria, top={"judge": {"concurrency": 2}})
+        with agent_model_server(monkeypatch) as fake:
+            fake.responder = _responder("Paris")
+            cli("run", "--config", str(project.config), "--out", str(project.out), "--no-cache")
+            assert fake.max_in_flight <= 16 + (0 if shared else 2)
+        agent = project.results()["run"]["agent"]
+        assert agent.get("shared_slots") == shared and agent["concurrency"] == 16
+
+
+def test_budget_slots_go_to_threads_and_tasks_and_never_exceed_its_size():
+    """evalgate.judge.pool.Budget: judge threads and case-run tasks together hold at most
+    `size` slots; every waiter gets one in the end; a cancelled task gives its slot back."""
+    import asyncio
+    import threading
+
+    from evalgate.judge.pool import Budget
+
+    budget = Budget(3)
+    lock = threading.Lock()
+    held = [0, 0]  # now, most
+
+    def hold(seconds: float) -> None:
+        with lock:
+            held[0] += 1
+            held[1] = max(held[1], held[0])
+        time.sleep(seconds)
+        with lock:
+            held[0] -= 1
+
+    def thread_job() -> None:
+        assert budget.acquire(timeout=30)
+        try:
+            hold(0.01)
+        finally:
+            budget.release()
+
+    async def task_job() -> None:
+        await budget.acquire_async()
+        try:
+            await asyncio.to_thread(hold, 0.01)
+        finally:
+            budget.release()
+
+    async def main() -> None:
+        threads = [threading.Thread(target=thread_job) for _ in range(20)]
+        for t in threads:
+            t.start()
+        await asyncio.gather(*(task_job() for _ in range(20)))
+        # A task cancelled while it waits leaves no slot taken.
+        for _ in range(3):
+            await budget.acquire_async()
+        waiting = asyncio.ensure_future(budget.acquire_async())
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        for _ in range(3):
+            budget.release()
+        for t in threads:
+            await asyncio.to_thread(t.join)
+
+    asyncio.run(main())
+    assert held[1] <= 3 and held[0] == 0
+    assert [budget.acquire(timeout=0) for _ in range(4)] == [True, True, True, False]

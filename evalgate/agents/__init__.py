@@ -111,6 +111,11 @@ class Runner:
         Asked once, after start(), when dataset cases run; never fails a run."""
         return None, {}
 
+    def models(self) -> Optional[set[str]]:
+        """The names of the models the agent calls (`gemini-2.5-flash`), where the runner can
+        know them after start(); None where it cannot (a server's, a command's)."""
+        return None
+
     def describe(self) -> str:
         return self.kind
 

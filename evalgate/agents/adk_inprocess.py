@@ -111,6 +111,23 @@ class AdkRunner(Runner):
                 "adk",
             )
 
+    def models(self) -> Optional[set[str]]:
+        """The model names of the agent tree (a model given by name, or a model object's `model`)."""
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo = [self.root_agent]
+        while todo:
+            agent = todo.pop()
+            if agent is None or id(agent) in seen:
+                continue
+            seen.add(id(agent))
+            model = getattr(agent, "model", None)
+            name = model if isinstance(model, str) else getattr(model, "model", None)
+            if isinstance(name, str) and name:
+                found.add(name.rsplit("/", 1)[-1])
+            todo.extend(getattr(agent, "sub_agents", None) or [])
+        return found
+
     def _import(self, name: str, search: Path, folder: Optional[Path]) -> Any:
         # The agent's own imports (`import my_agent.tools`, `from tools import x`) resolve
         # from the folder that holds it, as under `adk web` and `adk api_server`.
