@@ -547,7 +547,6 @@ async def _one(
                           f"starting the case run again in {retry:.1f} s\n")
                 clock.backoff += retry
                 await asyncio.sleep(retry)
-            result.attempts = attempt
             if result.error is not None and attempt > 1:
                 result.error += f" (gave up after {attempt} attempts)"
         finally:
@@ -558,6 +557,7 @@ async def _one(
             beyond = _bounded(result.invocations)
             if beyond is not None:
                 result = AgentRun(None, f"the agent's output is beyond evalgate's limits: {beyond}", run=n)
+        result.attempts = attempt
         hidden = _known_secrets(()) if hidden is None else hidden
         if result.error is not None:
             result.error = writable(_redact(result.error, hidden))  # an exception may quote a lone surrogate
