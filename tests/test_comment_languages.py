@@ -71,7 +71,7 @@ def test_quickstart_comment_snapshot(code, monkeypatch):
 WORDS = {
     "en": ["### Regressed cases (3)", "| criterion | threshold | cases | baseline |", "<b>broken stable</b>", "3 regressed cases (2 broken stable)", "### Fixed cases (1)"],
     "ko": ["### 회귀한 케이스 (3)", "| 기준 | 임계값 | 케이스 | 기준선 |", "<b>깨짐 (안정적이던 케이스)</b>", "회귀한 케이스 3개 (안정적인 케이스 2개 깨짐)", "### 고쳐진 케이스 (1)"],
-    "ja": ["### 悪化したケース (3)", "| 基準 | しきい値 | ケース | ベースライン |", "<b>壊れた (安定していたケース)</b>", "悪化したケース 3 件 (安定したケースが 2 件壊れた)", "### 修正されたケース (1)"],
+    "ja": ["### 悪化したケース（3）", "| 基準 | しきい値 | ケース | ベースライン |", "<b>壊れた安定ケース</b>", "悪化したケース 3 件（うち 2 件は安定していたケース）", "### 直ったケース（1）"],
 }
 
 
@@ -148,7 +148,7 @@ def test_a_korean_comment_is_cut_to_githubs_limit(code):
     shortened = {"ko": "**코멘트 길이 제한 65,000자에 맞춰 줄였습니다**: ", "ja": "**コメントの上限 65,000 文字に収めるため短縮しました**: "}[code]
     assert shortened in text
     # The hint the action passes is translated too.
-    assert {"ko": "전체 리포트: 실행의 job summary", "ja": "完全なレポート: 実行の job summary"}[code] in text
+    assert {"ko": "전체 리포트: 실행의 job summary", "ja": "完全なレポートは実行の job summary"}[code] in text
 
 
 def test_emoji_count_twice_against_the_comment_limit():
@@ -211,11 +211,11 @@ def test_the_side_by_side_section_in_japanese(fake_gemini, monkeypatch, tmp_path
     _, comparison = _judge(baseline, current, _policy(), tmp_path)
     with i18n.language("ja"):
         comment = render_comment(comparison, current)
-    assert "| 並べて比較したジャッジ (ジャッジ、両方の順序) | – | 20 | – | – | 変わった回答 17 件のうち 14 件がベースラインより悪い、0 件が良い、3 件が同等" in comment
-    assert "### 並べて比較してベースラインより悪い回答 (14)" in comment
-    assert "_そのうち最も明確な 5 件です。すべての組は report.html にあります。_" in comment
+    assert "| ペアワイズ判定 (ジャッジ、両方の順序) | – | 20 | – | – | ベースラインと異なる回答 17 件のうち、ベースラインより悪い 14 件、良い 0 件、同等 3 件" in comment
+    assert "### ペアワイズ判定でベースラインより悪い回答（14）" in comment
+    assert "_差が最も明確な 5 件です。すべての組は report.html にあります。_" in comment
     assert "ベースラインの回答を A として提示: **ベースラインの回答を支持**: It keeps the order number and the tracking id." in comment
-    assert "ベースラインの回答:" in comment and "このプルリクエストの回答:" in comment
+    assert "ベースラインの回答:" in comment and "この PR の回答:" in comment
     check_safe(comment, markdown.COMMENT_LIMIT, run_url=None)
 
 

@@ -353,7 +353,7 @@ ENGLISH = re.compile(
     r"within|passed on|more|not|no|and|of|the)\b"
 )
 ALLOWED = re.compile(
-    r"`[^`]*`|\(not_evaluated: warn\)|gate\.[a-z_.]+|num_[a-z]+|judge\.early_stop|run --case|temperature 0|\(flaky\)|"
+    r"`[^`]*`|\(not_evaluated: warn\)|gate\.[a-z_.]+|num_[a-z]+|judge\.early_stop|run --case|temperature 0|\(?\bflaky\b\)?|"
     r"\b(judge|tool|traj|rouge|score|new|old)(?=:)|no judge credentials|judge refused the prompt|timeout|quota|reply is not JSON"  # criterion names, errors (data)
 )
 
@@ -410,10 +410,10 @@ def test_confirmation_words_in_each_language():
         "재실행 안 함",
     ]
     assert got["ja"] == [
-        "再実行 2 回のうち 2 回不合格: 壊れた",
-        "再実行で合格: 不安定 (flaky) とみなし、数えません (2 回のうち 1 回合格)",
-        "再サンプリングで合格: 不安定 (flaky) とみなし、数えません (2 回のうち 1 回合格)",
-        "再実行 2 回のうち 1 回が未評価: 確認できないため最初の実行の結果のまま",
+        "再実行 2 回のうち 2 回不合格: 壊れたと判定",
+        "再実行で合格: flaky として集計から除外（2 回中 1 回合格）",
+        "再サンプリングで合格: flaky として集計から除外（2 回中 1 回合格）",
+        "再実行 2 回のうち 1 回が未評価: 確認できないため、最初の実行の結果を採用",
         "再実行なし",
     ]
 
@@ -459,21 +459,21 @@ def test_the_bundled_examples_verdict_reasons(cli, tmp_path, code):
         text = reasons_text(comparison, current)
     _check_snapshot(text, SNAPSHOTS / f"quickstart.{code}.txt")
     # What `evalgate gate` prints: the verdict line and the reasons, in the language.
-    head = {"en": "evalgate gate: FAIL against the baseline", "ko": "evalgate gate: 기준선 대비 FAIL", "ja": "evalgate gate: ベースラインに対して FAIL"}[code]
+    head = {"en": "evalgate gate: FAIL against the baseline", "ko": "evalgate gate: 기준선 대비 FAIL", "ja": "evalgate gate: ベースラインとの比較で FAIL"}[code]
     shown = stdout[stdout.index(head):].splitlines()
     assert shown[0] == head
     assert shown[1 : 1 + len(comparison.reasons)] == [f"  {r}" for r in comparison.reasons]
-    broke = {"en": "shop_support/faq-ko broke (a stable case)", "ko": "shop_support/faq-ko 깨짐 (안정적인 케이스)", "ja": "shop_support/faq-ko が壊れた (安定したケース)"}[code]
+    broke = {"en": "shop_support/faq-ko broke (a stable case)", "ko": "shop_support/faq-ko 깨짐 (안정적인 케이스)", "ja": "安定していたケース shop_support/faq-ko が壊れました"}[code]
     assert f"  support-agent: {broke}" in shown
     comment = {"en": "comment: ", "ko": "코멘트: ", "ja": "コメント: "}[code]
     assert shown[-1].startswith(comment) and str(out / "comment.md") in shown[-1]
     note = {
         "en": "note: the baseline's commit 3832eed6a8ce is not in this clone",
         "ko": "참고: 기준선의 커밋 3832eed6a8ce이 이 클론에 없습니다",
-        "ja": "注: ベースラインのコミット 3832eed6a8ce がこのクローンにありません",
+        "ja": "注記: ベースラインのコミット 3832eed6a8ce がこのクローンにありません",
     }[code]
     assert note in err or "not in this clone" not in err, err
-    where = {"en": "with the flake ledger of", "ko": "의 불안정성 기록 포함", "ja": "の不安定性の記録つき"}[code]
+    where = {"en": "with the flake ledger of", "ko": "의 불안정성 기록 포함", "ja": "の flaky 記録を使用"}[code]
     assert where in err, err
 
 
@@ -520,11 +520,11 @@ def test_notes_beside_the_verdict_in_each_language():
         "풀 리퀘스트의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
     ]
     assert got["ja"] == [
-        "git のチェックアウトではないため、ベースコミットがありません: 絶対しきい値で判定しました (ベースラインと比較するには --baseline FILE を指定してください)",
-        f"... ほかに {more} 行",
-        "スイート ホーム: プルリクエストの出力にこのスイートのものがないため、どのケースも採点できませんでした",
-        "プルリクエストの inference.jsonl のうち 3 行は推論の記録ではないため、スキップしました",
-        "プルリクエストの出力にこのスイートのものがないため、どのケースも採点できませんでした",
+        "git のチェックアウトではないため、ベースコミットがありません。絶対しきい値で判定しました（ベースラインと比較するには --baseline FILE を指定してください）",
+        f"... ほか {more} 行",
+        "スイート ホーム: PR の出力にこのスイートのものがないため、このスイートのケースは 1 件も採点していません",
+        "PR の inference.jsonl のうち 3 行は推論のレコードではないため、スキップしました",
+        "PR の出力にこのスイートのものがないため、このスイートのケースは 1 件も採点していません",
     ]
 
 

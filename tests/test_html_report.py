@@ -930,7 +930,7 @@ def _english_left(seen: list[str], names: list[str]) -> list[str]:
 SPOKEN = {
     # (a tab, the case counter, the change filter's "regressed", the counter with it chosen)
     "ko": ("개요", "케이스 10개 중 10개 표시", "회귀", "케이스 10개 중 3개 표시"),
-    "ja": ("概要", "10 ケース中 10 件を表示", "悪化", "10 ケース中 3 件を表示"),
+    "ja": ("概要", "ケース 10 件中 10 件を表示", "悪化", "ケース 10 件中 3 件を表示"),
 }
 
 

@@ -61,7 +61,7 @@ def test_fields_and_plurals_in_each_language():
             counts[code] = (n_("{n} case", "{n} cases", 1), n_("{n} case", "{n} cases", 1204))
     assert counts["en"] == ("1 case", "1,204 cases")
     assert counts["ko"] == ("케이스 1개", "케이스 1,204개")
-    assert counts["ja"] == ("1 ケース", "1,204 ケース")
+    assert counts["ja"] == ("ケース 1 件", "ケース 1,204 件")
     assert i18n.current() == "en"  # language() restores the one before it
 
 
@@ -81,7 +81,7 @@ def test_the_config_chooses_the_language_and_the_flag_overrides_it(cli, tmp_path
     code, out, _ = cli("run", "--out", "o", "--no-color", cwd=root)
     assert code == 0 and "전체: PASSED (스위트 1개의 케이스 2개: 통과 2, 실패 0, 평가 안 됨 0)" in out, out
     code, out, _ = cli("run", "--out", "o", "--no-color", "--language", "ja", cwd=root)
-    assert code == 0 and "全体: PASSED (1 スイート、2 ケース: 合格 2、不合格 0、未評価 0)" in out, out
+    assert code == 0 and "全体: PASSED (スイート 1 件、ケース 2 件: 合格 2、不合格 0、未評価 0)" in out, out
     code, out, _ = cli("run", "--out", "o", "--no-color", "--language", "en", cwd=root)
     assert code == 0 and "overall: PASSED (2 cases in 1 suite: 2 passed, 0 failed, 0 not evaluated)" in out, out
 

@@ -67,17 +67,17 @@ WARNINGS = {
     },
     "ja": {
         "고객지원": [
-            "outputs.jsonl: line 1: この evalgate が知らないキー '새_필드' を無視しました (別のバージョンの evalgate が書いたファイル?)。"
-            "このファイルの他の 1 か所にも、この evalgate が知らないキーがありました。使うには、それを書いたバージョンの evalgate で読んでください。",
-            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません (adk eval でも同じです)。実行するには、しきい値を付けて criteria に追加してください",
-            "actual ファイルのレコード 1 件がどの評価ケースにも一致しないため、採点していません (例: '存在しないケース')",
-            "2 ケース中 1 件に未評価の基準があります",
+            "outputs.jsonl: line 1: この evalgate が知らないキー '새_필드' を無視しました（別のバージョンの evalgate で書かれたファイルの可能性があります）。"
+            "このファイルのほか 1 か所にも、この evalgate が知らないキーがありました。これらを使うには、そのファイルを書いたバージョンの evalgate で読み込んでください。",
+            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません（adk eval でも同じです）。実行するには、しきい値を付けて criteria に追加してください",
+            "actual ファイルのレコード 1 件がどの評価ケースにも一致しないため、採点していません（例: '存在しないケース'）",
+            "ケース 2 件中 1 件に未評価の基準があります",
         ],
         "エージェント": [
-            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません (adk eval でも同じです)。実行するには、しきい値を付けて criteria に追加してください",
-            "エージェントがすべてのケース実行で失敗したため、その動作は何も採点されていません。モデルのキーがないと (フォークのプルリクエストにはシークレットがありません)、"
-            f"ここではゲートが判断できません。2 回の実行のうち 2 回のエラー: {RUNNER_ERROR}",
-            "2 ケース中 2 件に未評価の基準があります",
+            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません（adk eval でも同じです）。実行するには、しきい値を付けて criteria に追加してください",
+            "エージェントがすべてのケース実行で失敗したため、何も採点できていません。モデルのキーがないため（フォークからの PR にはシークレットがありません）、"
+            f"ここではゲートが判定できません。2 回の実行のうち 2 回のエラー: {RUNNER_ERROR}",
+            "ケース 2 件中 2 件に未評価の基準があります",
         ],
     },
 }
@@ -181,7 +181,7 @@ def test_the_configs_language_is_set_before_anything_is_made(cli, tmp_path):
     # Each warning once, as the unsharded run has them: the shards' shared ones kept once, the
     # derived ones (incomplete cases, the agent error) made again in the config's language.
     assert _warnings(project / "merged" / "results.json") == WARNINGS["ja"]
-    assert "警告: 2 ケース中 1 件に未評価の基準があります" in stdout
+    assert "警告: ケース 2 件中 1 件に未評価の基準があります" in stdout
 
 
 def test_a_merge_in_another_language_derives_its_warnings_again_without_doubling(cli, tmp_path):
@@ -247,8 +247,8 @@ def test_a_forks_read_only_token_is_warned_in_the_configs_language(action, histo
     _set_outputs(action.ws, regressed=True)
     assert action("pull_request", _pull_request(head, history[1]), sha=head) == 1
     said = [
-        "このトークンではこのプルリクエストにコメントできません (フォークの読み取り専用トークン?)。レポートは job summary にあります",
-        "このトークンではコミットステータスを設定できません (evalgate)。判定は job summary と終了コードにあります",
+        "このトークンではこの PR にコメントできません（フォークの読み取り専用トークンの可能性があります）。レポートは job summary にあります",
+        "このトークンではコミットステータスを設定できません（evalgate）。判定は job summary と終了コードで確認できます",
     ]
     assert [line.rpartition("::")[2] for line in action.stdout.splitlines() if line.startswith("::warning")] == said
     for line in said:
