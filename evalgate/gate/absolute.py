@@ -45,7 +45,7 @@ def skipped(suite: SuiteResult) -> list[str]:
         if len(ranked) == 1:
             out.append(n_("{criterion}: {reason} ({n} case NOT_EVALUATED)", "{criterion}: {reason} ({n} cases NOT_EVALUATED)", n, criterion=name, reason=ranked[0][0]))
         else:
-            shown = "; ".join(f"{r} ({c})" for r, c in ranked[:3])
+            shown = p_("between reasons", "; ").join(f"{r} ({c})" for r, c in ranked[:3])
             if len(ranked) > 3:
                 shown = _("{reasons}; {others} other reasons", reasons=shown, others=len(ranked) - 3)
             out.append(n_("{criterion}: {n} case NOT_EVALUATED: {reasons}", "{criterion}: {n} cases NOT_EVALUATED: {reasons}", n, criterion=name, reasons=shown))
