@@ -53,6 +53,11 @@ NO_INVOCATIONS = mark("no invocations to judge")
 CASE_NO_INVOCATIONS = mark("the case has no invocations to judge")
 SERVICE_NO_SCORE = mark("the evaluation service returned no score for {metric}")
 NO_RESPONSE_TEXT = mark("nothing to check: the invocation has no response text")
+NOT_AN_ACLI_CASE = mark("an agents-cli metric scores agents-cli dataset cases and traces; this case is an ADK eval case")
+NO_USER_TEXT = mark("the invocation has no user text: coherence is rated against the prompt")
+NO_FINAL_TEXT = mark("the invocation has no final response text to rate")
+NO_COHERENCE = mark("the evaluation service returned no coherence rating")
+COHERENCE_OUT_OF_RANGE = mark("the evaluation service returned coherence rating {score}, outside [1, 5]")
 
 # Fields that hold a reason themselves (translated in turn); every other field is kept.
 _NESTED = {"reason"}

@@ -69,3 +69,19 @@ def test_text_that_is_no_known_reason_is_shown_as_it_came():
     with i18n.language("ko"):
         assert reasons.shown("ValueError: bad input; see docs") == "ValueError: bad input; see docs"
         assert reasons.shown(None) == ""
+
+
+@pytest.mark.parametrize("code", ["ko", "ja"])
+def test_every_fixed_reason_is_recognised_and_keeps_its_fields(code):
+    import string
+
+    counts = {"n", "missing", "total", "met", "usable", "actual", "expected"}
+    for message in reasons._ALL:
+        names = {name for _, name, _, _ in string.Formatter().parse(message) if name}
+        values = {name: ("7" if name in counts else "ValueError: 값 (x)") for name in names}
+        english = message.format(**values)
+        with i18n.language(code):
+            text = reasons.shown(english)
+        assert text != english, message
+        for name, value in values.items():
+            assert value in text, (message, text)
