@@ -70,7 +70,7 @@ def test_quickstart_comment_snapshot(code, monkeypatch):
 # Words of the comment in each language: headings, table headers, the case kinds, the headline.
 WORDS = {
     "en": ["### Regressed cases (3)", "| criterion | threshold | cases | baseline |", "<b>broken stable</b>", "3 regressed cases (2 broken stable)", "### Fixed cases (1)"],
-    "ko": ["### 회귀한 케이스 (3)", "| 기준 | 임계값 | 케이스 | 기준선 |", "<b>깨짐 (안정적이던 케이스)</b>", "회귀한 케이스 3개 (안정적인 케이스 2개 깨짐)", "### 고쳐진 케이스 (1)"],
+    "ko": ["### 회귀한 케이스 (3)", "| 기준 | 임계값 | 케이스 | 베이스라인 |", "<b>깨짐 (안정적이던 케이스)</b>", "회귀한 케이스 3개 (안정적이던 케이스 2개 깨짐)", "### 새로 통과한 케이스 (1)"],
     "ja": ["### 悪化したケース（3）", "| 基準 | しきい値 | ケース | ベースライン |", "<b>壊れた安定ケース</b>", "悪化したケース 3 件（うち 2 件は安定していたケース）", "### 直ったケース（1）"],
 }
 
@@ -240,13 +240,13 @@ def test_the_action_speaks_the_configs_language(action, history):
 
     fake = action.fake
     assert action("push", _push(history[1]), sha=history[1]) == 0, action.stdout
-    assert f"`{history[1][:12]}`의 기준선을 저장하고 불안정성 기록과 추이를 갱신했습니다 (게이트 `evalgate`, 브랜치 `evalgate-data`)." in action.summary
+    assert f"`{history[1][:12]}`의 베이스라인을 저장하고 flaky 기록과 추이를 갱신했습니다 (게이트 `evalgate`, 브랜치 `evalgate-data`)." in action.summary
 
     head = fake.add_commit([history[1]], "PR head")
     _set_outputs(action.ws, regressed=True)
     assert action("pull_request", _pull_request(head, history[1]), sha=head) == 1, action.stdout
     [comment] = fake.issue_comments(PR)
-    headline = "**evalgate FAIL** · 회귀한 케이스 1개 · 케이스 2개: 통과 1, 실패 1, 평가 안 됨 0"
+    headline = "**evalgate FAIL** · 회귀한 케이스 1개 · 케이스 2개: 통과 1, 실패 1, 미평가 0"
     assert comment["body"].startswith(marker("evalgate") + "\n" + headline + "\n")
     assert "<summary><b>회귀</b> home / lights-en: tool_trajectory_avg_score 1.00 → 0.00</summary>" in comment["body"]
     assert [(s["context"], s["state"], s["description"]) for s in fake.statuses[head]] == [("evalgate", "failure", "evalgate 실패: 통과 1, 실패 1, 회귀 1")]

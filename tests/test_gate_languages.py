@@ -404,10 +404,10 @@ def test_confirmation_words_in_each_language():
     ]
     assert got["ko"] == [
         "재실행 2회 중 2회 실패: 깨짐",
-        "재실행에서 통과: 불안정한 (flaky) 케이스로 보고 세지 않음 (2회 중 1회 통과)",
-        "재샘플링에서 통과: 불안정한 (flaky) 케이스로 보고 세지 않음 (2회 중 1회 통과)",
-        "재실행 2회 중 1회 평가 안 됨: 확인되지 않아 첫 실행 결과를 유지",
-        "재실행 안 함",
+        "재실행에서 통과: flaky로 보고 집계에서 제외 (2회 중 1회 통과)",
+        "재샘플링에서 통과: flaky로 보고 집계에서 제외 (2회 중 1회 통과)",
+        "재실행 2회 중 1회 평가되지 않음: 확인되지 않아 첫 실행 결과를 유지",
+        "재실행하지 않음",
     ]
     assert got["ja"] == [
         "再実行 2 回のうち 2 回不合格: 壊れたと判定",
@@ -459,21 +459,21 @@ def test_the_bundled_examples_verdict_reasons(cli, tmp_path, code):
         text = reasons_text(comparison, current)
     _check_snapshot(text, SNAPSHOTS / f"quickstart.{code}.txt")
     # What `evalgate gate` prints: the verdict line and the reasons, in the language.
-    head = {"en": "evalgate gate: FAIL against the baseline", "ko": "evalgate gate: 기준선 대비 FAIL", "ja": "evalgate gate: ベースラインとの比較で FAIL"}[code]
+    head = {"en": "evalgate gate: FAIL against the baseline", "ko": "evalgate gate: FAIL (베이스라인 대비)", "ja": "evalgate gate: ベースラインとの比較で FAIL"}[code]
     shown = stdout[stdout.index(head):].splitlines()
     assert shown[0] == head
     assert shown[1 : 1 + len(comparison.reasons)] == [f"  {r}" for r in comparison.reasons]
-    broke = {"en": "shop_support/faq-ko broke (a stable case)", "ko": "shop_support/faq-ko 깨짐 (안정적인 케이스)", "ja": "安定していたケース shop_support/faq-ko が壊れました"}[code]
+    broke = {"en": "shop_support/faq-ko broke (a stable case)", "ko": "shop_support/faq-ko 깨짐(안정적이던 케이스)", "ja": "安定していたケース shop_support/faq-ko が壊れました"}[code]
     assert f"  support-agent: {broke}" in shown
     comment = {"en": "comment: ", "ko": "코멘트: ", "ja": "コメント: "}[code]
     assert shown[-1].startswith(comment) and str(out / "comment.md") in shown[-1]
     note = {
         "en": "note: the baseline's commit 3832eed6a8ce is not in this clone",
-        "ko": "참고: 기준선의 커밋 3832eed6a8ce이 이 클론에 없습니다",
+        "ko": "참고: 베이스라인 커밋(3832eed6a8ce)이 이 클론에 없습니다",
         "ja": "注記: ベースラインのコミット 3832eed6a8ce がこのクローンにありません",
     }[code]
     assert note in err or "not in this clone" not in err, err
-    where = {"en": "with the flake ledger of", "ko": "의 불안정성 기록 포함", "ja": "の flaky 記録を使用"}[code]
+    where = {"en": "with the flake ledger of", "ko": "의 flaky 기록 포함", "ja": "の flaky 記録を使用"}[code]
     assert where in err, err
 
 
@@ -513,11 +513,11 @@ def test_notes_beside_the_verdict_in_each_language():
     ]
     more = 84
     assert got["ko"] == [
-        "git 체크아웃이 아니어서 기준 커밋이 없습니다: 절대 임계값으로 판정했습니다 (기준선과 비교하려면 --baseline FILE을 지정하세요)",
+        "git 체크아웃이 아니어서 베이스 커밋이 없습니다: 절대 임계값으로 판정했습니다 (베이스라인과 비교하려면 --baseline FILE을 지정하십시오)",
         f"... {more}줄 더 있음",
-        "스위트 ホーム: 풀 리퀘스트의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
-        "풀 리퀘스트의 inference.jsonl 중 3줄은 추론 기록이 아니어서 건너뛰었습니다",
-        "풀 리퀘스트의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
+        "스위트 ホーム: PR의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
+        "PR의 inference.jsonl 중 3줄은 추론 기록이 아니어서 건너뛰었습니다",
+        "PR의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
     ]
     assert got["ja"] == [
         "git のチェックアウトではないため、ベースコミットがありません。絶対しきい値で判定しました（ベースラインと比較するには --baseline FILE を指定してください）",

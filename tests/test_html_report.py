@@ -1144,7 +1144,7 @@ def test_the_report_says_why_a_case_flaky_on_main_is_not_blamed():
 
     with i18n.language("ko"):  # the script's words reach the page in the report's language
         messages = _data(_flaky_on_main_report()[0])["i18n"]["t"]
-    assert messages["{history}: not blamed on this pull request"] == "{history}: 이 PR의 탓으로 보지 않습니다"
+    assert messages["{history}: not blamed on this pull request"] == "{history}: 이 PR 탓으로 보지 않습니다"
 
 
 def test_the_case_flaky_on_main_reads_so_in_the_browser(browser, tmp_path):

@@ -185,17 +185,17 @@ def test_gate_on_the_bundled_example_in_korean(cli, tmp_path):
     _snapshot("gate.quickstart.ko.txt", stdout)
     # The verdict, the lines a script may look for, the where-the-files-are line: in Korean,
     # with the tokens that are never translated kept.
-    assert "evalgate gate: 기준선 대비 FAIL\n" in stdout
-    assert "shop_support/order-status-ko 깨짐 (안정적인 케이스)" in stdout
+    assert "evalgate gate: FAIL (베이스라인 대비)\n" in stdout
+    assert "shop_support/order-status-ko 깨짐(안정적이던 케이스)" in stdout
     assert "코멘트: OUT/comment.md  리포트: OUT/report.html\n" in stdout
-    assert f"기준 커밋: 3832eed6a8ce ({MAIN_BASELINE}가 저장된 커밋)\n" in err
-    assert f"기준선: 3832eed6a8ce, 출처 {MAIN_BASELINE}, examples/quickstart/main/store의 불안정성 기록 포함\n" in err
+    assert f"베이스 커밋: 3832eed6a8ce ({MAIN_BASELINE}에 담긴 결과의 커밋)\n" in err
+    assert f"베이스라인: 커밋 3832eed6a8ce, 출처: {MAIN_BASELINE}, examples/quickstart/main/store의 flaky 기록 포함\n" in err
     assert "overall:" not in stdout and "  criterion " not in stdout and "results:" not in stdout  # English left only in the gate's reasons (not translated here yet)
 
 
 def test_gate_quiet_line_in_korean_and_english(cli, tmp_path):
     code, stdout, _ = _gate_ko(cli, tmp_path, "--quiet")
-    assert (code, stdout) == (1, "evalgate gate: 기준선 대비 FAIL\n")
+    assert (code, stdout) == (1, "evalgate gate: FAIL (베이스라인 대비)\n")
     out = tmp_path / "en"
     code, stdout, _ = cli("gate", "--config", "examples/quickstart/evalgate.yaml", "--baseline", MAIN_BASELINE, "--out", str(out), "--quiet", cwd=REPO)
     assert (code, stdout) == (1, "evalgate gate: FAIL against the baseline\n")
@@ -205,7 +205,7 @@ def test_gate_quiet_line_in_korean_and_english(cli, tmp_path):
     "code, quiet, report",
     [
         ("en", "evalgate: FAILED (7 passed, 3 failed, 0 not evaluated)\n", "report: OUT/report.html"),
-        ("ko", "evalgate: FAILED (통과 7, 실패 3, 평가 안 됨 0)\n", "리포트: OUT/report.html"),
+        ("ko", "evalgate: FAILED (통과 7, 실패 3, 미평가 0)\n", "리포트: OUT/report.html"),
         ("ja", "evalgate: FAILED (合格 7、不合格 3、未評価 0)\n", "レポート: OUT/report.html"),
     ],
 )

@@ -52,17 +52,17 @@ WARNINGS = {
     },
     "ko": {
         "고객지원": [
-            "outputs.jsonl: line 1: 이 evalgate가 모르는 키를 무시했습니다: '새_필드'(다른 evalgate 버전이 쓴 파일인가요?); "
-            "이 파일의 다른 1곳에도 모르는 키가 있었습니다. 그 키를 쓰려면 파일을 쓴 evalgate 버전으로 읽으세요.",
-            "evals/test_config.json: 사용자 정의 지표 '정확도'이(가) criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하세요",
+            "outputs.jsonl: line 1: 이 evalgate 버전이 모르는 키를 무시했습니다: '새_필드'(다른 evalgate 버전이 쓴 파일일 수 있습니다). "
+            "이 파일의 다른 1곳에도 알 수 없는 키가 있습니다. 이 키를 쓰려면 파일을 쓴 evalgate 버전으로 읽으십시오.",
+            "evals/test_config.json: 사용자 정의 지표 '정확도': criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하십시오",
             "actual 파일의 레코드 1개가 어떤 평가 케이스와도 맞지 않아 채점하지 않았습니다(예: '存在しないケース')",
-            "케이스 2개 중 1개에 평가 안 된 기준이 있습니다",
+            "케이스 2개 중 1개에 평가되지 않은 기준이 있습니다",
         ],
         "エージェント": [
-            "evals/test_config.json: 사용자 정의 지표 '정확도'이(가) criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하세요",
-            "에이전트가 모든 케이스 실행에서 실패해 그 동작을 하나도 채점하지 못했습니다. 모델 키가 없으면(포크의 풀 리퀘스트에는 시크릿이 없습니다) "
+            "evals/test_config.json: 사용자 정의 지표 '정확도': criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하십시오",
+            "에이전트가 모든 케이스 실행에서 실패해 그 동작을 하나도 채점하지 못했습니다. 모델 키가 없으면(포크의 PR에는 시크릿이 없습니다) "
             f"여기서는 게이트가 판단할 수 없습니다. 실행 2회 중 2회의 오류: {RUNNER_ERROR}",
-            "케이스 2개 중 2개에 평가 안 된 기준이 있습니다",
+            "케이스 2개 중 2개에 평가되지 않은 기준이 있습니다",
         ],
     },
     "ja": {
@@ -221,7 +221,7 @@ def test_a_suite_cut_from_results_of_another_language_drops_their_derived_warnin
         made = [w for w in ja if w not in (ja[-1], WARNINGS["ja"]["エージェント"][1])]
         derived = [suite.agent_error] if suite.agent_error else []
         if suite.counts.incomplete:
-            derived.append(f"케이스 {suite.counts.cases}개 중 {suite.counts.incomplete}개에 평가 안 된 기준이 있습니다")
+            derived.append(f"케이스 {suite.counts.cases}개 중 {suite.counts.incomplete}개에 평가되지 않은 기준이 있습니다")
         assert suite.warnings == made + derived, suite.name
     assert any(s.counts.incomplete for s in part.suites)  # a derived warning was made again
 

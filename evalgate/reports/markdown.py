@@ -46,6 +46,7 @@ from evalgate.gate import (
 from evalgate import efficiency
 from evalgate.i18n import _, mark, n_, p_
 from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates
+from evalgate.reasons import shown as shown_reason
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -435,7 +436,7 @@ def _judges(case: CaseResult, index: int) -> list[_Judge]:
         reasons = inv.details.get("reasons")
         if isinstance(reasons, str):
             reasons = [reasons]
-        reasons = [str(r) for r in reasons] if isinstance(reasons, list) else []
+        reasons = [shown_reason(str(r)) for r in reasons] if isinstance(reasons, list) else []
         if isinstance(inv.details.get("explanation"), str):  # Vertex AI managed metrics
             reasons.append(inv.details["explanation"])
         rubrics_raw = inv.details.get("rubrics")
@@ -458,7 +459,7 @@ def _judges(case: CaseResult, index: int) -> list[_Judge]:
             _Judge(
                 criterion=name,
                 status=Markdown(f"{score}, {inv.status.value}"),
-                error=inv.error,
+                error=shown_reason(inv.error) or None,
                 reasons=reasons[:MAX_JUDGE_REASONS],
                 rubrics=rubrics[:MAX_RUBRICS],
                 hidden=Markdown(n_("{n} more not shown", "{n} more not shown", hidden)) if hidden else None,
