@@ -1115,7 +1115,7 @@ def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Opt
             )
     if not cuts:
         return None
-    text = _("**Shortened to fit {limit}**: {cuts}.", limit=limit_text, cuts="; ".join(cuts))
+    text = _("**Shortened to fit {limit}**: {cuts}.", limit=limit_text, cuts=p_("between reasons", "; ").join(cuts))
     if hint:
         # The hint is a phrase marked where it is defined (entrypoint, local_gate): translated here.
         text += " " + _("The full report is in the {where}.", where=md(_(hint), 200))
