@@ -148,7 +148,7 @@ def test_a_korean_comment_is_cut_to_githubs_limit(code):
     shortened = {"ko": "**코멘트 길이 제한 65,000자에 맞춰 줄였습니다**: ", "ja": "**コメントの上限 65,000 文字に収めるため短縮しました**: "}[code]
     assert shortened in text
     # The hint the action passes is translated too.
-    assert {"ko": "전체 리포트: 실행의 job summary", "ja": "完全なレポートは実行の job summary"}[code] in text
+    assert {"ko": "전체 리포트: 실행의 job summary", "ja": "レポート全体は実行の job summary"}[code] in text
 
 
 def test_emoji_count_twice_against_the_comment_limit():

@@ -130,7 +130,7 @@ def test_english_is_byte_identical_to_what_scripts_parse():
     [
         ("en", "agent run failed: 고객지원/환불_요청 run 2: RuntimeError: 타임아웃 (its output, 3 lines: results.json, report.html)"),
         ("ko", "에이전트 실행 실패: 고객지원/환불_요청 2번째 실행: RuntimeError: 타임아웃 (출력 3줄: results.json, report.html)"),
-        ("ja", "エージェントの実行に失敗: 고객지원/환불_요청（2 回目の実行）: RuntimeError: 타임아웃（出力 3 行: results.json、report.html）"),
+        ("ja", "エージェントの実行に失敗: 고객지원/환불_요청（2 回目の実行）: RuntimeError: 타임아웃（出力 3 行は results.json と report.html に記録）"),
     ],
 )
 def test_failed_run_line_in_each_language(code, line):
