@@ -18,7 +18,7 @@ handed in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
@@ -64,13 +64,14 @@ class Sink(Protocol):
 
 @dataclass
 class Decision:
+    """What `gate_change` decided, for the way in to render and publish."""
+
     comparison: Any
-    results: Any
+    results: Any  # the run's results (with the confirmation re-runs)
     plans: list
     base: Base
-    gate: Any
+    gate: Any  # the gate section in force (the base's)
     baseline: Any = None  # the baseline as compared (cut to the run's shard or selection)
-    notes: list[str] = field(default_factory=list)
 
 
 def gate_change(
