@@ -116,22 +116,22 @@ gate:
 PR_CONFIG = BASE_CONFIG.replace("deterministic_flips: fail", "deterministic_flips: test").replace("tool_call_count_v1: 0.1", "tool_call_count_v1: 10.0")
 
 
-def _project(root: Path) -> Path:
+def _project(root: Path, config: str) -> Path:
     for name, evalset in EVALSETS.items():
         (root / "evals" / name).mkdir(parents=True)
         (root / "evals" / name / f"{name}.evalset.json").write_text(json.dumps(evalset, ensure_ascii=False, indent=1), encoding="utf-8")
     (root / "agent.py").write_text(AGENT, encoding="utf-8")
-    (root / "evalgate.yaml").write_text(BASE_CONFIG, encoding="utf-8")
+    (root / "evalgate.yaml").write_text(config, encoding="utf-8")
     (root / ".gitignore").write_text("evalgate-results/\n.evalgate/\nh-*/\nlocal-out/\nlegs/\nevalgate-artifact/\nflaky-fail\n", encoding="utf-8")
     return root
 
 
-def _change(repo: Path) -> None:
+def _change(repo: Path, config: str) -> None:
     text = (repo / "agent.py").read_text(encoding="utf-8")
     text = text.replace("BROKEN = set()", f"BROKEN = {set(BROKEN)!r}").replace("TERSE = set()", f"TERSE = {set(TERSE)!r}")
     text = text.replace("CRASH = set()", f"CRASH = {{{CRASHED!r}}}").replace("EXTRA = False", "EXTRA = True")
     (repo / "agent.py").write_text(text, encoding="utf-8")
-    (repo / "evalgate.yaml").write_text(PR_CONFIG, encoding="utf-8")
+    (repo / "evalgate.yaml").write_text(config, encoding="utf-8")
 
 
 def _longer_answer_wins(body):
@@ -178,8 +178,14 @@ def _prompts(fake) -> list[str]:
     return sorted(prompt_text(r.body) for r in fake.requests)
 
 
-def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_path, capsys, monkeypatch):  # noqa: F811
-    repo = _project(tmp_path / "repo")
+@pytest.mark.parametrize("confirm_runs", [0, 2])
+def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_path, capsys, monkeypatch, confirm_runs):  # noqa: F811
+    """With gate.confirm on, the suspects are re-run on every path that may run the agent; the
+    publish job never runs one (the fork's agent is not there): its suspects of deterministic
+    criteria keep their first run, so its reasons are compared with confirmation off."""
+    confirm = f"confirm: {{runs: {confirm_runs}}}"
+    base_config, pr_config = BASE_CONFIG.replace("confirm: {runs: 0}", confirm), PR_CONFIG.replace("confirm: {runs: 0}", confirm)
+    repo = _project(tmp_path / "repo", base_config)
     _git(repo, "init", "-q")
     _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
     _git(repo, "add", ".")
@@ -197,7 +203,7 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
     assert code == 0, err
 
     _git(repo, "checkout", "-q", "-b", "feature")
-    _change(repo)  # flaky-fail stays: the flaky case fails in the change's runs
+    _change(repo, pr_config)  # flaky-fail stays: the flaky case fails in the change's runs
     _git(repo, "commit", "-q", "-am", "the change")
     head = _git(repo, "rev-parse", "HEAD")
     assert fake_gemini.requests == []
@@ -214,8 +220,8 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
 
     # The fake GitHub holds the same commits, each with its config.
     fake = fake_github
-    fake.add_commit([], "base", sha=base, files={"evalgate.yaml": BASE_CONFIG.encode()})
-    fake.add_commit([base], "the change", sha=head, files={"evalgate.yaml": PR_CONFIG.encode()})
+    fake.add_commit([], "base", sha=base, files={"evalgate.yaml": base_config.encode()})
+    fake.add_commit([base], "the change", sha=head, files={"evalgate.yaml": pr_config.encode()})
     fake.refs["refs/heads/main"] = base
     action = Action(fake, repo, tmp_path, capsys)
     store = {"baseline_store": "dir"}
@@ -233,7 +239,7 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
 
     # 3. the merge queue
     fake_gemini.reset()
-    group = fake.add_commit([base, head], "merge group", files={"evalgate.yaml": PR_CONFIG.encode()})
+    group = fake.add_commit([base, head], "merge group", files={"evalgate.yaml": pr_config.encode()})
     payload = _merge_group(group, base)
     assert action("merge_group", payload, sha=group, ref=payload["merge_group"]["head_ref"], **store) == 1, action.stdout
     seen["merge_group"], asked["merge_group"] = decided(action.summary), _prompts(fake_gemini)
@@ -255,24 +261,29 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
     code = action("workflow_run", {"action": "completed", "workflow_run": run}, sha=base, artifact_dir="evalgate-artifact", **store)
     [published] = fake.issue_comments(PR)
     seen["publish"], asked["publish"] = decided(published["body"]), _prompts(fake_gemini)
+    assert "running the agent" not in action.stdout  # the trusted job runs no agent, confirming or not
 
-    print(json.dumps(seen, ensure_ascii=False, indent=1))
     assert seen["gate"]["verdict"] == "FAIL" and set(seen["gate"]["suites"]) == {"home", "doors"}
     for path in ("pr", "merge_group", "merge"):
         assert seen[path] == seen["gate"], path
+    # What the scenario holds, as every path decided it.
+    kinds = {(k, s, c) for k, s, c in seen["gate"]["cases"] if s == "home"}  # (confirmed, the crash is listed too)
+    assert kinds == {("broken stable", "home", "home/fan"), ("broken stable", "home", "home/heater"), ("regressed", "home", "home/blinds"), ("worse", "home", "home/lamp")}, kinds
+    reasons = " ".join(seen["gate"]["suites"]["home"]["reasons"])
+    assert "tool calls per turn +50%" in reasons and "stable cases broke (each passed all of its last 5+ runs): home/fan, home/heater" in reasons, reasons
+    assert "flaky on the default branch" in (repo / "local-out" / "comment.md").read_text(encoding="utf-8")  # blinds
+    # The side-by-side judge was asked the same questions on every path, `evalgate gate` included.
+    assert len(asked["gate"]) == 8
+    assert asked["pr"] == asked["gate"] == asked["merge_group"] == asked["merge"] == asked["publish"]
+    if confirm_runs:
+        assert "### Confirmation runs" in comment and "failed 2 of 2 re-runs: broken" in comment
+        assert "suspect case(s) of recorded outputs and deterministic criteria: nothing to re-run, the first run stands" in action.stdout
+        assert seen["publish"]["verdict"] == seen["gate"]["verdict"] == "FAIL"
+        return
     # The publish job: the same decision on the suite the fork's outputs hold whole.
     assert seen["publish"]["suites"]["home"] == seen["gate"]["suites"]["home"]
     assert seen["publish"]["cases"] == [c for c in seen["gate"]["cases"] if c[1] == "home"]
     assert seen["publish"]["verdict"] == seen["gate"]["verdict"]
     assert seen["publish"]["suites"]["doors"]["verdict"] == "ERROR" and seen["gate"]["suites"]["doors"]["verdict"] != "ERROR"
     assert "a fork's outputs cannot show whether its agent failed them" in seen["publish"]["suites"]["doors"]["reasons"][0]
-    # What the scenario holds, as every path decided it.
-    kinds = {(k, s, c) for k, s, c in seen["gate"]["cases"]}
-    assert kinds == {("broken stable", "home", "home/fan"), ("broken stable", "home", "home/heater"), ("regressed", "home", "home/blinds"), ("worse", "home", "home/lamp")}, kinds
-    reasons = " ".join(seen["gate"]["suites"]["home"]["reasons"])
-    assert "tool calls per turn +50%" in reasons and "stable cases broke (each passed all of its last 5+ runs): home/fan, home/heater" in reasons, reasons
-    assert "flaky on the default branch" in (repo / "local-out" / "comment.md").read_text(encoding="utf-8")  # blinds
     assert "the agent failed on it in this run" in " ".join(seen["gate"]["suites"]["doors"]["reasons"])  # the crash (doors/door)
-    # The side-by-side judge was asked the same questions on every path, `evalgate gate` included.
-    assert len(asked["gate"]) == 8
-    assert asked["pr"] == asked["gate"] == asked["merge_group"] == asked["merge"] == asked["publish"]
