@@ -216,7 +216,8 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
     comment = (repo / "local-out" / "comment.md").read_text(encoding="utf-8")
     seen["gate"], asked["gate"] = decided(comment), _prompts(fake_gemini)
     assert "judged side by side" in comment  # gate.pairwise: asked as the action asks
-    assert "this pull request changes" in comment.lower() or "policy" in comment  # the working tree's own policy is shown against the base's
+    changes = "**This pull request changes the gate.**"  # its own policy, shown against the base's that judged it
+    assert changes in comment and "+  deterministic_flips: test" in comment
 
     # The fake GitHub holds the same commits, each with its config.
     fake = fake_github
@@ -232,6 +233,7 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
     assert action("pull_request", event, sha=head, ref=ref, **store) == 1, action.stdout
     [pr_comment] = fake.issue_comments(PR)
     seen["pr"], asked["pr"] = decided(pr_comment["body"]), _prompts(fake_gemini)
+    assert changes in pr_comment["body"]
     artifact = repo / "evalgate-artifact"  # what a fork's run uploads: its outputs and pr.json
     artifact.mkdir()
     shutil.copy(repo / "evalgate-results" / "inference.jsonl", artifact / "inference.jsonl")
@@ -252,6 +254,7 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
     assert action("pull_request", event, sha=head, ref=ref, mode="merge", shards="legs", **store) == 1, action.stdout
     [merged] = fake.issue_comments(PR)
     seen["merge"], asked["merge"] = decided(merged["body"]), _prompts(fake_gemini)
+    assert changes in merged["body"]
 
     # 5. the fork-safe flow's trusted half: the default branch checked out, the fork's outputs re-scored
     fake_gemini.reset()
@@ -262,6 +265,7 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
     [published] = fake.issue_comments(PR)
     seen["publish"], asked["publish"] = decided(published["body"]), _prompts(fake_gemini)
     assert "running the agent" not in action.stdout  # the trusted job runs no agent, confirming or not
+    assert changes not in published["body"]  # its config is the trusted one: no pull request's policy to show
 
     assert seen["gate"]["verdict"] == "FAIL" and set(seen["gate"]["suites"]) == {"home", "doors"}
     for path in ("pr", "merge_group", "merge"):
