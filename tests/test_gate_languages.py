@@ -437,10 +437,10 @@ MAIN_BASELINE = "examples/quickstart/main/store/baselines/evalgate/3832eed6a8ce3
 
 def _quickstart_comparison(results_json: Path):
     from evalgate import results
-    from evalgate.cli import _read_baseline_or_results
-    from evalgate.gate.baselines import DirStore
+    from evalgate.baselines import read_baseline_file
+    from evalgate.baselines import DirStore
 
-    baseline, info = _read_baseline_or_results(REPO / MAIN_BASELINE)
+    baseline, info = read_baseline_file(REPO / MAIN_BASELINE)
     ledger = DirStore(REPO / "examples/quickstart/main/store", gate_id="evalgate").load_ledger("evalgate")
     current = results.read(results_json)
     return compare(baseline, current, GatePolicy(), ledger, info), current

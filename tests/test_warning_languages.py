@@ -203,8 +203,7 @@ def test_a_suite_cut_from_results_of_another_language_drops_their_derived_warnin
     """A `run --case` baseline and a shard's cut of a baseline are suites derived again from
     some of their cases: the incomplete-cases warning of the whole is dropped whatever language
     wrote it, and made again for the cut in the current one."""
-    from evalgate.cli import _selected_baseline
-    from evalgate.local_gate import shard_of_results
+    from evalgate.pipeline import selected_baseline, shard_of_results
     from evalgate.results import SelectionInfo
     from evalgate.shards import Shard
 
@@ -213,7 +212,7 @@ def test_a_suite_cut_from_results_of_another_language_drops_their_derived_warnin
     whole = results.read(project / "out" / "results.json")
     with i18n.language("ko"):
         if cut == "selection":
-            part = _selected_baseline(whole, SelectionInfo(patterns=["返品*"], cases=1, of=2))
+            part = selected_baseline(whole, SelectionInfo(patterns=["返品*"], cases=1, of=2))
         else:
             part = shard_of_results(whole, Shard(1, 2))
     for suite in part.suites:
