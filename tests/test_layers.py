@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # What the gate's decision may read besides itself: the results it compares, the words it
 # speaks, and the efficiency measures' names. Everything else (config loader, plans, engine,
 # criteria, judges, stores, GitHub, the pipeline, the CLI) is above it and hands it what it needs.
-GATE_MAY_IMPORT = {"evalgate.i18n", "evalgate.results", "evalgate.efficiency"}
+GATE_MAY_IMPORT = {"evalgate.i18n", "evalgate.results", "evalgate.efficiency", "evalgate.reasons"}
 ABOVE_THE_GATE = (
     "evalgate.config", "evalgate.plan", "evalgate.engine", "evalgate.infer", "evalgate.criteria", "evalgate.judge",
     "evalgate.vertex", "evalgate.baselines", "evalgate.github", "evalgate.pipeline", "evalgate.pairwise", "evalgate.rerun",
