@@ -513,10 +513,10 @@ def test_notes_beside_the_verdict_in_each_language():
     ]
     more = 84
     assert got["ko"] == [
-        "git 체크아웃이 아니어서 베이스 커밋이 없습니다: 절대 임계값으로 판정했습니다 (베이스라인과 비교하려면 --baseline FILE을 지정하십시오)",
+        "git 체크아웃이 아니어서 베이스 커밋이 없으므로 절대 임계값으로 판정했습니다(베이스라인과 비교하려면 --baseline FILE을 지정하십시오)",
         f"... {more}줄 더 있음",
         "스위트 ホーム: PR의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
-        "PR의 inference.jsonl 중 3줄은 추론 기록이 아니어서 건너뛰었습니다",
+        "PR의 inference.jsonl 중 3줄은 추론 레코드가 아니어서 건너뛰었습니다",
         "PR의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
     ]
     assert got["ja"] == [

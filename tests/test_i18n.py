@@ -118,7 +118,7 @@ def test_an_unknown_language_is_refused():
 def test_the_config_chooses_the_language_and_the_flag_overrides_it(cli, tmp_path):
     root = make_project(tmp_path, config=CONFIG + "report:\n  language: ko\n")
     code, out, _ = cli("run", "--out", "o", "--no-color", cwd=root)
-    assert code == 0 and "전체: PASSED (스위트 1개의 케이스 2개: 통과 2, 실패 0, 미평가 0)" in out, out
+    assert code == 0 and "전체: PASSED (스위트 1개, 케이스 2개: 통과 2, 실패 0, 미평가 0)" in out, out
     code, out, _ = cli("run", "--out", "o", "--no-color", "--language", "ja", cwd=root)
     assert code == 0 and "全体: PASSED (スイート 1 件、ケース 2 件: 合格 2、不合格 0、未評価 0)" in out, out
     code, out, _ = cli("run", "--out", "o", "--no-color", "--language", "en", cwd=root)

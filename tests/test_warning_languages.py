@@ -52,7 +52,7 @@ WARNINGS = {
     },
     "ko": {
         "고객지원": [
-            "outputs.jsonl: line 1: 이 evalgate 버전이 모르는 키를 무시했습니다: '새_필드'(다른 evalgate 버전이 쓴 파일일 수 있습니다). "
+            "outputs.jsonl: line 1: 이 evalgate 버전이 모르는 키를 무시했습니다('새_필드'). 다른 evalgate 버전이 쓴 파일일 수 있습니다. "
             "이 파일의 다른 1곳에도 알 수 없는 키가 있습니다. 이 키를 쓰려면 파일을 쓴 evalgate 버전으로 읽으십시오.",
             "evals/test_config.json: 사용자 정의 지표 '정확도': criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하십시오",
             "actual 파일의 레코드 1개가 어떤 평가 케이스와도 맞지 않아 채점하지 않았습니다(예: '存在しないケース')",
