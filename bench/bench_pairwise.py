@@ -57,7 +57,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from evalgate.gate import GatePolicy, Verdict, compare  # noqa: E402
 from evalgate.judge.runtime import JudgeRuntime  # noqa: E402
-from evalgate.gate.pairwise import PairwisePolicy, judge_pairs  # noqa: E402
+from evalgate.gate.pairwise import PairwisePolicy  # noqa: E402
+from evalgate.pairwise import judge_pairs  # noqa: E402
 from evalgate.results import Counts, CriterionSpec, RunInfo, Status, SuiteResult  # noqa: E402
 from evalgate.gate.stats import binomial_sf, sign_test  # noqa: E402
 from fake_gemini import FAKE_API_KEY, FakeGemini  # noqa: E402

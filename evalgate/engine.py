@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Optional
 
-from evalgate import efficiency, i18n
+from evalgate import efficiency, i18n, reasons
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
 from evalgate.judge.request import CASE_TALLY, CaseTally
@@ -130,15 +130,15 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     per = [_invocation_result(o, threshold) for o in outcomes]
     scores = [o.score for o in outcomes if o.score is not None]
     # Turns counted from 1, as the reports count them.
-    missing = [f"turn {i + 1}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
+    missing = [reasons.TURN.format(n=i + 1, reason=o.error or reasons.NOT_EVALUATED) for i, o in enumerate(outcomes) if o.score is None]
     score, error = None, None
     if scores:
         score = _mean(scores)
     status = _status_for(score, threshold)
     if not scores:
-        error = "; ".join(missing) if missing else "nothing to evaluate"
+        error = "; ".join(missing) if missing else reasons.NOTHING
     elif missing:
-        error = f"{len(missing)} of {len(outcomes)} turns not evaluated: " + "; ".join(missing)
+        error = reasons.SOME_TURNS.format(missing=len(missing), total=len(outcomes), reason="; ".join(missing))
         if status is Status.PASSED:
             status = Status.NOT_EVALUATED
     return CriterionResult.model_validate(
@@ -172,23 +172,23 @@ def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
             return case_outcome_result(crit.score_acli(case, case.agent_runs()[0]), crit.threshold)
         if crit.input_kind == "trace":
             if case.trace is None:
-                return _failed(crit.threshold, "scores traces, and this case has none")
+                return _failed(crit.threshold, reasons.NO_TRACE)
             return aggregate([crit.score_trace(case.trace)], crit.threshold)
         if case.actual is None:
-            return _failed(crit.threshold, "no actual outputs for this case")
+            return _failed(crit.threshold, reasons.NO_ACTUAL)
         if getattr(crit, "needs_scenario", False):
             if case.scenario is None:
-                return _failed(crit.threshold, "needs a conversation_scenario (a simulated conversation), and this case has none")
+                return _failed(crit.threshold, reasons.NO_SCENARIO)
             outcomes = crit.score_scenario(case.actual, case.scenario)
             if len(outcomes) != len(case.actual):
                 raise RuntimeError(f"{crit.name} gave {len(outcomes)} outcomes for {len(case.actual)} invocations")
             return aggregate(outcomes, crit.threshold)
         if crit.needs_expected and case.expected is None:
-            return _failed(crit.threshold, "needs an expected conversation, and this case has none")
+            return _failed(crit.threshold, reasons.NO_EXPECTED)
         if case.expected is not None and len(case.expected) != len(case.actual):
             return _failed(
                 crit.threshold,
-                f"{len(case.actual)} actual invocations for {len(case.expected)} expected; they must agree",
+                reasons.COUNT_MISMATCH.format(actual=len(case.actual), expected=len(case.expected)),
             )
         if crit.scope == "case":
             whole = crit.score_case(case.actual, case.expected, case.scenario)
@@ -251,17 +251,17 @@ def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:
     if len(runs) == 1:
         run = runs[0]
         if run.error is not None and crit.input_kind != "trace":
-            return _failed(crit.threshold, f"the agent run failed: {run.error}")
+            return _failed(crit.threshold, reasons.AGENT_FAILED.format(error=run.error))
         return score_criterion(crit, case)
     each = []
     for run in runs:
         if run.error is not None:
-            each.append(_failed(crit.threshold, f"the agent run failed: {run.error}"))
+            each.append(_failed(crit.threshold, reasons.AGENT_FAILED.format(error=run.error)))
         else:
             each.append(score_criterion(crit, replace(case, actual=run.invocations, runs=[run])))
     per = [inv for r in each for inv in r.per_invocation]
     scores = [inv.score for inv in per if inv.score is not None]
-    missing = [f"run {run.run}: {r.error}" for run, r in zip(runs, each) if r.error]
+    missing = [reasons.RUN.format(n=run.run, reason=r.error) for run, r in zip(runs, each) if r.error]
     score = _mean(scores) if scores else None
     status = _status_for(score, crit.threshold) if crit.has_threshold else (Status.PASSED if score is not None else Status.NOT_EVALUATED)
     error = "; ".join(missing) if missing else None

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from argparse import Namespace
 
 import pytest
 
@@ -41,11 +40,13 @@ def _responder(slow: str):
 def _scored_afterwards(project, ahead: bool):
     """What `evalgate run` does, through the public functions it calls, with score_ahead on or off."""
     from evalgate import engine, infer
-    from evalgate.cli import _judge_runtime, _load
-    from evalgate.plan import config_digest
+    from evalgate.config import load_config
+    from evalgate.pipeline import judge_runtime
+    from evalgate.plan import build_plans, config_digest
 
-    loaded, plans = _load(str(project.config))
-    runtime, workers = _judge_runtime(loaded, Namespace(judge_concurrency=None, no_cache=True))
+    loaded = load_config(project.config)
+    plans = build_plans(loaded)
+    runtime, workers = judge_runtime(loaded, no_cache=True)
     try:
         infer.run_agents(plans, loaded, runtime=runtime, score_ahead=ahead)
         return engine.run(plans, config_digest(loaded, plans), runtime=runtime, workers=workers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from evalgate.i18n import _, n_, p_
+from evalgate.reasons import shown as shown_reason
 from evalgate.results import CaseResult, Counts, Status
 
 
@@ -138,7 +139,7 @@ def not_evaluated_reasons(case: CaseResult) -> dict[str, list[str]]:
     reasons: dict[str, list[str]] = {}
     for name, crit in case.criteria.items():
         if crit.status is Status.NOT_EVALUATED:
-            reasons.setdefault(crit.error or _("not evaluated"), []).append(name)
+            reasons.setdefault(shown_reason(crit.error) or _("not evaluated"), []).append(name)
     return reasons
 
 
