@@ -363,7 +363,7 @@ def _run_agents(ctx: Context, plans: list, loaded, runtime: Any, digest: str, co
     except OSError as e:
         raise _unwritable(s, e) from None
     try:
-        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse, secrets=ctx.secrets)
+        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse, secrets=ctx.secrets, score_ahead=True)
     finally:
         journal.close()
 

@@ -83,7 +83,7 @@ def run_and_write(loaded: Any, plans: list, args: Any) -> Any:
                 # Live log lines are the progress; a bar would be drawn over them.
                 with Progress(runs_total, sys.stderr, enabled=not args.quiet and not live, label=_("agent runs"), tty=sys.stderr.isatty()) as agent_progress:
                     logs = infer.LogOptions(live=sys.stderr if live else None, failed=None if args.quiet else _failed_line(agent_progress))
-                    agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime, journal=journal, reuse=reuse, logs=logs)
+                    agent = infer.run_agents(plans, loaded, progress=agent_progress.advance, runtime=runtime, journal=journal, reuse=reuse, logs=logs, score_ahead=True)
             finally:
                 journal.close()
         with Progress(total, sys.stderr, enabled=sys.stderr.isatty() and not args.quiet) as progress, gc_paused(runtime is None):

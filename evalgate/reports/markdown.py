@@ -45,7 +45,7 @@ from evalgate.gate import (
 )
 from evalgate import efficiency
 from evalgate.i18n import _, mark, n_, p_
-from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates, time_spent
 from evalgate.reasons import shown as shown_reason
 from evalgate.reports.sanitize import (
     NEWLINES,
@@ -953,6 +953,7 @@ def _plan(
             )
         else:
             footer.append(Markdown(_("Run time {total}", total=duration(current.run.duration_seconds))))
+    footer.extend(md(line, 600) for line in time_spent(current.run))
     if run_url and re.match(r"(?i)https?://", run_url):
         footer.append(Markdown("[" + _("workflow run") + f"]({url(run_url)})"))
         # The action uploads nothing itself; the documented workflows upload its output folder.
