@@ -635,8 +635,11 @@ def transient(e: BaseException) -> tuple[bool, Optional[float]]:
     429, 408, 409 or 5xx but 501 on an HTTP client's error (google-genai's APIError, httpx,
     aiohttp, requests, LiteLLM, ...); a dropped, reset or refused connection; an HTTP
     client's own timeout. Looked for along the exception's causes too (ADK and tools wrap).
-    Everything else (the agent's or a tool's own exception, a 4xx) is not."""
-    from evalgate.agents import TransientAgentError
+    Everything else (the agent's or a tool's own exception, a 4xx) is not, and neither is a
+    runner's plain AgentError: the runner has already decided (a command that died before
+    answering leaves a BrokenPipeError in the context of the error that says so; that is the
+    command's failure, not the network's)."""
+    from evalgate.agents import AgentError, TransientAgentError
     from evalgate.judge.retry import retry_after, retryable_status
 
     seen = 0
@@ -645,6 +648,8 @@ def transient(e: BaseException) -> tuple[bool, Optional[float]]:
         seen += 1
         if isinstance(current, TransientAgentError):
             return True, current.retry_after
+        if isinstance(current, AgentError):
+            return False, None
         module = type(current).__module__.split(".")[0]
         if module in _CLIENT_MODULES:
             code = getattr(current, "code", None)

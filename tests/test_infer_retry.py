@@ -181,6 +181,44 @@ def test_the_command_runner_runs_again_a_command_that_exits_75(tmp_path, cli):
     assert "agent_attempts" not in cases["fine"]
 
 
+def test_a_command_that_died_before_its_first_turn_is_not_run_again(tmp_path, cli):
+    """A command that exits before reading its first line leaves evalgate's write to its stdin a
+    BrokenPipeError, in the context of the error that says the command exited: that is the
+    command's failure (exit code 1), not a dropped connection, and it is not started again (it
+    was, now and then, depending on whether the command had exited before the write: a sharded
+    run then differed from an unsharded one)."""
+    starts = tmp_path / "starts"
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "with open(sys.argv[1], 'a') as f:\n    f.write('x')\n"
+        "os.close(0)\n"  # nobody reads evalgate's line: its write fails with EPIPE
+        "sys.stderr.write('no model key\\n')\n"
+        "time.sleep(0.3)\n"
+        "sys.exit(1)\n",
+        encoding="utf-8",
+    )
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    # A first line larger than a pipe's buffer: evalgate's write waits until the command
+    # reads, and the command closes its stdin instead, so the write fails whatever the timing.
+    big = "요청 " * 100_000
+    case = {"eval_id": "c", "conversation": [{"invocation_id": "x", "user_content": {"parts": [{"text": big}], "role": "user"},
+                                              "final_response": {"parts": [{"text": "ok"}], "role": "model"}}]}
+    (evals / "s.evalset.json").write_text(json.dumps({"eval_set_id": "s", "eval_cases": [case]}), encoding="utf-8")
+    config = tmp_path / "evalgate.yaml"
+    config.write_text(
+        f"agent:\n  command: [{json.dumps(sys.executable)}, agent.py, starts]\nsuites:\n  - name: s\n    evalsets: evals\n"
+        "    criteria:\n      response_match_score: 0.8\n",
+        encoding="utf-8",
+    )
+    cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
+    got = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["suites"][0]["cases"][0]
+    assert starts.read_text() == "x"
+    assert got["status"] == "NOT_EVALUATED" and "agent_attempts" not in got
+    assert "exited with code 1" in got["agent_error"] and "gave up" not in got["agent_error"]
+
+
 # --- the API-server runner --------------------------------------------------------------------
 
 
