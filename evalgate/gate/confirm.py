@@ -57,6 +57,8 @@ class Suspect:
 def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) -> tuple[list[Suspect], int]:
     """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
     Stable cases that broke come first, those of the most significant breakage test first;
+    then, on the first days (no case stable yet: evalgate.gate.firstday), the cases the
+    baseline passed that broke now;
     then cases the baseline passed whose agent run failed now (evalgate.gate.crash: "agent
     run failed on a case the baseline passed"; a judge's failure is not one) and cases with a
     criterion the baseline evaluated that is not evaluated now, its service up
@@ -80,6 +82,15 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
                     s = found[key] = Suspect(*key, criteria=[], stable=True)
                     ranked.append(((0, comp.breakage_p if comp.breakage_p is not None else 1.0, key), key))
                 s.criteria.append(comp.criterion)
+        for comp in sorted(suite.criteria, key=lambda c: c.criterion):  # the first days: the cases the baseline passed that broke now
+            for k in sorted(comp.first_day):
+                key = (k.suite, k.eval_set_id, k.eval_id)
+                s = found.get(key)
+                if s is None:
+                    s = found[key] = Suspect(*key, criteria=[], stable=False)
+                    ranked.append(((0, 1.0, key), key))
+                if comp.criterion not in s.criteria:
+                    s.criteria.append(comp.criterion)
         for c in suite.crashes:
             key = (c.key.suite, c.key.eval_set_id, c.key.eval_id)
             s = found.get(key)
@@ -267,6 +278,27 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
         if outcomes is None or len(outcomes) < runs:
             return None
         out.append(all(failed(o) for o in outcomes[:runs]))
+    return out
+
+
+def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: bool, runs: int) -> Optional[list[Optional[int]]]:
+    """Per stable case, what its confirmation runs showed: None when it did not break now,
+    else how many of its `runs` re-runs failed the criterion (`runs`: broken; some: newly
+    flaky; 0: flaky). None overall, as `verdicts`, when confirmation is off or some case that
+    broke has not `runs` evaluated re-runs (evalgate.gate.flakiness.graded_test weighs them)."""
+    from evalgate.gate.stats import failed
+
+    if runs < 1 or not any(broken):
+        return None
+    out: list[Optional[int]] = []
+    for b, k in zip(broken, keys):
+        if not b:
+            out.append(None)
+            continue
+        outcomes = rerun_outcomes(reruns.get(k), criterion, judge)
+        if outcomes is None or len(outcomes) < runs:
+            return None
+        out.append(sum(failed(o) for o in outcomes[:runs]))
     return out
 
 
