@@ -79,7 +79,7 @@ def test_a_stable_case_counts_broken_when_every_re_run_fails_and_newly_flaky_whe
     assert [ch.kind for ch in comp.suites[0].changes] == ["broken_stable", "broken_stable", "regressed"]
     text = next(r for r in c.reasons if "stable cases broke" in r)
     assert "each failed all 2 re-runs" in text and "1 newly flaky (broke now and failed 1 of 2 re-runs" in text
-    assert "about once in 65,000,000 pull requests for such a case (no failure in its last 10 runs" in text
+    assert "by its own history (no failure in its last 10 runs), an unchanged agent does that about once in 65,000,000 pull requests" in text
 
     # Every broken one passed both re-runs: nothing counts, and the reasons say so.
     all_flaky = compare(base, _with_reruns(_current(), {e: [1.0, 1.0] for e in BROKE}), GatePolicy(), ledger=ledger)

@@ -88,7 +88,7 @@ def _check(comment: str, results: dict) -> None:
     assert "blinds went from" not in comment
     # blinds is named only as the case its re-runs cleared, never among the broken ones.
     assert "stable cases broke (each passed all of its last 5+ runs): home/난방-ko;" in comment
-    assert "flaky, not counted: home/blinds," in comment
+    assert "flaky, not counted: home/blinds" in comment
     cases = {c["eval_id"]: c for c in results["suites"][0]["cases"]}
     assert "reruns" not in cases["lights-en"]
     heating, blinds = cases["난방-ko"], cases["blinds"]

@@ -182,12 +182,11 @@ def _confirm_words(comp: CriterionComparison) -> str:
         out += _("; {n} newly flaky (broke now and failed {some} of {runs} re-runs, where history never saw them fail), weighed "
                  "as evidence: {cases}", n=len(comp.newly_flaky), some=_some(comp), runs=comp.confirm_runs,
                  cases=case_names(sorted(comp.newly_flaky)))
-    if comp.chance_each is not None:
-        out += _("; an unchanged agent does that by chance about once in {odds} pull requests for such a case (no failure in its "
-                 "last {streak} runs; its chance from its own history, shrunk toward this criterion's other cases, and re-runs "
-                 "sharing their run's conditions allowed for)", odds=flakiness.odds(comp.chance_each), streak=comp.streak_each)
     if comp.flaky:
         out += _("; {n} passed on re-run, flaky, not counted: {cases}", n=len(comp.flaky), cases=case_names(sorted(comp.flaky)))
+    if comp.chance_each is not None:  # each case's own chance (evalgate.gate.flakiness), the counted ones' median
+        out += _("; by its own history (no failure in its last {streak} runs), an unchanged agent does that about once in {odds} "
+                 "pull requests", odds=flakiness.odds(comp.chance_each), streak=comp.streak_each)
     return out + _environment_words(comp)
 
 
