@@ -37,6 +37,7 @@ Several agent runs per case (`num_runs`)
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from evalgate.gate import confirm as confirmation
@@ -132,7 +133,10 @@ def _graded(comp: CriterionComparison, policy: GatePolicy, keys: list[CaseKey], 
     share = None if by_runs or hazards is not None else break_share(recent)
     if hazards is not None:
         comp.hazards_from = "values"
-        chances = [[h * r for r in flakiness.repeat_given_break(grid, weights, s, runs, kappa)] for h, s in zip(hazards, streaks)]
+        # A case near the threshold fails again by its own noise as often as it broke now: its
+        # own chance h repeats (h^j), or the population's, whichever is likelier.
+        chances = [[h * max(r, math.comb(runs, j) * kappa[j] * h**j * (1 - h) ** (runs - j))
+                    for j, r in enumerate(flakiness.repeat_given_break(grid, weights, s, runs, kappa))] for h, s in zip(hazards, streaks)]
     else:
         chances = [flakiness.case_chances(grid, weights, s, runs, kappa) for s in streaks]
     scale = 1.0 if share is None else share[0] / (share[0] + share[1])
