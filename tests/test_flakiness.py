@@ -176,3 +176,35 @@ def test_newly_flaky_stable_cases_are_weighed_and_an_outage_on_the_base_is_not()
     c = comparison.suites[0].criteria[0]
     assert c.environment == [K(e) for e in broke] and c.broken == [] and c.breakage_p == 1.0
     assert any("failed on the base commit's re-runs too: the environment's doing" in r for r in c.reasons)
+
+
+def test_a_continuous_cases_own_level_makes_its_repeats_likelier():
+    """ROUGE-like scores (threshold 0.5): half the cases sit at 0.9 (sd 0.01), half just above
+    the threshold at 0.53 (sd 0.02: their noise takes them under it now and then). Three cases of each kind
+    break now and fail 1 of 2 re-runs: for the cases near the threshold that is what their own
+    noise does, so it weighs far less than for the cases far above it."""
+    from evalgate.gate.ledger import ledger_key, value_key
+
+    rng = random.Random(5)
+    levels = {e: (0.9 if i < 30 else 0.53) for i, e in enumerate(IDS)}
+    ledger: dict = {}
+    for e in IDS:
+        values = [round(levels[e] + rng.gauss(0, 0.01 if levels[e] > 0.8 else 0.02), 4) for _ in range(10)]
+        ledger[ledger_key(K(e), "rouge")] = [1.0] * 10
+        ledger[value_key(K(e), "rouge")] = values
+    base = one({e: {"rouge": levels[e]} for e in IDS})
+
+    def breaking(cases):
+        cur = one({e: {"rouge": 0.45 if e in cases else levels[e] + 0.001} for e in IDS})
+        for case in cur.suites[0].cases:
+            if case.eval_id in cases:
+                case.reruns = [_rerun(1, {"rouge": 0.45}), _rerun(2, {"rouge": levels[case.eval_id]})]
+        return compare(base, cur, GatePolicy(), ledger=ledger).suites[0].criteria[0]
+
+    high, near = breaking(("c001", "c002", "c003")), breaking(("c031", "c032", "c033"))
+    assert high.hazards_from == near.hazards_from == "values"
+    assert len(high.newly_flaky) == len(near.newly_flaky) == 3
+    # Near the threshold the case's own chance repeats: 3 such cases are unremarkable at the
+    # gate's alpha (p 0.003; from the population's repeat chance alone it was 2e-6, a FAIL).
+    assert near.breakage_p > 0.001 and high.breakage_p < 1e-9
+    assert near.chance_each > 100 * high.chance_each
