@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-from evalgate.gate.stats import BREAK_SHARE, WEIGHT_CELLS, WEIGHT_STEP, beta_quantile, failed, posterior_rate, rate_mixture
+from evalgate.gate.stats import BREAK_SHARE, WEIGHT_CELLS, WEIGHT_STEP, beta_quantile, failed, rate_mixture
 
 KAPPA_RUNS = 3  # recorded runs needed before failures' clustering within a run is measured
 
@@ -176,11 +176,6 @@ def graded_test_shares(grades: Sequence[Optional[int]], chances: Sequence[Sequen
         x = beta_quantile(share[0], share[1], (g + 0.5) / points)
         ps.append(graded_test(grades, [[min(1.0, c * x) for c in cs] for cs in chances], alt))
     return sum(ps) / len(ps)
-
-
-def rate_of(grid: Sequence[float], weights: Sequence[float], streak: int) -> float:
-    """A stable case's expected failure rate in the next run (evalgate.gate.stats.posterior_rate)."""
-    return posterior_rate(grid, weights, streak, 0)
 
 
 # --- the first day -------------------------------------------------------------------------
