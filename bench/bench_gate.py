@@ -76,7 +76,8 @@ trajectories broken for good; 6 made to pass half the time (newly flaky); a tool
 fails 4 stable trajectories on both commits, in the run and in the re-runs. Each is decided
 three ways: the first run alone; with confirmation runs as the pipeline makes them (`compare`,
 `evalgate.gate.confirm.suspects`, re-runs right after the run with its mood and drift into
-`CaseResult.reruns`, `compare` again: `_pipeline`); and with the base commit's re-runs as the
+`CaseResult.reruns`, a suspect that failed some of them re-run as often again when
+`evalgate.gate.control.more` says so, `compare` again: `_pipeline`); and with the base commit's re-runs as the
 control as well (each suspect that `evalgate.gate.control.wanted` re-run as often on the base
 commit, the PR's change absent and the outage present, into the baseline's
 `CaseResult.reruns`), counting the extra agent runs of each.
@@ -512,6 +513,10 @@ def _pipeline(world: World, rng: random.Random, baseline: RunResults, current: R
         i = int(s.eval_id[4:])
         reruns = []
         for r in range(1, policy.confirm.runs + 1):
+            criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, set()).items()}
+            reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
+        extra = _control.more(reruns, s.criteria, judge, policy.confirm.runs) if _control is not None and hasattr(_control, "more") else 0
+        for r in range(len(reruns) + 1, len(reruns) + 1 + extra):  # a newly flaky suspect: re-run again (control.more)
             criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, set()).items()}
             reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
         cases[s.eval_id].reruns = reruns

@@ -13,7 +13,7 @@ import pytest
 
 from evalgate.engine import case_status
 from evalgate.gate import GatePolicy, Verdict, compare
-from evalgate.gate.control import base_says, classify, wanted
+from evalgate.gate.control import base_says, classify, more, wanted
 from evalgate.gate.flakiness import (
     _worst,
     alternative,
@@ -60,7 +60,7 @@ def test_the_graded_test_is_the_break_test_with_one_grade_and_exact_with_two():
     rng = random.Random(3)
     hazards = [rng.uniform(0.001, 0.05) for _ in range(30)]
     broken = [i in (2, 5, 11) for i in range(30)]
-    assert graded_test([0 if b else None for b in broken], [[h] for h in hazards], [1.0]) == pytest.approx(break_test(broken, hazards), rel=1e-12)
+    assert graded_test([0 if b else None for b in broken], [[h] for h in hazards], [[1.0]] * 30) == pytest.approx(break_test(broken, hazards), rel=1e-12)
     # Two grades, 6 cases, every outcome enumerated (weights far from the grid's rounding).
     chances = [[0.01, 0.001], [0.02, 0.0005], [0.005, 0.002], [0.01, 0.001], [0.03, 0.003], [0.001, 0.0001]]
     alt = alternative(2)[1:]
@@ -80,7 +80,7 @@ def test_the_graded_test_is_the_break_test_with_one_grade_and_exact_with_two():
             walk(i + 1, prob * c, total + weights[i][g])
 
     walk(0, 1.0, 0.0)
-    assert graded_test(grades, chances, alt) == pytest.approx(tail, rel=0.02)  # the weights on a 0.05 grid
+    assert graded_test(grades, chances, [alt] * 6) == pytest.approx(tail, rel=0.02)  # the weights on a 0.05 grid
 
 
 def test_the_first_day_bound_holds_whatever_the_cases_rates():
@@ -208,3 +208,21 @@ def test_a_continuous_cases_own_level_makes_its_repeats_likelier():
     # gate's alpha (p 0.003; from the population's repeat chance alone it was 2e-6, a FAIL).
     assert near.breakage_p > 0.001 and high.breakage_p < 1e-9
     assert near.chance_each > 100 * high.chance_each
+
+
+def test_a_newly_flaky_suspect_gets_more_re_runs_once_and_all_of_them_are_read():
+    from test_confirm import _ledger
+
+    mixed, clean = [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 1.0})], [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 0.0})]
+    assert more(mixed, ["traj"], {}, 2) == 2 and more(clean, ["traj"], {}, 2) == 0 and more(None, ["traj"], {}, 2) == 0
+    assert more(mixed + clean, ["traj"], {}, 2) == 0  # once
+    base = one({e: {"traj": 1.0} for e in IDS})
+    ledger = _ledger([1.0] * 10, IDS)
+    cur = one({e: {"traj": 0.0 if e == "c001" else 1.0} for e in IDS})
+    two = compare(base, _with(cur, {"c001": [0.0, 1.0]}), GatePolicy(), ledger=ledger).suites[0].criteria[0]
+    cur = one({e: {"traj": 0.0 if e == "c001" else 1.0} for e in IDS})
+    four = compare(base, _with(cur, {"c001": [0.0, 1.0, 0.0, 1.0]}), GatePolicy(), ledger=ledger).suites[0].criteria[0]
+    p = 1 / 602  # the population's floor: 600 clean case-runs
+    assert two.chance_each == pytest.approx(2 * p**2 * (1 - p)) and four.chance_each == pytest.approx(6 * p**3 * (1 - p) ** 2)
+    assert four.newly_flaky == [K("c001")] and four.breakage_p < two.breakage_p / 100
+    assert any("1 newly flaky (broke now and failed 2 of 4 re-runs" in r for r in four.reasons)

@@ -112,43 +112,48 @@ def measure(
     comp.breakage_p = share_break_test(broken, fails, share)
 
 
-def _graded(comp: CriterionComparison, policy: GatePolicy, keys: list[CaseKey], streaks: list[int], graded: list[Optional[int]],
-            recent: list[list[float]], ledger: Ledger, pairs: list, by_runs: bool, hazards: Optional[list[float]],
-            base_reruns: dict) -> None:
+def _graded(comp: CriterionComparison, policy: GatePolicy, keys: list[CaseKey], streaks: list[int],
+            graded: list[Optional[tuple[int, int]]], recent: list[list[float]], ledger: Ledger, pairs: list, by_runs: bool,
+            hazards: Optional[list[float]], base_reruns: dict) -> None:
     """The breakage test with confirmation runs in (evalgate.gate.flakiness: each case's own
     chance of breaking now and failing j of its re-runs; the base commit's re-runs, when the
     pipeline made them, set aside the cases the environment broke: evalgate.gate.control)."""
     runs = policy.confirm.runs
     for i, (k, g) in enumerate(zip(keys, graded)):
-        if g is not None and g > 0 and control.base_says(base_reruns.get(k), comp.criterion, comp.judge) == "environment":
+        if g is not None and g[0] > 0 and control.base_says(base_reruns.get(k), comp.criterion, comp.judge) == "environment":
             comp.environment.append(k)
             graded[i] = None
-    comp.broken = [k for k, g in zip(keys, graded) if g == runs]
-    comp.newly_flaky = [k for k, g in zip(keys, graded) if g is not None and 0 < g < runs]
-    comp.flaky = [k for k, g in zip(keys, graded) if g == 0]
+    made = [runs if g is None else g[1] for g in graded]  # each case's re-runs (more where the pipeline asked: control.more)
+    fails = [None if g is None else g[0] for g in graded]
+    comp.broken = [k for k, f, m in zip(keys, fails, made) if f is not None and f == m]
+    comp.newly_flaky = [k for k, f, m in zip(keys, fails, made) if f is not None and 0 < f < m]
+    comp.flaky = [k for k, f in zip(keys, fails) if f == 0]
     comp.confirm_runs = runs
+    most = max(made)
     rows = [(ledger.get(ledger_key(k, comp.criterion)) or [])[-policy.history_runs :] for k, _b, _c in pairs]
-    kappa = flakiness.run_intensity(rows, runs + 1)
+    kappa = flakiness.run_intensity(rows, most + 1)
     grid, weights = flakiness.population(recent)
     share = None if by_runs or hazards is not None else break_share(recent)
     if hazards is not None:
         comp.hazards_from = "values"
         # A case near the threshold fails again by its own noise as often as it broke now: its
         # own chance h repeats (h^j), or the population's, whichever is likelier.
-        chances = [[h * max(r, math.comb(runs, j) * kappa[j] * h**j * (1 - h) ** (runs - j))
-                    for j, r in enumerate(flakiness.repeat_given_break(grid, weights, s, runs, kappa))] for h, s in zip(hazards, streaks)]
+        chances = [[h * max(r, math.comb(m, j) * kappa[j] * h**j * (1 - h) ** (m - j))
+                    for j, r in enumerate(flakiness.repeat_given_break(grid, weights, s, m, kappa))]
+                   for h, s, m in zip(hazards, streaks, made)]
     else:
-        chances = [flakiness.case_chances(grid, weights, s, runs, kappa) for s in streaks]
+        chances = [flakiness.case_chances(grid, weights, s, m, kappa) for s, m in zip(streaks, made)]
     scale = 1.0 if share is None else share[0] / (share[0] + share[1])
-    counted = [(c, g) for c, g in zip(chances, graded) if g is not None and g > 0]
-    # The test weighs the re-runs that failed (grade 1..runs); a break that passed every re-run is flaky, not counted.
-    comp.breakage_p = flakiness.graded_test_shares([None if g is None or g == 0 else g - 1 for g in graded],
-                                                   [c[1:] for c in chances], flakiness.alternative(runs)[1:], share)
-    comp.expected_breaks = sum(c[runs] for c in chances) * scale
+    # The test weighs the re-runs that failed (grade 1..m); a break that passed every re-run is flaky, not counted.
+    comp.breakage_p = flakiness.graded_test_shares([None if not f else f - 1 for f in fails], [c[1:] for c in chances],
+                                                   [flakiness.alternative(m)[1:] for m in made], share)
+    comp.expected_breaks = sum(c[m] for c, m in zip(chances, made)) * scale
+    counted = [(c[f] * scale, s) for c, f, s in zip(chances, fails, streaks) if f]
     if counted:
-        each = sorted(c[g] * scale for c, g in counted)
-        comp.chance_each = each[len(each) // 2]
-        comp.streak_each = sorted(s for s, g in zip(streaks, graded) if g is not None and g > 0)[len(counted) // 2]
+        counted.sort()
+        comp.chance_each, comp.streak_each = counted[len(counted) // 2]
+    comp.rerun_span = (min(m for m, f in zip(made, fails) if f is not None), most) if any(f is not None for f in fails) else (runs, runs)
+    comp.newly_fails = sorted({f for f, m in zip(fails, made) if f is not None and 0 < f < m})
 
 
 def _breakage_words(comp: CriterionComparison, policy: GatePolicy) -> str:
@@ -181,11 +186,11 @@ def _confirm_words(comp: CriterionComparison) -> str:
         return ""
     out = ""
     if comp.broken:
-        out += _("; each failed all {runs} re-runs", runs=comp.confirm_runs)
+        out += _("; each failed all {runs} re-runs", runs=_span(*comp.rerun_span))
     if comp.newly_flaky:
         out += _("; {n} newly flaky (broke now and failed {some} of {runs} re-runs, where history never saw them fail), weighed "
-                 "as evidence: {cases}", n=len(comp.newly_flaky), some=_some(comp), runs=comp.confirm_runs,
-                 cases=case_names(sorted(comp.newly_flaky)))
+                 "as evidence: {cases}", n=len(comp.newly_flaky), some=_span(min(comp.newly_fails), max(comp.newly_fails)),
+                 runs=_span(*comp.rerun_span), cases=case_names(sorted(comp.newly_flaky)))
     if comp.flaky:
         out += _("; {n} passed on re-run, flaky, not counted: {cases}", n=len(comp.flaky), cases=case_names(sorted(comp.flaky)))
     if comp.chance_each is not None:  # each case's own chance (evalgate.gate.flakiness), the counted ones' median
@@ -194,8 +199,9 @@ def _confirm_words(comp: CriterionComparison) -> str:
     return out + _environment_words(comp)
 
 
-def _some(comp: CriterionComparison) -> str:
-    return f"1-{comp.confirm_runs - 1}" if comp.confirm_runs > 2 else "1"
+def _span(low: int, high: int) -> str:
+    """"2", or "2-4" when the cases' re-runs differ in number."""
+    return str(low) if low == high else f"{low}-{high}"
 
 
 def _environment_words(comp: CriterionComparison) -> str:

@@ -281,16 +281,18 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
     return out
 
 
-def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: bool, runs: int) -> Optional[list[Optional[int]]]:
+def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: bool, runs: int) -> Optional[list[Optional[tuple[int, int]]]]:
     """Per stable case, what its confirmation runs showed: None when it did not break now,
-    else how many of its `runs` re-runs failed the criterion (`runs`: broken; some: newly
-    flaky; 0: flaky). None overall, as `verdicts`, when confirmation is off or some case that
-    broke has not `runs` evaluated re-runs (evalgate.gate.flakiness.graded_test weighs them)."""
+    else (re-runs that failed the criterion, re-runs evaluated): all failed, broken; some,
+    newly flaky; none, flaky. Every evaluated re-run counts, so a case the pipeline re-ran
+    again (evalgate.gate.control.more) is read whole. None overall, as `verdicts`, when
+    confirmation is off or some case that broke has not `runs` evaluated re-runs
+    (evalgate.gate.flakiness.graded_test weighs them)."""
     from evalgate.gate.stats import failed
 
     if runs < 1 or not any(broken):
         return None
-    out: list[Optional[int]] = []
+    out: list[Optional[tuple[int, int]]] = []
     for b, k in zip(broken, keys):
         if not b:
             out.append(None)
@@ -298,7 +300,7 @@ def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: 
         outcomes = rerun_outcomes(reruns.get(k), criterion, judge)
         if outcomes is None or len(outcomes) < runs:
             return None
-        out.append(sum(failed(o) for o in outcomes[:runs]))
+        out.append((sum(failed(o) for o in outcomes), len(outcomes)))
     return out
 
 

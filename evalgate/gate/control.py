@@ -18,10 +18,23 @@ How the pipeline calls it (plain data, no agent is run here)
     memory only, never saved into the store) and calls `compare()` again. The breakage test
     (with history) and the first-day test (evalgate.gate.firstday) read them through
     `base_says()` below; a case without base re-runs is decided as before.
-    Which suspects need it: `wanted(suspect, pr_reruns)` says so for one suspect once its pull
-    request re-runs are in: only those that failed every pull-request re-run (the rest are
-    not counted as broken anyway), which keeps the base commit's agent runs to the few cases
-    that would otherwise be blamed.
+    Which suspects need it: `wanted(pr_reruns, criteria, judge)` says so for one suspect once
+    its pull request re-runs are in: only those that failed every pull-request re-run (the
+    rest are not counted as broken anyway), which keeps the base commit's agent runs to the
+    few cases that would otherwise be blamed.
+
+More re-runs for a newly flaky suspect (`more`)
+    A suspect that failed some of its pull-request re-runs and passed others is newly flaky or
+    a flaky case's chance; `more(pr_reruns, criteria, judge, runs)` says how many more
+    pull-request re-runs would tell them apart (`runs` more, once). The pipeline appends them
+    to the case's `CaseResult.reruns` before comparing again. Measured in bench_gate --sharper.
+
+In order, per suspect `s` of `confirm.suspects(...)` (judge: {criterion: judge?} of its suite):
+    1. re-run on the pull request `runs` times into `case.reruns`;
+    2. k = more(case.reruns, s.criteria, judge, runs): k more re-runs appended;
+    3. if wanted(case.reruns, s.criteria, judge): `runs` re-runs at the base commit into
+       the baseline's case `.reruns`;
+    then `compare(baseline, current, policy, ledger)` once more.
 """
 
 from __future__ import annotations
@@ -76,3 +89,22 @@ def wanted(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, 
         if outcomes is not None and outcomes and all(failed(o) for o in outcomes):
             return True
     return False
+
+
+def more(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, bool], runs: int) -> int:
+    """How many more pull-request re-runs a suspect should get once its first `runs` are in:
+    `runs` more when, on one of `criteria`, some of its re-runs failed and some passed (a
+    newly flaky case: 1 of 2 is what a case that now fails half the time does half the time,
+    and 2 more re-runs tell it from a stable case's chance far better), else 0. Only once: a
+    suspect with 2 x `runs` re-runs gets none. The pipeline appends them to the case's
+    `CaseResult.reruns` and compares again; the breakage test reads every evaluated re-run
+    (evalgate.gate.confirm.grades)."""
+    from evalgate.gate.confirm import rerun_outcomes
+
+    if runs < 1 or not pr_reruns or len(pr_reruns) >= 2 * runs:
+        return 0
+    for name in criteria:
+        outcomes = rerun_outcomes(pr_reruns, name, judge.get(name, False))
+        if outcomes and 0 < sum(failed(o) for o in outcomes) < len(outcomes):
+            return runs
+    return 0

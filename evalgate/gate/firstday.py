@@ -62,7 +62,7 @@ def measure(
         return
     counted, environment = [], []
     for k, g in zip(comp.first_day, graded):
-        if g < runs:
+        if g[0] < g[1]:  # a re-run passed
             comp.flaky.append(k)
             continue
         said = control.base_says((base_reruns or {}).get(k), comp.criterion, comp.judge)

@@ -137,15 +137,16 @@ def alternative(runs: int) -> list[float]:
     return out
 
 
-def graded_test(grades: Sequence[Optional[int]], chances: Sequence[Sequence[float]], alt: Sequence[float]) -> float:
+def graded_test(grades: Sequence[Optional[int]], chances: Sequence[Sequence[float]], alts: Sequence[Sequence[float]]) -> float:
     """p of the stable cases' grades: P(T >= observed), T the sum of the grades' weights
-    log(1 + BREAK_SHARE * alt[j] / chances[i][j]), each case independently in grade j with
+    log(1 + BREAK_SHARE * alts[i][j] / chances[i][j]), each case independently in grade j with
     chance chances[i][j] (in no grade with the rest). `grades[i]`: None (no grade) or j, an
-    index into chances[i] and `alt` (`alternative`: the grades' chances under a change). With
-    one grade and alt [1.0] it is evalgate.gate.stats.break_test."""
+    index into chances[i] and alts[i] (`alternative`: the grades' chances under a change; a
+    case's own, as cases may have had different numbers of re-runs). With one grade and alts
+    [1.0] it is evalgate.gate.stats.break_test."""
     if all(g is None for g in grades):
         return 1.0
-    raw = [[math.log1p(BREAK_SHARE * a / max(c, 1e-15)) for a, c in zip(alt, cs)] for cs in chances]
+    raw = [[math.log1p(BREAK_SHARE * a / max(c, 1e-15)) for a, c in zip(alt, cs)] for alt, cs in zip(alts, chances)]
     observed = sum(raw[i][g] for i, g in enumerate(grades) if g is not None)
     step = max(WEIGHT_STEP, observed / WEIGHT_CELLS)
     units = [[max(1, round(w / step)) for w in ws] for ws in raw]
@@ -165,16 +166,16 @@ def graded_test(grades: Sequence[Optional[int]], chances: Sequence[Sequence[floa
     return min(1.0, max(0.0, over))
 
 
-def graded_test_shares(grades: Sequence[Optional[int]], chances: Sequence[Sequence[float]], alt: Sequence[float],
+def graded_test_shares(grades: Sequence[Optional[int]], chances: Sequence[Sequence[float]], alts: Sequence[Sequence[float]],
                        share: Optional[tuple[float, float]], points: int = 5) -> float:
     """`graded_test` with the chances scaled by a share of failures that break known only as
     Beta(a, b) (evalgate.gate.stats.break_share; None: 1): p averaged over `points` quantiles."""
     if share is None:
-        return graded_test(grades, chances, alt)
+        return graded_test(grades, chances, alts)
     ps = []
     for g in range(points):
         x = beta_quantile(share[0], share[1], (g + 0.5) / points)
-        ps.append(graded_test(grades, [[min(1.0, c * x) for c in cs] for cs in chances], alt))
+        ps.append(graded_test(grades, [[min(1.0, c * x) for c in cs] for cs in chances], alts))
     return sum(ps) / len(ps)
 
 

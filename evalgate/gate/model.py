@@ -174,6 +174,8 @@ class CriterionComparison:
     environment: list[CaseKey] = field(default_factory=list)
     chance_each: Optional[float] = None  # a counted case's own chance of what it did (median), under an unchanged agent
     streak_each: int = 0  # ... for a case with this many clean runs (median)
+    rerun_span: tuple[int, int] = (0, 0)  # the fewest and most re-runs a case that broke had (more where the pipeline re-ran again)
+    newly_fails: list[int] = field(default_factory=list)  # how many re-runs the newly flaky ones failed
     # The first day (no case stable yet, evalgate.gate.firstday): the cases the baseline passed
     # that broke now (suspects), and of them those that failed every re-run (and, with the
     # base commit's re-runs, passed those).
