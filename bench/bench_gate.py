@@ -515,7 +515,7 @@ def _pipeline(world: World, rng: random.Random, baseline: RunResults, current: R
         for r in range(1, policy.confirm.runs + 1):
             criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, set()).items()}
             reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
-        extra = _control.more(reruns, s.criteria, judge, policy.confirm.runs) if _control is not None and hasattr(_control, "more") else 0
+        extra = _control.more(reruns, s.criteria, judge, policy.confirm.runs, s.stable) if _control is not None and hasattr(_control, "more") else 0
         for r in range(len(reruns) + 1, len(reruns) + 1 + extra):  # a newly flaky suspect: re-run again (control.more)
             criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, set()).items()}
             reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))

@@ -216,6 +216,7 @@ def test_a_newly_flaky_suspect_gets_more_re_runs_once_and_all_of_them_are_read()
     mixed, clean = [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 1.0})], [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 0.0})]
     assert more(mixed, ["traj"], {}, 2) == 2 and more(clean, ["traj"], {}, 2) == 0 and more(None, ["traj"], {}, 2) == 0
     assert more(mixed + clean, ["traj"], {}, 2) == 0  # once
+    assert more(mixed, ["traj"], {}, 2, stable=False) == 0  # a first day's suspect: a mixed re-run is not weighed
     base = one({e: {"traj": 1.0} for e in IDS})
     ledger = _ledger([1.0] * 10, IDS)
     cur = one({e: {"traj": 0.0 if e == "c001" else 1.0} for e in IDS})

@@ -25,13 +25,13 @@ How the pipeline calls it (plain data, no agent is run here)
 
 More re-runs for a newly flaky suspect (`more`)
     A suspect that failed some of its pull-request re-runs and passed others is newly flaky or
-    a flaky case's chance; `more(pr_reruns, criteria, judge, runs)` says how many more
+    a flaky case's chance; `more(pr_reruns, criteria, judge, runs, stable)` says how many more
     pull-request re-runs would tell them apart (`runs` more, once). The pipeline appends them
     to the case's `CaseResult.reruns` before comparing again. Measured in bench_gate --sharper.
 
 In order, per suspect `s` of `confirm.suspects(...)` (judge: {criterion: judge?} of its suite):
     1. re-run on the pull request `runs` times into `case.reruns`;
-    2. k = more(case.reruns, s.criteria, judge, runs): k more re-runs appended;
+    2. k = more(case.reruns, s.criteria, judge, runs, s.stable): k more re-runs appended;
     3. if wanted(case.reruns, s.criteria, judge): `runs` re-runs at the base commit into
        the baseline's case `.reruns`;
     then `compare(baseline, current, policy, ledger)` once more.
@@ -91,17 +91,19 @@ def wanted(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, 
     return False
 
 
-def more(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, bool], runs: int) -> int:
+def more(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, bool], runs: int, stable: bool = True) -> int:
     """How many more pull-request re-runs a suspect should get once its first `runs` are in:
     `runs` more when, on one of `criteria`, some of its re-runs failed and some passed (a
     newly flaky case: 1 of 2 is what a case that now fails half the time does half the time,
     and 2 more re-runs tell it from a stable case's chance far better), else 0. Only once: a
     suspect with 2 x `runs` re-runs gets none. The pipeline appends them to the case's
     `CaseResult.reruns` and compares again; the breakage test reads every evaluated re-run
-    (evalgate.gate.confirm.grades)."""
+    (evalgate.gate.confirm.grades). `stable`: the suspect's `Suspect.stable`; only a stable
+    case's mixed re-runs are weighed (a first day's suspect that passed one is not counted),
+    so others get none."""
     from evalgate.gate.confirm import rerun_outcomes
 
-    if runs < 1 or not pr_reruns or len(pr_reruns) >= 2 * runs:
+    if runs < 1 or not stable or not pr_reruns or len(pr_reruns) >= 2 * runs:
         return 0
     for name in criteria:
         outcomes = rerun_outcomes(pr_reruns, name, judge.get(name, False))
