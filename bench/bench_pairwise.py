@@ -5,7 +5,7 @@
 
 One fake `generateContent` server (tests/fake_gemini.py) on 127.0.0.1, reached through
 google-genai with GOOGLE_API_KEY and GOOGLE_GEMINI_BASE_URL, as evalgate reaches Gemini;
-evalgate's own code path end to end: `evalgate.gate.pairwise.judge_pairs` on a `JudgeRuntime`,
+evalgate's own code path end to end: `evalgate.pairwise.judge_pairs` on a `JudgeRuntime`,
 then `evalgate.gate.compare` with `gate.pairwise` on (its defaults: num_samples 2,
 margin 0, alpha 0.01, Holm over the suite's tests).
 
@@ -58,7 +58,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from evalgate.gate import GatePolicy, Verdict, compare  # noqa: E402
 from evalgate.judge.runtime import JudgeRuntime  # noqa: E402
-from evalgate.gate.pairwise import PairwisePolicy, judge_pairs  # noqa: E402
+from evalgate.gate.pairwise import PairwisePolicy  # noqa: E402
+from evalgate.pairwise import judge_pairs  # noqa: E402
 from evalgate.results import Counts, CriterionSpec, RunInfo, Status, SuiteResult  # noqa: E402
 from evalgate.gate.stats import binomial_sf, sign_test  # noqa: E402
 from fake_gemini import FAKE_API_KEY, FakeGemini  # noqa: E402

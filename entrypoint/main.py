@@ -271,7 +271,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
     trusted config's cases are scored on the records it holds for them (evalgate.trusted). `policy`, when
     given, sets the plans' criteria before anything runs (PR mode: the base's)."""
     from evalgate import engine, writing
-    from evalgate.cli import _judge_runtime
+    from evalgate.pipeline import judge_runtime
     from evalgate.plan import build_plans, config_digest
     from evalgate.reports.adk_results import write_adk_results
     from evalgate.reports.agents_cli import DIR as AGENTS_CLI_DIR, traces_of, write_agents_cli_results
@@ -303,7 +303,7 @@ def score(ctx: Context, loaded, outputs: Optional[Path] = None, policy: Optional
         loaded.config = loaded.config.model_copy(update={"judge": judge})
     runtime, workers = None, 1
     if needs_runtime(plans):
-        runtime, workers = _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
+        runtime, workers = judge_runtime(loaded, s.judge_concurrency, cache_policy=cache_policy(s))
     try:
         if outputs is not None:
             from evalgate.trusted import attach_outputs, known_cases, read_outputs
@@ -363,7 +363,7 @@ def _run_agents(ctx: Context, plans: list, loaded, runtime: Any, digest: str, co
     except OSError as e:
         raise _unwritable(s, e) from None
     try:
-        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse, secrets=ctx.secrets)
+        return infer.run_agents(plans, loaded, progress=progress.advance, runtime=runtime, journal=journal, reuse=reuse, secrets=ctx.secrets, score_ahead=True)
     finally:
         journal.close()
 
@@ -403,14 +403,10 @@ def merge_shards(ctx: Context, loaded, digest: str) -> Any:
 
 
 def _incomplete(ctx: Context, comparison: Any) -> Any:
-    """A merge with missing shards: the verdict is ERROR, whatever the shards that arrived say."""
-    from evalgate.gate import Verdict
+    """A merge with missing shards: the verdict is ERROR (evalgate.pipeline.incomplete)."""
+    from evalgate.pipeline import incomplete
 
-    if ctx.missing is None:
-        return comparison
-    comparison.verdict = Verdict.ERROR
-    comparison.reasons.insert(0, ctx.missing)
-    return comparison
+    return incomplete(comparison, ctx.missing)
 
 
 def install(s: Settings, workflow: Workflow) -> None:
@@ -475,7 +471,7 @@ def _unwritable(s: Settings, e: OSError) -> InputError:
 def _store(ctx: Context, gate, loaded, *, required_for: Optional[str] = None, base_sha: Optional[str] = None):
     """The baseline store the settings name, or None (warned) when it cannot be reached.
     With `base_sha` (PR mode) a `dir` store is read as that commit has it (`_DirAtBase`)."""
-    from evalgate.gate.baselines import DirStore, GitHubStore
+    from evalgate.baselines import DirStore, GitHubStore
 
     if ctx.settings.baseline_store == "dir":
         path = Path(gate.baseline.path)
@@ -504,10 +500,10 @@ def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
     for files it never had, and its own criteria judge it. A folder reached through a link
     is read only as the base commit has it (warned)."""
     from evalgate import writing
-    from evalgate.gate.baselines import DirStore
+    from evalgate.baselines import DirStore
     from evalgate.github import GitHubError
     from evalgate.judge.cache import tracked_files
-    from evalgate.gate.base_policy import git_show_bytes
+    from evalgate.under_base import git_show_bytes
 
     s = ctx.settings
     link = writing.first_link(folder, s.workspace)
@@ -553,7 +549,7 @@ def _dir_at_base(ctx: Context, folder: Path, gate_id: str, base_sha: str):
 
 
 def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
-    from evalgate.gate.baselines import git_first_parent
+    from evalgate.baselines import git_first_parent
     from evalgate.github import GitHubError
 
     if ctx.settings.baseline_store == "github":
@@ -573,7 +569,7 @@ def _first_parent(ctx: Context) -> Callable[[str], Optional[str]]:
 
 def find(ctx: Context, store, gate, sha: Optional[str], *, warn_missing: bool = True):
     """(baseline results, info) of `sha` or its nearest first-parent ancestor, or (None, None)."""
-    from evalgate.gate.baselines import find_baseline
+    from evalgate.baselines import find_baseline
     from evalgate.github import GitHubError
 
     if store is None or not sha:
@@ -701,7 +697,7 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> tuple[Optional[tup
     (warned); then, when the base has none, the path asked for (as written)."""
     from evalgate.config import CONFIG_NAMES
     from evalgate.github import GitHubError
-    from evalgate.gate.base_policy import git_show
+    from evalgate.under_base import git_show
 
     s = ctx.settings
     try:
@@ -736,7 +732,7 @@ def _base_config_text(ctx: Context, loaded, base_sha: str) -> tuple[Optional[tup
 def _base_config(ctx: Context, loaded, base_sha: str) -> tuple[Any, Optional[str]]:
     """The base commit's config (None: the base has no readable config, as when this pull
     request adds evalgate), and the config's path when the base has none."""
-    from evalgate.gate.base_policy import config_of_text
+    from evalgate.under_base import config_of_text
 
     found, missing = _base_config_text(ctx, loaded, base_sha)
     if found is None:
@@ -755,69 +751,72 @@ def activity_pr(ctx: Context, loaded) -> Outcome:
     baseline is read before the agent runs. A pull request that changes the policy is
     judged by the base's, and the comment shows the change."""
     number, head_sha, base_sha = _pr_from_event(ctx.settings)
-    comparison, run, baseline, history = _gate_under_base(ctx, loaded, base_sha)
-    return Outcome(comparison, run, _publish(ctx, _gate(ctx.settings, loaded), comparison, run, number, head_sha, history), baseline=baseline, trend=history)
+    d = _gate_under_base(ctx, loaded, base_sha)
+    url = _publish(ctx, d.gate, d.comparison, d.results, number, head_sha, d.base.trend)
+    return Outcome(d.comparison, d.results, url, baseline=d.baseline, trend=d.base.trend)
 
 
-def _gate_under_base(ctx: Context, loaded, base_sha: str) -> tuple[Any, Any, Any, Any]:
-    """Score under `base_sha`'s policy and compare with its baseline: (comparison, results,
-    baseline results, trend). The config's gate, judge and vertex sections become the base's
-    (`loaded` is changed)."""
-    from evalgate.gate import compare
-    from evalgate.gate.base_policy import UnderBase, scoring_policy, with_base_policy
+class _GitHub:
+    """The action's source (evalgate.pipeline.Source): the base commit's config through the
+    contents API (else git), its baseline, ledger and trend from the store the settings name.
+    `trusted` (the publish job): the checkout's config is the default branch's, which judges;
+    its `dir` store is read as checked out."""
 
-    own = loaded.config
-    base, missing = _base_config(ctx, loaded, base_sha)
-    if base is not None:  # the base's gate, judge and vertex sections decide
-        loaded.config = with_base_policy(own, base)
-    gate = _gate(ctx.settings, loaded)
-    store = _store(ctx, gate, loaded, base_sha=base_sha)
-    baseline, info = find(ctx, store, gate, base_sha)
-    past = ledger(ctx, store, gate)
-    history = trend(ctx, store, gate)
-    under = UnderBase(
-        own.gate, base.gate if base is not None else None, baseline, missing, scoring_policy(own), scoring_policy(base) if base is not None else None
-    )
+    def __init__(self, ctx: Context, loaded, base_sha: Optional[str], trusted: bool = False):
+        self.ctx, self.loaded, self.base_sha, self.trusted = ctx, loaded, base_sha, trusted
 
-    def policy(plans: list) -> None:
-        for note in under.apply(plans):
-            ctx.warn(note)
+    def base_config(self, loaded) -> tuple[Any, Optional[str]]:
+        if self.trusted or not self.base_sha:
+            return None, None
+        return _base_config(self.ctx, loaded, self.base_sha)
 
-    run, plans = score(ctx, loaded, policy=policy)
-    from evalgate.gate.pairwise import run_pairwise
-
-    pairs = run_pairwise(loaded, gate, baseline, run, ctx.settings.judge_concurrency, cache_policy(ctx.settings))  # gate.pairwise (off by default)
-    comparison = compare(baseline, run, gate, past, info, pairwise=pairs)
-    if plans and _confirm(ctx, comparison, run, plans, loaded, gate):  # gate.confirm: suspects re-run, compared again
-        comparison = compare(baseline, run, gate, past, info, pairwise=pairs)
-    comparison = _cached_new_cases(_incomplete(ctx, comparison), run)
-    comparison.gate_change = under.change()
-    if missing is not None:
-        comparison.reasons.insert(
-            0, _("the base commit has no {file}: this pull request's own gate section was used, shown whole as the change", file=missing)
-        )
-    return comparison, run, baseline, history
+    def baseline(self, gate, base) -> None:
+        ctx = self.ctx
+        store = _store(ctx, gate, self.loaded) if self.trusted else _store(ctx, gate, self.loaded, base_sha=self.base_sha)
+        base.results, base.info = find(ctx, store, gate, self.base_sha)
+        base.ledger = ledger(ctx, store, gate)
+        base.trend = trend(ctx, store, gate)
 
 
-def _confirm(ctx: Context, comparison: Any, run: Any, plans: list, loaded, gate) -> bool:
-    """Confirmation runs (gate.confirm, evalgate.gate.confirm): re-run the suspects into `run` and
-    write results.json again; whether anything was re-run."""
-    from evalgate.cli import _judge_runtime
-    from evalgate.gate.confirm import confirm_run, rerun_any
+class _Workflow:
+    """The action's sink (evalgate.pipeline.Sink) while gating: notes are warnings (the summary
+    lists them), the confirmation's lines go to the log, results.json is rewritten in `out`."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def note(self, text: str) -> None:
+        self.ctx.warn(text)
+
+    def log(self, text: str) -> None:
+        from evalgate.reports.terminal import plain
+
+        self.ctx.workflow.log(plain(text))  # a note may quote an agent's error: no control characters in the log
+
+    def rewrote(self, current: Any) -> None:
+        _write_results(self.ctx, current)
+
+
+def _gate_under_base(ctx: Context, loaded, base_sha: str, outputs: Optional[Path] = None, trusted: bool = False):
+    """Gate the change (evalgate.pipeline.gate_change) under `base_sha`'s policy against its
+    baseline: the decision. The config's gate, judge and vertex sections become the base's
+    (`loaded` is changed). With `outputs` (the trusted publish job) no agent runs: the
+    pull request's recorded outputs are scored, and a suspect's judge re-drawn."""
+    from evalgate.pipeline import gate_change, judge_runtime
 
     s = ctx.settings
-
-    def runtime() -> tuple[Any, int]:
-        return _judge_runtime(loaded, argparse.Namespace(judge_concurrency=s.judge_concurrency, no_cache=False), cache_policy(s))
-
-    from evalgate.reports.terminal import plain
-
-    for note in confirm_run(comparison, run, plans, loaded, gate, runtime, ctx.secrets):
-        ctx.workflow.log(plain(note))  # a note may quote an agent's error: no control characters in the log
-    if not rerun_any(run):
-        return False
-    _write_results(ctx, run)
-    return True
+    return gate_change(
+        loaded,
+        _GitHub(ctx, loaded, base_sha, trusted),
+        _Workflow(ctx),
+        lambda loaded, policy: score(ctx, loaded, outputs=outputs, policy=policy),
+        lambda loaded: lambda: judge_runtime(loaded, s.judge_concurrency, cache_policy=cache_policy(s)),
+        gate_of=lambda loaded: _gate(s, loaded),
+        secrets=ctx.secrets,
+        missing_shards=lambda: ctx.missing,
+        agents=outputs is None,
+        policy_change=not trusted,
+    )
 
 
 def _merge_group_from_event(s: Settings) -> tuple[str, str]:
@@ -839,36 +838,15 @@ def activity_merge_group(ctx: Context, loaded) -> Outcome:
     and set the status on that commit, which the queue waits for. No comment: a merge group
     has no pull request to comment on."""
     head_sha, base_sha = _merge_group_from_event(ctx.settings)
-    comparison, run, baseline, history = _gate_under_base(ctx, loaded, base_sha)
-    _publish(ctx, _gate(ctx.settings, loaded), comparison, run, None, head_sha, history)
-    return Outcome(comparison, run, baseline=baseline, trend=history)
-
-
-def _cached_new_cases(comparison: Any, run: Any) -> Any:
-    """Say in each suite's reasons (the comment and the summary show them) how many judge
-    verdicts of the cases the pull request added or changed came from the cache. Those
-    cases have no baseline to be compared with, so their verdict is all there is; a reader
-    should know it was not asked afresh (the entries are default-branch runs', see
-    `cache_policy`)."""
-    for suite in comparison.suites:
-        new = {(k.eval_set_id, k.eval_id) for k in (*suite.added, *suite.changed)}
-        if not new:
-            continue
-        result = next((r for r in run.suites if r.name == suite.name), None)
-        cases = [c for c in (result.cases if result is not None else []) if (c.eval_set_id, c.eval_id) in new]
-        hits = sum(c.judge_cache_hits or 0 for c in cases)
-        if hits:
-            with_hits = sum(1 for c in cases if c.judge_cache_hits)
-            suite.reasons.append(
-                f"judge cache: {hits} verdict{'s' if hits != 1 else ''} of {with_hits} added or changed "
-                f"case{'s' if with_hits != 1 else ''} came from the cache of default-branch runs, not from the judge"
-            )
-    return comparison
+    d = _gate_under_base(ctx, loaded, base_sha)
+    _publish(ctx, d.gate, d.comparison, d.results, None, head_sha, d.base.trend)
+    return Outcome(d.comparison, d.results, baseline=d.baseline, trend=d.base.trend)
 
 
 def activity_baseline(ctx: Context, loaded) -> Outcome:
-    from evalgate.gate.baselines import make_baseline, may_write_baseline
-    from evalgate.gate import compare, update_ledger
+    from evalgate.baselines import make_baseline, may_write_baseline
+    from evalgate.gate import update_ledger
+    from evalgate.pipeline import compare
 
     s = ctx.settings
     default = _default_branch(s) or _repo_default_branch(ctx)
@@ -898,7 +876,7 @@ def activity_baseline(ctx: Context, loaded) -> Outcome:
 
 
 def _where(store) -> str:
-    from evalgate.gate.baselines import GitHubStore
+    from evalgate.baselines import GitHubStore
 
     return _("branch `{branch}`", branch=store.branch) if isinstance(store, GitHubStore) else _("the baseline folder")
 
@@ -918,8 +896,9 @@ def _repo_default_branch(ctx: Context) -> Optional[str]:
 
 def activity_nightly(ctx: Context, loaded) -> Outcome:
     from entrypoint.tracking import track
-    from evalgate.gate.baselines import may_write_baseline
-    from evalgate.gate import Verdict, compare, update_ledger
+    from evalgate.baselines import may_write_baseline
+    from evalgate.gate import Verdict, update_ledger
+    from evalgate.pipeline import compare
     from evalgate.github import GitHubError
     from evalgate.reports.markdown import render_summary
 
@@ -1057,11 +1036,9 @@ def _bound_to_run(s: Settings, pull: dict, number: int) -> None:
 
 
 def activity_publish(ctx: Context, loaded) -> Outcome:
-    from evalgate.gate import compare
     from evalgate.github import GitHubError
 
     outputs, number, head_sha = _artifact(ctx)
-    gate = _gate(ctx.settings, loaded)
     client = ctx.client(required_for="publishing a pull request's results")
     # The PR's base comes from GitHub, not the artifact: a fork must not choose its baseline.
     try:
@@ -1073,12 +1050,9 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
     if not current:
         raise InputError(Problem(None, "pr.json", f"pull request #{number} has no head commit", "Check the artifact's PR number."))
     # The trusted checkout's config and eval sets, the trusted job's judge credentials; the
-    # artifact gives the agent's outputs only.
-    run, _plans = score(ctx, loaded, outputs=outputs)
-    store = _store(ctx, gate, loaded)
-    baseline, info = find(ctx, store, gate, pull.get("base", {}).get("sha"))
-    comparison = compare(baseline, run, gate, ledger(ctx, store, gate), info)
-    history = trend(ctx, store, gate)
+    # artifact gives the agent's outputs only. Gated as a pull request is (evalgate.pipeline).
+    d = _gate_under_base(ctx, loaded, pull.get("base", {}).get("sha"), outputs=outputs, trusted=True)
+    comparison, run, baseline, history, gate = d.comparison, d.results, d.baseline, d.base.trend, d.gate
     if current != head_sha:
         # Routine: the PR was pushed again while its earlier run was finishing. The newer
         # run publishes its own results; these are for a commit that is no longer the head.
@@ -1091,7 +1065,7 @@ def activity_publish(ctx: Context, loaded) -> Outcome:
 
 
 def activity_score(ctx: Context, loaded) -> Outcome:
-    from evalgate.gate import compare
+    from evalgate.pipeline import compare
 
     run, _plans = score(ctx, loaded)
     return Outcome(_incomplete(ctx, compare(None, run, _gate(ctx.settings, loaded))), run)
@@ -1099,7 +1073,7 @@ def activity_score(ctx: Context, loaded) -> Outcome:
 
 def activity_shard(ctx: Context, loaded) -> Outcome:
     """A matrix leg: score shard K of N into `out` and stop; the merge job compares and publishes."""
-    from evalgate.gate import compare
+    from evalgate.pipeline import compare
 
     s = ctx.settings
     _base_scoring(ctx, loaded)
@@ -1119,7 +1093,7 @@ def _base_scoring(ctx: Context, loaded) -> None:
     `gate:`, `judge:` and `vertex:` sections, as the merge job compares under them: a pull
     request must not starve the legs' judge (a deadline of a microsecond) to leave its cases
     unheard. The suites' criteria stay the legs' own (docs/gate.md)."""
-    from evalgate.gate.base_policy import with_base_policy
+    from evalgate.gate.base_policy import with_base_policy  # the legs score under the base's sections
 
     s = ctx.settings
     if s.event_name in PR_EVENTS:

@@ -75,7 +75,15 @@ class AgentConfig(BaseModel):
     # 16: ADK's eval runs 4; measured in bench/bench_inference.py, 8 gave 1.76x ADK's speed
     # and 16 2.54x. 429s are retried with backoff; lower it for a small model quota.
     concurrency: int = Field(default=16, ge=1, le=256, description="Case runs in flight at once (lower it for a small model quota).")
-    timeout_s: float = Field(default=300.0, gt=0, description="Seconds one case run may take, all its turns together.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Seconds one case run may take, all its turns together (each attempt).")
+    max_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Times a case run is started before its failure stands, when it fails on a transient error: HTTP 429 "
+        "or 5xx, a reset or dropped connection, a client's own timeout (a command: exit code 75). Waits with backoff, "
+        "or as long as Retry-After asks; the agent's own retry settings are left as they are.",
+    )
     num_runs: int = Field(
         default=1, ge=1, le=100, description="Run every case this many times; each run is scored, the case score is their mean."
     )

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
-from evalgate.config import LoadedConfig
 from evalgate.errors import Problem
+
+# A loaded config (evalgate.config.LoadedConfig): not imported, as the config's own readers
+# (agents-cli's eval config) use this module.
+LoadedConfig = Any
 
 FIX = (
     "Keep eval sets, agent outputs, criteria files, the judge cache and baselines inside the repository "

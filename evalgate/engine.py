@@ -7,15 +7,16 @@ suite's NOT_EVALUATED policy. Criteria only score.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Optional
 
-from evalgate import efficiency, i18n
+from evalgate import efficiency, i18n, reasons
 from evalgate.adk import Invocation
 from evalgate.criteria.base import CaseOutcome, Criterion, Outcome
 from evalgate.judge.request import CASE_TALLY, CaseTally
@@ -48,6 +49,7 @@ class AgentRun:
     expected_digest: str | None = None  # the case's data it ran on (a resumed run reuses it only if unchanged)
     log: str | None = None  # the tail of what the agent, its tools and ADK wrote during the run (evalgate.agents.capture)
     trace: dict[str, Any] | None = None  # an agents-cli case: this run as `eval generate` writes it (evalgate.agents_cli)
+    attempts: int = 1  # how many times the case run was started: more after a transient failure (evalgate.infer)
 
 
 @dataclass
@@ -73,6 +75,9 @@ class CaseInput:
     parts: dict[str, str] = field(default_factory=dict)  # digests of its expected data, part by part (evalgate.loaders.evalsets.part_digests)
     acli: dict[str, Any] | None = None  # an agents-cli dataset case as written (evalgate.agents_cli.cases.case_dump); None for ADK cases
     history: list[dict[str, Any]] = field(default_factory=list)  # ADK events to seed the session with before the first turn (an N+1 case)
+    # Scored while the agent still ran other cases (`Ahead`): a Future of `_score_case`'s
+    # result, which `score_suite` takes instead of scoring the case again.
+    ahead: Any = field(default=None, repr=False, compare=False)
 
     def agent_runs(self) -> list[AgentRun]:
         return self.runs or [AgentRun(self.actual)]
@@ -125,15 +130,15 @@ def aggregate(outcomes: list[Outcome], threshold: float) -> CriterionResult:
     per = [_invocation_result(o, threshold) for o in outcomes]
     scores = [o.score for o in outcomes if o.score is not None]
     # Turns counted from 1, as the reports count them.
-    missing = [f"turn {i + 1}: {o.error or 'not evaluated'}" for i, o in enumerate(outcomes) if o.score is None]
+    missing = [reasons.TURN.format(n=i + 1, reason=o.error or reasons.NOT_EVALUATED) for i, o in enumerate(outcomes) if o.score is None]
     score, error = None, None
     if scores:
         score = _mean(scores)
     status = _status_for(score, threshold)
     if not scores:
-        error = "; ".join(missing) if missing else "nothing to evaluate"
+        error = "; ".join(missing) if missing else reasons.NOTHING
     elif missing:
-        error = f"{len(missing)} of {len(outcomes)} turns not evaluated: " + "; ".join(missing)
+        error = reasons.SOME_TURNS.format(missing=len(missing), total=len(outcomes), reason="; ".join(missing))
         if status is Status.PASSED:
             status = Status.NOT_EVALUATED
     return CriterionResult.model_validate(
@@ -167,23 +172,23 @@ def score_criterion(crit: Criterion, case: CaseInput) -> CriterionResult:
             return case_outcome_result(crit.score_acli(case, case.agent_runs()[0]), crit.threshold)
         if crit.input_kind == "trace":
             if case.trace is None:
-                return _failed(crit.threshold, "scores traces, and this case has none")
+                return _failed(crit.threshold, reasons.NO_TRACE)
             return aggregate([crit.score_trace(case.trace)], crit.threshold)
         if case.actual is None:
-            return _failed(crit.threshold, "no actual outputs for this case")
+            return _failed(crit.threshold, reasons.NO_ACTUAL)
         if getattr(crit, "needs_scenario", False):
             if case.scenario is None:
-                return _failed(crit.threshold, "needs a conversation_scenario (a simulated conversation), and this case has none")
+                return _failed(crit.threshold, reasons.NO_SCENARIO)
             outcomes = crit.score_scenario(case.actual, case.scenario)
             if len(outcomes) != len(case.actual):
                 raise RuntimeError(f"{crit.name} gave {len(outcomes)} outcomes for {len(case.actual)} invocations")
             return aggregate(outcomes, crit.threshold)
         if crit.needs_expected and case.expected is None:
-            return _failed(crit.threshold, "needs an expected conversation, and this case has none")
+            return _failed(crit.threshold, reasons.NO_EXPECTED)
         if case.expected is not None and len(case.expected) != len(case.actual):
             return _failed(
                 crit.threshold,
-                f"{len(case.actual)} actual invocations for {len(case.expected)} expected; they must agree",
+                reasons.COUNT_MISMATCH.format(actual=len(case.actual), expected=len(case.expected)),
             )
         if crit.scope == "case":
             whole = crit.score_case(case.actual, case.expected, case.scenario)
@@ -246,17 +251,17 @@ def score_runs(crit: Criterion, case: CaseInput) -> CriterionResult:
     if len(runs) == 1:
         run = runs[0]
         if run.error is not None and crit.input_kind != "trace":
-            return _failed(crit.threshold, f"the agent run failed: {run.error}")
+            return _failed(crit.threshold, reasons.AGENT_FAILED.format(error=run.error))
         return score_criterion(crit, case)
     each = []
     for run in runs:
         if run.error is not None:
-            each.append(_failed(crit.threshold, f"the agent run failed: {run.error}"))
+            each.append(_failed(crit.threshold, reasons.AGENT_FAILED.format(error=run.error)))
         else:
             each.append(score_criterion(crit, replace(case, actual=run.invocations, runs=[run])))
     per = [inv for r in each for inv in r.per_invocation]
     scores = [inv.score for inv in per if inv.score is not None]
-    missing = [f"run {run.run}: {r.error}" for run, r in zip(runs, each) if r.error]
+    missing = [reasons.RUN.format(n=run.run, reason=r.error) for run, r in zip(runs, each) if r.error]
     score = _mean(scores) if scores else None
     status = _status_for(score, crit.threshold) if crit.has_threshold else (Status.PASSED if score is not None else Status.NOT_EVALUATED)
     error = "; ".join(missing) if missing else None
@@ -306,21 +311,35 @@ def part_digests(case: CaseInput) -> dict[str, str] | None:
 
 
 def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
+    result, seconds, _stats = _score_case(case)
+    if timing is not None:
+        for name, value in seconds.items():
+            timing.add(name, value)
+    return result
+
+
+Scored = tuple[CaseResult, dict[str, float], dict[str, dict[str, int]]]
+
+
+def _score_case(case: CaseInput) -> Scored:
+    """The case's result, the seconds spent on each criterion, and the judge runtime's counts
+    for it per criterion (evalgate.judge.request.CaseTally)."""
     results = {}
+    seconds: dict[str, float] = {}
     tally = CaseTally()
     token = CASE_TALLY.set(tally)
     try:
         for name, crit in sorted(case.criteria.items()):
             t0 = time.perf_counter()
             results[name] = score_runs(crit, case)
-            if timing is not None:
-                timing.add(name, time.perf_counter() - t0)
+            seconds[name] = time.perf_counter() - t0
     finally:
         CASE_TALLY.reset(token)
     for name, service in tally.down.items():  # the service was down, not the case's data refused
         if name in results and results[name].status is Status.NOT_EVALUATED:
             results[name].unavailable = service  # type: ignore[assignment]
-    return CaseResult(
+    attempts = [r.attempts for r in case.runs]
+    result = CaseResult(
         judge_cache_hits=tally.cache_hits or None,
         eval_set_id=case.eval_set_id,
         eval_id=case.eval_id,
@@ -335,7 +354,9 @@ def score_case(case: CaseInput, timing: Timing | None = None) -> CaseResult:
         efficiency=efficiency.compute(r.invocations if r.error is None else None for r in case.agent_runs()),
         agent_logs=_agent_logs(case),
         agent_error=next((r.error for r in case.runs if r.error is not None), None),
+        agent_attempts=attempts if any(n > 1 for n in attempts) else None,
     )
+    return result, seconds, tally.stats
 
 
 def _agent_logs(case: CaseInput) -> list[AgentLog]:
@@ -384,27 +405,47 @@ def score_suite(
     t0 = time.perf_counter()
     ordered = sorted(plan.cases, key=lambda c: (c.eval_set_id, c.eval_id))
     judged = any(c.judge for case in ordered for c in case.criteria.values())
-    before = runtime.stats() if runtime is not None and judged else {}
-    if judged and workers > 1:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalgate-case") as pool:
-            futures = [pool.submit(score_case, case, timing) for case in ordered]
+    # Cases scored while the agent ran (evalgate.infer, `Ahead`) are taken as they were; the
+    # others are scored now.
+    futures = {id(case): case.ahead for case in ordered if case.ahead is not None}
+    pool = None
+    if judged and workers > 1 and len(futures) < len(ordered):
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalgate-case")
+    try:
+        if pool is not None or futures:
+            for case in ordered:
+                if id(case) not in futures:
+                    futures[id(case)] = pool.submit(_score_case, case) if pool is not None else _done(_score_case(case))
             if progress:
-                for _ in as_completed(futures):
+                for _ in as_completed(futures.values()):
                     progress(1)
-            results = [f.result() for f in futures]
-    else:
-        results = []
-        for case in ordered:
-            results.append(score_case(case, timing))
-            if progress:
-                progress(1)
+            scored = [futures[id(case)].result() for case in ordered]
+        else:
+            scored = []
+            for case in ordered:
+                scored.append(_score_case(case))
+                if progress:
+                    progress(1)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    results = [result for result, _seconds, _counts in scored]
+    if timing is not None:
+        for _result, seconds, _counts in scored:
+            for name, value in seconds.items():
+                timing.add(name, value)
     warnings = list(plan.warnings)
     specs = _specs(ordered)
     if judged and runtime is not None:
-        after = runtime.stats()
+        counted: dict[str, dict[str, int]] = {}
+        for _result, _seconds, counts in scored:  # in case order: the sums never depend on when a case was scored
+            for name, values in counts.items():
+                total = counted.setdefault(name, {})
+                for key, value in values.items():
+                    total[key] = total.get(key, 0) + value
         for name, spec in specs.items():
             if spec.judge:
-                spec.stats = _stats_delta(before.get(name, {}), after.get(name, {}))
+                spec.stats = dict(sorted(counted.get(name, {}).items()))
         warnings.extend(credential_warnings(runtime, ordered))
         refused = sum(spec.stats.get("cache_refused", 0) for spec in specs.values())
         if refused:
@@ -502,10 +543,45 @@ def cache_warning(refused: int) -> str:
     )
 
 
-def _stats_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    # The runtime counts per criterion for the whole run; suites are scored one after the
-    # other, so the difference is this suite's share.
-    return {k: v - before.get(k, 0) for k, v in sorted(after.items())}
+def _done(value: Any) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+class Ahead:
+    """Scoring cases while the agent still runs others (evalgate.infer): each case is handed
+    over as its last run ends and scored on `workers` threads; its result waits on the case
+    (`CaseInput.ahead`) for `score_suite`, which keeps case order. Judge criteria are bound
+    to `runtime` first, as `run` binds them."""
+
+    def __init__(self, runtime: Any, workers: int):
+        self.runtime = runtime
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="evalgate-ahead")
+
+    def submit(self, case: CaseInput) -> None:
+        for crit in case.criteria.values():
+            if crit.judge:
+                crit.bind(self.runtime)
+        # The caller's context (evalgate.judge.request.REDRAW, say) goes with the case.
+        case.ahead = self._pool.submit(contextvars.copy_context().run, _score_case, case)
+
+    def close(self) -> None:
+        """No more cases: the threads end once the handed-over ones are scored (not waited for here)."""
+        self._pool.shutdown(wait=False)
+
+
+def judge_waits(runtime: Any) -> dict[str, Any]:
+    """Where the judge's time went in this run, for `run.judge` ({} without requests): seconds
+    added up over requests (in requests, waiting for a slot, for the rate cap, backing off)
+    and the concurrency they shared."""
+    waits = getattr(runtime, "waits", None)
+    if waits is None:
+        return {}
+    seconds = waits()
+    if not any(seconds.values()):
+        return {}
+    return {**seconds, "concurrency": runtime.concurrency}
 
 
 def needs_judge(plans: list[SuitePlan]) -> bool:
@@ -534,9 +610,13 @@ def run(
                         crit.bind(runtime)
     timings = {p.name: Timing() for p in plans}
     suites = [score_suite(p, progress, runtime, workers, timings[p.name]) for p in plans]
+    for p in plans:
+        for case in p.cases:
+            case.ahead = None  # taken: a later scoring of these plans (a confirmation run) scores afresh
     info = RunInfo(
         started_at=started.isoformat(timespec="seconds"),
         duration_seconds=round(time.perf_counter() - t0, 3),
         scoring={name: t.record() for name, t in timings.items()},
+        judge=judge_waits(runtime),
     )
     return finish_run(suites, config_digest, info)

@@ -7,6 +7,17 @@ through one event loop, at most `concurrency` in flight per configured agent. A 
 the agent did not answer) is recorded with its reason and never stops the others; setup
 problems (the agent cannot be loaded or reached) are input errors, raised before any case
 runs.
+
+A case run that fails on a transient error (HTTP 429 or 5xx from the model or the server, a
+reset or dropped connection, a client's own timeout; a command exiting with 75, EX_TEMPFAIL)
+is started again, up to `agent.max_attempts` times, after a backoff or as long as the
+server's Retry-After asks (`transient`). With `score_ahead`, each case is scored as soon as
+its last run ends (evalgate.engine.Ahead), while others still run. When the judge and the
+agent share a model (and so its quota), case runs and judge requests share one budget of
+slots (evalgate.judge.pool.Budget), the larger of `agent.concurrency` and
+`judge.concurrency`: never more in flight on that model than when the two steps ran one after
+the other, and either side uses the slots the other leaves free. Otherwise each keeps its
+own limit.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import re
 import time
 from collections import Counter
@@ -29,6 +41,7 @@ from evalgate.engine import AgentRun, CaseInput, SuitePlan
 from evalgate.config import LoadedConfig
 from evalgate.errors import InputError, Problem, ProblemCollector, display_path
 from evalgate.i18n import _
+from evalgate.judge.pool import IN_CASE_RUN
 from evalgate.loaders.actual import InferenceRecord
 from evalgate.reading import validate_known
 from evalgate.simulated_user import CRITERION as SIMULATOR
@@ -119,7 +132,9 @@ def resumable(folder: Path, config_digest: str, commit: Optional[str]) -> dict[R
             continue  # a blank line, or the last line of a run stopped while writing it
         if rec.error is not None or rec.suite is None or rec.run is None or rec.expected_digest is None:
             continue
-        out[(rec.suite, rec.eval_set_id, rec.eval_id, rec.run)] = AgentRun(rec.invocations, run=rec.run, ended=rec.ended, expected_digest=rec.expected_digest, log=rec.log)
+        out[(rec.suite, rec.eval_set_id, rec.eval_id, rec.run)] = AgentRun(
+            rec.invocations, run=rec.run, ended=rec.ended, expected_digest=rec.expected_digest, log=rec.log, attempts=rec.attempts or 1
+        )
     return out
 
 
@@ -133,10 +148,12 @@ class Usage:
     tokens: dict[str, int] = field(default_factory=dict)
     replayed: dict[str, int] = field(default_factory=dict)
     reused: int = 0  # case runs taken from an earlier run (run --resume), not run again
+    retried: int = 0  # case runs started more than once (a transient failure)
 
     def add(self, run: AgentRun) -> None:
         self.case_runs += 1
         self.failed += run.error is not None
+        self.retried += run.attempts > 1
         self.duration_s += run.duration_s or 0.0
         for inv in run.invocations or []:
             # Counted as ADK's token_usage_v1 counts them (evalgate.efficiency): input is
@@ -157,6 +174,8 @@ class Usage:
             out["tools"] = dict(sorted(self.replayed.items()))
         if self.reused:
             out["reused"] = self.reused
+        if self.retried:
+            out["retried"] = self.retried
         return out
 
 
@@ -181,8 +200,11 @@ async def _infer(
     reuse: dict[RunKey, AgentRun],
     logs: "LogOptions",
     secrets: tuple[str, ...] = (),
+    ahead: Any = None,
+    clock: Optional["RunClock"] = None,
 ) -> dict[str, Usage]:
     problems = ProblemCollector()
+    clock = clock or RunClock()
     # Every case run starts as "not run"; those an earlier run finished (`reuse`) are taken
     # from it before any runner starts, so a resumed run with nothing left loads no agent.
     todo: list[tuple[SuitePlan, CaseInput, int]] = []
@@ -205,6 +227,18 @@ async def _infer(
                     progress(1)
     wanted = {id(plan.agent) for plan, _, _ in todo}
     runners = {key: r for key, r in runners.items() if key in wanted}
+    # Each case is finished (its actual outputs chosen, handed to `ahead`) once, when its last
+    # run ends; cases with nothing to run, after the runs.
+    left: Counter = Counter(id(case) for _plan, case, _n in todo)
+    plan_of = {id(case): plan for plan in plans if plan.agent is not None for case in plan.cases}
+    infos: dict[int, tuple[Optional[str], dict[str, Any]]] = {}
+    done: set[int] = set()
+
+    def finished(case: CaseInput) -> None:
+        left[id(case)] -= 1
+        if left[id(case)] <= 0:
+            _finish_case(plan_of[id(case)], case, infos, ahead, done)
+
     started: list[Runner] = []
     try:
         for runner in runners.values():
@@ -215,6 +249,17 @@ async def _infer(
                 problems.extend(e.problems)
         problems.raise_if_any()
         limits = {key: asyncio.Semaphore(r.spec.concurrency) for key, r in runners.items()}
+        budget = None
+        if ahead is not None and runners and _shares_a_model(plans, runners):
+            from evalgate.judge.pool import Budget
+
+            # One model, one quota: as many in flight on it as the larger of the two limits
+            # allowed when the agent ran first and the judge after it, either side using what
+            # the other leaves free (the judge, until the run ends).
+            budget = Budget(max([r.spec.concurrency for r in runners.values()] + [ahead.runtime.concurrency]))
+            ahead.runtime.share(budget)
+            clock.shared = budget.size
+        clock.concurrency = max((r.spec.concurrency for r in runners.values()), default=None)
         for plan in plans:
             if runtime is not None and plan.agent is not None and any(c.scenario is not None for c in plan.cases):
                 reason = runtime.credentials()
@@ -224,25 +269,23 @@ async def _infer(
         # What agents-cli traces record of the agent (its root's name, its tree), asked once
         # per runner that runs dataset cases.
         acli = {id(p.agent) for p, case, _n in todo if case.acli is not None}
-        infos = {key: await _agent_info(r) for key, r in runners.items() if key in acli}
+        infos.update({key: await _agent_info(r) for key, r in runners.items() if key in acli})
         await asyncio.gather(
-            *(_one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden, infos.get(id(p.agent))) for p, case, n in todo)
+            *(
+                _one(runners[id(p.agent)], limits[id(p.agent)], p, case, n, progress, runtime, journal, logs, hidden, infos.get(id(p.agent)), budget, clock, finished)
+                for p, case, n in todo
+            )
         )
-        # Runs taken from an earlier run (--resume) kept no trace: made now, with what this
-        # run learnt of the agent (when none of its runs ran here, write_traces makes them
-        # without it).
-        for plan in plans:
-            if plan.agent is not None and id(plan.agent) in infos:
-                for case in plan.cases:
-                    for run in case.runs if case.acli is not None else []:
-                        if run.trace is None and run.error is None and run.invocations is not None:
-                            run.trace = case_trace(plan, case, run, *infos[id(plan.agent)])
     finally:
         for runner in started:
             try:
                 await runner.stop()
             except Exception:
                 pass
+    for plan in plans:
+        for case in plan.cases if plan.agent is not None else []:
+            if id(case) not in done:
+                _finish_case(plan, case, infos, ahead, done)
     usage: dict[str, Usage] = {}
     for plan in plans:
         if plan.agent is None:
@@ -251,13 +294,46 @@ async def _infer(
         for case in plan.cases:
             for run in case.runs:
                 u.add(run)
-            ok = next((r for r in case.runs if r.error is None), None)
-            case.actual = ok.invocations if ok is not None else None
-            if case.rubrics and case.expected is None:
-                _rubrics_on_generated(case)
         if u.case_runs and u.failed == u.case_runs:
             plan.agent_error = agent_error(Counter(r.error or "" for case in plan.cases for r in case.runs))
     return usage
+
+
+def _shares_a_model(plans: list[SuitePlan], runners: dict[int, Runner]) -> bool:
+    """Whether a judge criterion asks a Gemini model an agent calls too (so they share its
+    quota): known for in-process agents; an API server's or a command's models are not."""
+    judges = {
+        crit.judge_model_options.judge_model.rsplit("/", 1)[-1]
+        for plan in plans
+        for case in plan.cases
+        for crit in case.criteria.values()
+        if crit.judge and crit.service == "gemini" and hasattr(crit, "judge_model_options")
+    }
+    for runner in runners.values():
+        models = runner.models()
+        if models and models & judges:
+            return True
+    return False
+
+
+def _finish_case(plan: SuitePlan, case: CaseInput, infos: dict[int, tuple[Optional[str], dict[str, Any]]], ahead: Any, done: set[int]) -> None:
+    """A case whose runs have all ended: its actual outputs (the first successful run's), its
+    rubrics on them, the traces of runs an earlier run (--resume) made; then, with `ahead`,
+    scored at once (its suite's plan-level warnings are the suite's, added when it is scored)."""
+    done.add(id(case))
+    if id(plan.agent) in infos and case.acli is not None:
+        # Runs taken from an earlier run (--resume) kept no trace: made now, with what this
+        # run learnt of the agent (when none of its runs ran here, write_traces makes them
+        # without it).
+        for run in case.runs:
+            if run.trace is None and run.error is None and run.invocations is not None:
+                run.trace = case_trace(plan, case, run, *infos[id(plan.agent)])
+    ok = next((r for r in case.runs if r.error is None), None)
+    case.actual = ok.invocations if ok is not None else None
+    if case.rubrics and case.expected is None:
+        _rubrics_on_generated(case)
+    if ahead is not None and any(c.judge for c in case.criteria.values()):
+        ahead.submit(case)
 
 
 async def _agent_info(runner: Runner) -> tuple[Optional[str], dict[str, Any]]:
@@ -362,6 +438,7 @@ def run_agents(
     reuse: Optional[dict[RunKey, AgentRun]] = None,
     logs: Optional[LogOptions] = None,
     secrets: tuple[str, ...] = (),
+    score_ahead: bool = False,
 ) -> dict[str, Any]:
     """Run every agent suite's cases `num_runs` times; fills `case.runs` and `case.actual`.
     `runtime` (the judge runtime) plays the simulated user of scenario cases. Each finished
@@ -371,16 +448,34 @@ def run_agents(
     back (its invocations, its error) is written nowhere before the values of secret-looking
     environment variables and `secrets` (the GitHub token, say) are replaced in it.
 
+    With `score_ahead` (and a judge runtime), each case with judge criteria is scored as
+    soon as its last run ends, on the runtime's threads, while others still run; the caller
+    then scores with `evalgate.engine.run`, which takes those results (in case order, the
+    same as scoring them afterwards). Leave it off when the caller scores the cases itself.
+
     Returns what goes into results.json's `run.agent` ({} when no suite runs an agent):
-    the step's wall time, the usage per suite, and the simulated users' requests, cache
-    hits and tokens when there were any."""
+    the step's wall time, the usage per suite, where the time went (waiting for a slot,
+    backing off before a new attempt), and the simulated users' requests, cache hits and
+    tokens when there were any."""
     t0 = time.perf_counter()
     runners = runners_for(plans, loaded)
     if not runners:
         return {}
-    with capture.capture():
-        usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}, logs or LogOptions(), tuple(secrets)))
+    ahead = None
+    if score_ahead and runtime is not None:
+        from evalgate.engine import Ahead, needs_judge
+
+        if needs_judge(plans):
+            ahead = Ahead(runtime, runtime.concurrency * 4)  # as many case threads as `evalgate run` scores on
+    clock = RunClock()
+    try:
+        with capture.capture():
+            usage = asyncio.run(_infer(plans, runners, progress, runtime, journal, reuse or {}, logs or LogOptions(), tuple(secrets), ahead, clock))
+    finally:
+        if ahead is not None:
+            ahead.close()
     out: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 3), "suites": {name: u.as_dict() for name, u in usage.items()}}
+    out.update(clock.record())
     simulator = runtime.stats().get(SIMULATOR) if runtime is not None else None
     if simulator:
         out["simulator"] = simulator
@@ -410,28 +505,59 @@ async def _one(
     logs: Optional[LogOptions] = None,
     hidden: Optional[list[tuple[str, str]]] = None,
     info: Optional[tuple[Optional[str], dict[str, Any]]] = None,
+    budget: Any = None,
+    clock: Optional["RunClock"] = None,
+    finished: Optional[Callable[[CaseInput], None]] = None,
 ) -> None:
     spec = plan.agent
     logs = logs or LogOptions()
+    clock = clock or RunClock()
     root, agents = info or (None, {})
+    queued = time.monotonic()
     async with limit:
-        t0 = time.monotonic()
-        state: dict[str, Any] = {"turn": 0}
-        log = _case_log(plan, case, n, logs, _known_secrets(()) if hidden is None else hidden)
+        if budget is not None:
+            await budget.acquire_async()
+        token = IN_CASE_RUN.set(budget is not None)
         try:
-            invocations = await asyncio.wait_for(_logged(log, _converse(runner, case, n, spec, state, runtime, root)), timeout=spec.timeout_s)
-            result = AgentRun(invocations, run=n, ended=state.get("ended"))
-        except asyncio.TimeoutError:
-            of = f" of {len(case.expected)}" if case.expected is not None else ""
-            result = AgentRun(None, f"timed out after {spec.timeout_s:g} s (timeout_s), in turn {state['turn']}{of}", run=n)
-        except (AgentError, SimulationError) as e:
-            result = AgentRun(None, str(e), run=n)
-        except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
-            result = AgentRun(None, _describe(e), run=n)
+            t0 = time.monotonic()
+            clock.waited += t0 - queued
+            log = _case_log(plan, case, n, logs, _known_secrets(()) if hidden is None else hidden)
+            attempt = 0
+            while True:
+                attempt += 1
+                state: dict[str, Any] = {"turn": 0}
+                retry: Optional[float] = None
+                try:
+                    invocations = await asyncio.wait_for(_logged(log, _converse(runner, case, n, spec, state, runtime, root)), timeout=spec.timeout_s)
+                    result = AgentRun(invocations, run=n, ended=state.get("ended"))
+                except asyncio.TimeoutError:
+                    of = f" of {len(case.expected)}" if case.expected is not None else ""
+                    result = AgentRun(None, f"timed out after {spec.timeout_s:g} s (timeout_s), in turn {state['turn']}{of}", run=n)
+                except (AgentError, SimulationError) as e:
+                    result = AgentRun(None, str(e), run=n)
+                    retry = _retry_wait(e, attempt, spec)
+                except Exception as e:  # the agent's, a tool's or a client's exception: this run's failure only
+                    result = AgentRun(None, _describe(e), run=n)
+                    retry = _retry_wait(e, attempt, spec)
+                if retry is None:
+                    break
+                # Transient: started again after the wait, in the same slot (a server asking
+                # to slow down gets less, not more, from this run meanwhile).
+                log.write(f"evalgate: attempt {attempt} of {spec.max_attempts} failed on a transient error ({result.error}); "
+                          f"starting the case run again in {retry:.1f} s\n")
+                clock.backoff += retry
+                await asyncio.sleep(retry)
+            if result.error is not None and attempt > 1:
+                result.error += f" (gave up after {attempt} attempts)"
+        finally:
+            IN_CASE_RUN.reset(token)
+            if budget is not None:
+                budget.release()
         if result.invocations:
             beyond = _bounded(result.invocations)
             if beyond is not None:
                 result = AgentRun(None, f"the agent's output is beyond evalgate's limits: {beyond}", run=n)
+        result.attempts = attempt
         hidden = _known_secrets(()) if hidden is None else hidden
         if result.error is not None:
             result.error = writable(_redact(result.error, hidden))  # an exception may quote a lone surrogate
@@ -446,10 +572,109 @@ async def _one(
         case.runs[n - 1] = result
         if journal is not None:
             journal.add(plan.name, case, result)
+        if finished is not None:
+            finished(case)
     if result.error is not None and logs.failed is not None:
         logs.failed(plan.name, case, result)
     if progress is not None:
         progress(1)
+
+
+@dataclass
+class RunClock:
+    """Where the agent step's time went besides the case runs themselves, added up over case
+    runs: waiting for a slot (the agent's concurrency, or the budget it shares with the
+    judge) and waiting before starting a case run again after a transient failure."""
+
+    waited: float = 0.0
+    backoff: float = 0.0
+    concurrency: Optional[int] = None  # agent.concurrency (the largest, with several agents)
+    shared: Optional[int] = None  # the budget shared with the judge, when there was one
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"waited_s": round(self.waited, 3)}
+        if self.backoff:
+            out["backoff_s"] = round(self.backoff, 3)
+        if self.concurrency is not None:
+            out["concurrency"] = self.concurrency
+        if self.shared is not None:
+            out["shared_slots"] = self.shared
+        return out
+
+
+# --- retrying a case run that failed on a transient error ---------------------------------------
+
+RETRY_INITIAL_S = 1.0  # before the second attempt, without Retry-After; doubled for each next one
+RETRY_QUOTA_S = 4.0  # the same after a 429 that did not say how long: a quota needs longer
+RETRY_MAX_S = 30.0
+# The HTTP clients agents use: a connection or protocol error of theirs is the network's, not the agent's.
+_CLIENT_MODULES = ("httpx", "httpcore", "aiohttp", "requests", "urllib3", "google", "litellm", "openai", "anthropic", "grpc")
+_DROPPED = re.compile(
+    r"^(?:ReadError|WriteError|RemoteProtocolError|ConnectError|ServerDisconnectedError|ClientConnectionError|ClientOSError|"
+    r"ClientPayloadError|ProtocolError|ChunkedEncodingError|ConnectionError|IncompleteRead|"
+    r"ReadTimeout|WriteTimeout|ConnectTimeout|PoolTimeout|TimeoutException|ServerTimeoutError|Timeout|APITimeoutError|APIConnectionError)$"
+)
+
+
+def _quota(e: BaseException) -> bool:
+    current: Optional[BaseException] = e
+    for _ in range(8):
+        if current is None:
+            return False
+        if getattr(current, "code", None) == 429 or getattr(current, "status_code", None) == 429:
+            return True
+        if isinstance(current, AgentError) and " HTTP 429" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def transient(e: BaseException) -> tuple[bool, Optional[float]]:
+    """Whether a case run's failure is worth another attempt, and the wait the server asked
+    for (Retry-After), if any. Transient: a runner's TransientAgentError; an HTTP status of
+    429, 408, 409 or 5xx but 501 on an HTTP client's error (google-genai's APIError, httpx,
+    aiohttp, requests, LiteLLM, ...); a dropped, reset or refused connection; an HTTP
+    client's own timeout. Looked for along the exception's causes too (ADK and tools wrap).
+    Everything else (the agent's or a tool's own exception, a 4xx) is not."""
+    from evalgate.agents import TransientAgentError
+    from evalgate.judge.retry import retry_after, retryable_status
+
+    seen = 0
+    current: Optional[BaseException] = e
+    while current is not None and seen < 8:
+        seen += 1
+        if isinstance(current, TransientAgentError):
+            return True, current.retry_after
+        module = type(current).__module__.split(".")[0]
+        if module in _CLIENT_MODULES:
+            code = getattr(current, "code", None)
+            if not isinstance(code, int):
+                code = getattr(current, "status_code", None) or getattr(current, "status", None)
+            if isinstance(code, int) and 100 <= code <= 599:
+                return (retryable_status(code), retry_after(current)) if retryable_status(code) else (False, None)
+            if _DROPPED.match(type(current).__name__):
+                return True, None
+        if isinstance(current, (ConnectionError, EOFError)):  # reset, refused, broken pipe, aborted
+            return True, None
+        current = current.__cause__ or current.__context__
+    return False, None
+
+
+def _retry_wait(e: BaseException, attempt: int, spec: Any) -> Optional[float]:
+    """Seconds to wait before attempt `attempt + 1` of a case run that failed with `e`, or
+    None when it is not started again (not transient, the last attempt, or a server asking
+    for longer than evalgate waits)."""
+    from evalgate.judge.retry import MAX_RETRY_AFTER_S
+
+    ok, asked = transient(e)
+    if not ok or attempt >= spec.max_attempts:
+        return None
+    if asked is not None and asked > 0:
+        if asked > MAX_RETRY_AFTER_S:
+            return None
+        return asked * (1.0 + 0.1 * random.random())  # honour the server, de-synchronised a little
+    delay = min(RETRY_MAX_S, (RETRY_QUOTA_S if _quota(e) else RETRY_INITIAL_S) * 2 ** (attempt - 1))
+    return delay * (0.5 + 0.5 * random.random())  # "equal jitter": at least half the delay
 
 
 def _case_log(plan: SuitePlan, case: CaseInput, n: int, logs: LogOptions, hidden: Optional[list[tuple[str, str]]] = None) -> capture.CaseLog:
@@ -636,6 +861,8 @@ def inference_record(suite: str, case: CaseInput, run: AgentRun) -> dict[str, An
         record["ended"] = run.ended
     if run.log is not None:
         record["log"] = run.log
+    if run.attempts > 1:
+        record["attempts"] = run.attempts
     if run.error is not None:
         record["error"] = run.error
     else:

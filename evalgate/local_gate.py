@@ -12,6 +12,9 @@ The base commit is `--base-sha` (any git revision), or by default the merge-base
 with the default branch (origin's HEAD, else main or master). Its baseline is looked up as
 the action does: that commit's or its nearest first-parent ancestor's, in the config's
 store, and in the data branch of the github store when this clone has fetched it.
+
+The steps are the action's, in one place (evalgate.pipeline.gate_change): this module is
+their source (git and files) and their sink (the terminal, comment.md and report.html).
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ def choose_base(args: argparse.Namespace, repo: Optional[Path]) -> Base:
 def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> list[Any]:
     """The stores to look in: the config's, and the github store's data branch as this clone
     fetched it (the action keeps its baselines there unless told otherwise)."""
-    from evalgate.gate.baselines import DirStore, GitBranchStore
+    from evalgate.baselines import DirStore, GitBranchStore
 
     stores: list[Any] = []
     if gate.baseline.store == "dir":
@@ -118,7 +121,7 @@ def _stores(gate: Any, loaded: Any, repo: Optional[Path], notes: list[str]) -> l
 
 
 def _data_branch_hint(stores: list[Any], gate: Any) -> str:
-    from evalgate.gate.baselines import GitBranchStore
+    from evalgate.baselines import GitBranchStore
 
     if gate.baseline.store == "github" or any(isinstance(s, GitBranchStore) for s in stores):
         return ""
@@ -127,7 +130,7 @@ def _data_branch_hint(stores: list[Any], gate: Any) -> str:
 
 
 def _describe(store: Any) -> str:
-    from evalgate.gate.baselines import DirStore
+    from evalgate.baselines import DirStore
 
     if isinstance(store, DirStore):
         from evalgate.errors import display_path
@@ -139,7 +142,7 @@ def _describe(store: Any) -> str:
 def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path]) -> None:
     """Fill `base` with the baseline of its commit or the nearest first-parent ancestor that
     has one, and its store's ledger and trend; a note when there is none."""
-    from evalgate.gate.baselines import find_baseline, git_first_parent
+    from evalgate.baselines import find_baseline, git_first_parent
     from evalgate.reading import read_note
 
     if base.commit is None or repo is None:
@@ -167,11 +170,10 @@ def find_base_baseline(base: Base, gate: Any, loaded: Any, repo: Optional[Path])
 
 
 def _read_file(base: Base, path: str) -> None:
-    from evalgate.cli import _read_baseline_or_results
-
+    from evalgate.baselines import read_baseline_file
     from evalgate.reading import read_note
 
-    base.results, base.info = _read_baseline_or_results(Path(path))
+    base.results, base.info = read_baseline_file(Path(path))
     base.where = path
     if read_note(base.results):
         base.notes.append(read_note(base.results))
@@ -184,7 +186,7 @@ def _read_store_of(base: Base, file: Path) -> None:
     """A saved baseline in a store's layout (<store>/baselines/<gate id>/<sha>.json.gz) brings
     that store's flake ledger and trend, as --base-sha would: the history of the branch it
     was saved on, which tells a flaky case from a broken one."""
-    from evalgate.gate.baselines import DirStore, baseline_path
+    from evalgate.baselines import DirStore, baseline_path
 
     store = file.parent.parent.parent
     try:
@@ -207,7 +209,7 @@ def _base_config(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Op
     decide); None (with a note) when it cannot be read: the working tree's is used. Second,
     the config's path when the base commit has no file there (its policy is then shown
     against nothing)."""
-    from evalgate.gate.base_policy import config_of_text, git_show
+    from evalgate.under_base import config_of_text, git_show
 
     if base.commit is None or repo is None:
         return None, None
@@ -230,8 +232,7 @@ def _base_config(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Op
     if text is None and not _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo):
         base.notes.append(_("the baseline's commit {commit} is not in this clone: the working tree's gate, judge and vertex sections were used", commit=base.commit[:12]))
         return None, None
-    if text is None:
-        base.notes.append(_("git has no {file} at the base commit {commit}: the working tree's gate, judge and vertex sections were used", file=rel, commit=base.commit[:12]))
+    if text is None:  # the verdict's reasons say so (evalgate.pipeline)
         return None, rel
     try:
         return config_of_text(text, loaded.path.name), None
@@ -241,120 +242,91 @@ def _base_config(base: Base, loaded: Any, repo: Optional[Path]) -> tuple[Any, Op
         return None, None
 
 
-def _run(args: argparse.Namespace, loaded: Any, plans: list) -> Any:
-    """`evalgate run` on these plans, with gate's run options; the results it wrote."""
-    from evalgate import cli, results
+class _Files:
+    """The source of `evalgate gate` (evalgate.pipeline.Source): the base commit's config from
+    git, its baseline, ledger and trend from the config's store, the data branch this clone
+    fetched, or the --baseline file."""
 
-    run_args = cli._parser().parse_args(["run"])  # every run option at its default, then ours
-    for name, value in vars(args).items():
-        if name != "func" and hasattr(run_args, name):
-            setattr(run_args, name, value)
-    run_args.planned = (loaded, plans)
-    if args.quiet:  # the gate's verdict line, not the run's on absolute thresholds
-        with contextlib.redirect_stdout(io.StringIO()):
-            cli.cmd_run(run_args)
-    else:
-        cli.cmd_run(run_args)
-    return results.read(Path(args.out) / "results.json")
+    def __init__(self, args: argparse.Namespace, loaded: Any, repo: Optional[Path]):
+        self.loaded, self.repo, self.quiet = loaded, repo, args.quiet
+        self.file = args.baseline
+        if self.file:
+            self.found = Base()
+            _read_file(self.found, self.file)
+        else:
+            self.found = choose_base(args, repo)
+
+    def base_config(self, loaded: Any) -> tuple[Any, Optional[str]]:
+        return _base_config(self.found, loaded, self.repo)
+
+    def baseline(self, gate: Any, base: Any) -> None:
+        if not self.file:
+            find_base_baseline(self.found, gate, self.loaded, self.repo)
+        base.results, base.info, base.ledger, base.trend = self.found.results, self.found.info, self.found.ledger, self.found.trend
+        _say_base(self.found, self.quiet)
+
+
+class _Terminal:
+    """The sink of `evalgate gate` (evalgate.pipeline.Sink): notes on stderr, the results in --out."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.out, self.quiet = Path(args.out), args.quiet
+
+    def note(self, text: str) -> None:
+        from evalgate.reports.terminal import plain  # a note may quote a file's keys or problems
+
+        print(_("note: {text}", text=plain(text)), file=sys.stderr)
+
+    def log(self, text: str) -> None:
+        if not self.quiet:
+            self.note(text)  # a note may quote the agent's start error
+
+    def rewrote(self, current: Any) -> None:
+        from evalgate import results
+
+        results.write(current, self.out / "results.json")
 
 
 def gate(args: argparse.Namespace) -> int:
-    from evalgate.cli import _exit_for
-    from evalgate.gate import compare
     from evalgate.config import find_config, load_config
+    from evalgate.local_run import run_and_write
+    from evalgate.pipeline import exit_code, gate_change, judge_runtime
     from evalgate.plan import build_plans
-    from evalgate.gate.base_policy import UnderBase, scoring_policy, with_base_policy
 
     loaded = load_config(find_config(args.config))
     i18n.configured(loaded.config.report.language)
     top = _git(["rev-parse", "--show-toplevel"], loaded.base)
     repo = Path(top) if top else None
-    own = loaded.config
-    if args.baseline:
-        base = Base()
-        _read_file(base, args.baseline)
-    else:
-        base = choose_base(args, repo)
-    base_config, missing = _base_config(base, loaded, repo)
-    gate_ = base_config.gate if base_config is not None else own.gate
-    if not args.baseline:
-        find_base_baseline(base, gate_, loaded, repo)
-    if base_config is not None:
-        loaded.config = with_base_policy(own, base_config)
-    plans = build_plans(loaded)
-    under = UnderBase(
-        own.gate,
-        base_config.gate if base_config is not None else None,
-        base.results,
-        missing,
-        scoring_policy(own),
-        scoring_policy(base_config) if base_config is not None else None,
-    )
-    base.notes += under.apply(plans)
-    _say_base(base, args.quiet)
+    source = _Files(args, loaded, repo)
 
-    current = _run(args, loaded, plans)
-    if args.shard is not None and base.results is not None:
-        base.results = shard_of_results(base.results, args.shard)
-    if current.selection is not None and base.results is not None and base.results.selection is None:
-        from evalgate.cli import _selected_baseline
+    def run(loaded: Any, policy: Any) -> tuple[Any, list]:
+        """`evalgate run` on the plans under the base's policy, with gate's run options."""
+        plans = build_plans(loaded)
+        policy(plans)
+        if args.quiet:  # the gate's verdict line, not the run's on absolute thresholds
+            with contextlib.redirect_stdout(io.StringIO()):
+                return run_and_write(loaded, plans, args), plans
+        return run_and_write(loaded, plans, args), plans
 
-        base.results = _selected_baseline(base.results, current.selection)  # --case: the same cases of the baseline
-    comparison = compare(base.results, current, gate_, base.ledger, base.info)
-    comparison = _confirm(args, comparison, current, plans, loaded, gate_, base)
-    comparison.gate_change = under.change()
-    _write(args, comparison, current, base, gate_)
-    _say_verdict(comparison, args, base, current)
-    return _exit_for(comparison.verdict, gate_)
+    decision = gate_change(loaded, source, _Terminal(args), run, lambda loaded: lambda: judge_runtime(loaded, args.judge_concurrency, args.no_cache))
+    _write(args, decision)
+    _say_verdict(decision.comparison, args, source.found, decision.results)
+    return exit_code(decision.comparison.verdict, decision.gate)
 
 
-def _confirm(args: argparse.Namespace, comparison: Any, current: Any, plans: list, loaded: Any, gate_: Any, base: Base) -> Any:
-    """Confirmation runs (gate.confirm, evalgate.gate.confirm): the suspects re-run, results.json
-    written again with them, and the run compared again."""
-    from evalgate import results
-    from evalgate.cli import _judge_runtime
-    from evalgate.gate import compare
-    from evalgate.gate.confirm import confirm_run, rerun_any
-    from evalgate.reports.terminal import plain  # a note may quote the agent's start error
-
-    notes = confirm_run(comparison, current, plans, loaded, gate_, lambda: _judge_runtime(loaded, args))
-    if not rerun_any(current):
-        return comparison
-    if not args.quiet:
-        for note in notes:
-            print(_("note: {text}", text=plain(note)), file=sys.stderr)
-    results.write(current, Path(args.out) / "results.json")
-    return compare(base.results, current, gate_, base.ledger, base.info)
-
-
-def shard_of_results(results: Any, shard: Any) -> Any:
-    """The results of the cases shard K of N holds (evalgate.shards), counts and statuses
-    recomputed: a baseline cut to what `run --shard` ran, so no other case reads as removed."""
-    from evalgate.engine import derived_warnings, finish_run, finish_suite
-    from evalgate.shards import shard_of
-
-    suites = []
-    for suite in results.suites:
-        cases = [c for c in suite.cases if shard_of(suite.name, c.eval_set_id, c.eval_id, shard.count) == shard.index]
-        derived = derived_warnings(suite)  # finish_suite derives these again
-        warnings = [w for w in suite.warnings if w not in derived]
-        suites.append(finish_suite(suite.name, suite.not_evaluated_policy, cases, suite.criteria, warnings, suite.agent_error if cases else None))  # type: ignore[arg-type]
-    cut = finish_run(suites, results.config_digest, results.run)
-    cut.evalgate_version = results.evalgate_version
-    return cut
-
-
-def _write(args: argparse.Namespace, comparison: Any, current: Any, base: Base, gate_: Any) -> None:
+def _write(args: argparse.Namespace, decision: Any) -> None:
+    """comment.md (the comment the action would post) and report.html, into --out."""
     from evalgate.reports.html import REPORT_FILE, write_html
     from evalgate.reports.markdown import render_comment
 
+    comparison, current, gate_, trend = decision.comparison, decision.results, decision.gate, decision.base.trend
     out = Path(args.out)
-    comment = render_comment(comparison, current, gate_id=gate_.id, full_report_hint=FULL_REPORT, trend=base.trend)
+    comment = render_comment(comparison, current, gate_id=gate_.id, full_report_hint=FULL_REPORT, trend=trend)
     try:
         from evalgate import writing
 
         writing.write_text(out / COMMENT_FILE, comment)
-        write_html(out / REPORT_FILE, comparison, current, base.results, gate_id=gate_.id, trend=base.trend)
+        write_html(out / REPORT_FILE, comparison, current, decision.baseline, gate_id=gate_.id, trend=trend)
     except OSError as e:
         raise InputError(Problem(str(out), None, f"cannot write the report there ({e.strerror or e})", "Pass --out a folder you can write to.")) from None
 

@@ -1,6 +1,6 @@
 """The results file (`results.json`): typed models, deterministic writing, reading back.
 
-The comparable payload is everything but `run` and the cases' `agent_logs`: sorted, stable,
+The comparable payload is everything but `run` and the cases' `agent_logs` and `agent_attempts`: sorted, stable,
 free of timestamps, so two runs over the same data and config produce the same bytes there.
 `run` and the logs carry what legitimately differs between runs (when, how long, what the
 agent printed).
@@ -182,6 +182,13 @@ class CaseResult(_Model):
         "API failure, the judge's not the agent's), the gate re-runs such a case when the baseline passed it "
         "(gate.confirm). Absent when every run of the case ran.",
     )
+    agent_attempts: Optional[list[int]] = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="How many times each run of the case was started (one number per run, in run order): more than 1 "
+        "where a run failed on a transient error (HTTP 429 or 5xx, a dropped connection, a client's timeout) and was "
+        "started again (agent.max_attempts). Absent when every run took one attempt. Not part of the comparable payload.",
+    )
     reruns: Optional[list[Rerun]] = Field(
         None,
         exclude_if=lambda v: v is None,
@@ -296,8 +303,19 @@ class RunInfo(_Model):
     agent: dict[str, Any] = Field(
         default_factory=dict,
         exclude_if=lambda v: not v,
-        description="Running the agent: seconds (wall time of the whole step) and, per suite, case_runs, failed, "
-        "duration_s (sum of case-run wall times), tokens (the agent's model tokens), tools (replayed / live calls under tools: replay).",
+        description="Running the agent: seconds (wall time of the whole step), concurrency (agent.concurrency), "
+        "shared_slots (case runs and judge requests in flight at most, together, while cases were scored as their runs "
+        "ended: the larger of agent.concurrency and judge.concurrency), waited_s (case runs waiting for a slot, added up), "
+        "backoff_s (waiting before starting a case run again after a transient failure, added up) and, per suite, "
+        "case_runs, failed, duration_s (sum of case-run wall times), retried (case runs started more than once), "
+        "tokens (the agent's model tokens), tools (replayed / live calls under tools: replay).",
+    )
+    judge: dict[str, Any] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="Where the judge's time went (judge and Vertex AI requests, the simulated user's included), seconds "
+        "added up over requests: requests_s (in the requests, every attempt), slot_wait_s (waiting for a free slot), "
+        "rate_wait_s (waiting for judge.rpm), backoff_s (waiting before a retry), and concurrency (judge.concurrency).",
     )
     outputs: Optional[str] = Field(
         None,
@@ -342,6 +360,7 @@ class RunResults(_Model):
             for case in suite["cases"]:
                 case.get("efficiency", {}).pop("invocation_duration_v1", None)
                 case.pop("agent_logs", None)
+                case.pop("agent_attempts", None)
         return data
 
 

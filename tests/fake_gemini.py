@@ -28,7 +28,8 @@ An exception in the responder answers 500 and is kept in `responder_errors`.
 Faults: `queue(reply, times=1, when=None)` makes the next `times` matching requests (optionally
 only those whose body satisfies `when(body)`) answer `reply` instead of the responder.
 Builders for the usual ones: `error(status, retry_after=, retry_delay=)`, `slow(seconds)`,
-`not_json()`, `wrong_shape()`, `empty_candidates()`, `blocked(reason)`, `prompt_blocked(reason)`.
+`not_json()`, `wrong_shape()`, `empty_candidates()`, `blocked(reason)`, `prompt_blocked(reason)`,
+`dropped()` (the connection closed without an answer).
 
 Benchmark knobs: `latency` (seconds added to every generateContent answer) and
 `quota_per_minute` (429 with Retry-After above N accepted requests in any rolling 60 s).
@@ -115,6 +116,15 @@ def error(status: int, message: Optional[str] = None, *, retry_after: Optional[f
     if retry_delay is not None:
         details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}]
     return google_error(status, message, retry_after=retry_after, details=details)
+
+
+DROPPED = 0  # Reply.status meaning: close the connection without answering
+
+
+def dropped() -> Reply:
+    """No answer at all: the server closes the connection once it has read the request (a
+    proxy or load balancer dropping it), which the client sees as a disconnect."""
+    return Reply(DROPPED)
 
 
 def not_json(text: str = "<html><body>502 Bad Gateway</body></html>") -> Reply:
@@ -412,6 +422,15 @@ class _Handler(BaseHTTPRequestHandler):
         return queued or Reply()
 
     def _send(self, reply: Reply) -> None:
+        if reply.status == DROPPED:
+            import socket
+
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
         fake_http.send_reply(self, reply)
 
 

@@ -9,6 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional, Union
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128
+
+
 def serve(handler: type[BaseHTTPRequestHandler], **bound: Any) -> ThreadingHTTPServer:
     """Start serving `handler` in a daemon thread; `bound` become class attributes of the
     handler (each fake binds itself, so its handler reaches its state)."""
@@ -16,7 +20,9 @@ def serve(handler: type[BaseHTTPRequestHandler], **bound: Any) -> ThreadingHTTPS
     # delayed ACK, about 40 ms a request, which no real service adds.
     # (A handler that sets it itself, as bench_inference's --nagle does, keeps its choice.)
     nagle_off = handler.__dict__.get("disable_nagle_algorithm", True)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type(handler.__name__, (handler,), {"disable_nagle_algorithm": nagle_off, **bound}))
+    # A backlog for every client a run keeps busy at once (the default 5 refuses some of a
+    # burst of 16 or more new connections, which the client sees as a dropped connection).
+    server = _Server(("127.0.0.1", 0), type(handler.__name__, (handler,), {"disable_nagle_algorithm": nagle_off, **bound}))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     return server

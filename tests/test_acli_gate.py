@@ -140,7 +140,7 @@ def test_the_bases_policy_keeps_agents_cli_metrics_as_the_eval_config_declares_t
     """`evalgate gate` rebuilds the baseline's criteria from its results; an agents-cli metric
     named like an ADK criterion evalgate knows (safety_v1) must stay the agents-cli one."""
     from evalgate.criteria.acli_service_metric import AcliServiceMetric
-    from evalgate.gate.base_policy import base_criteria
+    from evalgate.under_base import base_criteria
 
     config = tmp_path / "eval_config.yaml"
     config.write_text(CONFIG.replace("[stars, tool_calls]", "[stars, tool_calls, SAFETY]"), encoding="utf-8")

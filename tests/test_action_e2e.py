@@ -36,7 +36,7 @@ import pytest
 import agent_model
 from agent_project import make_project as make_agent_project
 from conftest import REPO
-from evalgate.gate.baselines import decode_ledger
+from evalgate.baselines import decode_ledger
 from evalgate.efficiency import METRICS as EFFICIENCY
 from evalgate.reports.markdown import marker
 from fake_gemini import FAKE_API_KEY, FakeGemini, fake_gemini  # noqa: F401  (fixture)

@@ -582,7 +582,7 @@ def test_rubric_verdicts_cross_in_both_directions(tmp_path, cli):
         {"rubric_id": "気温を言う", "verdict": "no", "rationale": "", "description": "気温を言う"},
     ]}
 
-    from evalgate.gate.baselines import decode_baseline
+    from evalgate.baselines import decode_baseline
     from evalgate.reports.agents_cli import suite_results
 
     baseline = decode_baseline((root / "store" / "baselines" / "evalgate" / f"{SHA}.json.gz").read_bytes(), "baseline")

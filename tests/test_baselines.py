@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalgate.gate.baselines import (
+from evalgate.baselines import (
     Baseline,
     DirStore,
     GitHubStore,

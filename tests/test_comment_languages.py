@@ -70,8 +70,8 @@ def test_quickstart_comment_snapshot(code, monkeypatch):
 # Words of the comment in each language: headings, table headers, the case kinds, the headline.
 WORDS = {
     "en": ["### Regressed cases (3)", "| criterion | threshold | cases | baseline |", "<b>broken stable</b>", "3 regressed cases (2 broken stable)", "### Fixed cases (1)"],
-    "ko": ["### 회귀한 케이스 (3)", "| 기준 | 임계값 | 케이스 | 기준선 |", "<b>깨짐 (안정적이던 케이스)</b>", "회귀한 케이스 3개 (안정적인 케이스 2개 깨짐)", "### 고쳐진 케이스 (1)"],
-    "ja": ["### 悪化したケース (3)", "| 基準 | しきい値 | ケース | ベースライン |", "<b>壊れた (安定していたケース)</b>", "悪化したケース 3 件 (安定したケースが 2 件壊れた)", "### 修正されたケース (1)"],
+    "ko": ["### 회귀한 케이스 (3)", "| 기준 | 임계값 | 케이스 | 베이스라인 |", "<b>깨짐 (안정적이던 케이스)</b>", "회귀한 케이스 3개 (안정적이던 케이스 2개 깨짐)", "### 새로 통과한 케이스 (1)"],
+    "ja": ["### 悪化したケース（3）", "| 基準 | しきい値 | ケース | ベースライン |", "<b>壊れた安定ケース</b>", "悪化したケース 3 件（うち 2 件は安定していたケース）", "### 直ったケース（1）"],
 }
 
 
@@ -148,7 +148,7 @@ def test_a_korean_comment_is_cut_to_githubs_limit(code):
     shortened = {"ko": "**코멘트 길이 제한 65,000자에 맞춰 줄였습니다**: ", "ja": "**コメントの上限 65,000 文字に収めるため短縮しました**: "}[code]
     assert shortened in text
     # The hint the action passes is translated too.
-    assert {"ko": "전체 리포트: 실행의 job summary", "ja": "完全なレポート: 実行の job summary"}[code] in text
+    assert {"ko": "전체 리포트: 실행의 job summary", "ja": "レポート全体は実行の job summary"}[code] in text
 
 
 def test_emoji_count_twice_against_the_comment_limit():
@@ -211,11 +211,11 @@ def test_the_side_by_side_section_in_japanese(fake_gemini, monkeypatch, tmp_path
     _, comparison = _judge(baseline, current, _policy(), tmp_path)
     with i18n.language("ja"):
         comment = render_comment(comparison, current)
-    assert "| 並べて比較したジャッジ (ジャッジ、両方の順序) | – | 20 | – | – | 変わった回答 17 件のうち 14 件がベースラインより悪い、0 件が良い、3 件が同等" in comment
-    assert "### 並べて比較してベースラインより悪い回答 (14)" in comment
-    assert "_そのうち最も明確な 5 件です。すべての組は report.html にあります。_" in comment
+    assert "| ペアワイズ判定 (ジャッジ、両方の順序) | – | 20 | – | – | ベースラインと異なる回答 17 件のうち、ベースラインより悪い 14 件、良い 0 件、同等 3 件" in comment
+    assert "### ペアワイズ判定でベースラインより悪い回答（14）" in comment
+    assert "_差が最も明確な 5 件です。すべての組は report.html にあります。_" in comment
     assert "ベースラインの回答を A として提示: **ベースラインの回答を支持**: It keeps the order number and the tracking id." in comment
-    assert "ベースラインの回答:" in comment and "このプルリクエストの回答:" in comment
+    assert "ベースラインの回答:" in comment and "この PR の回答:" in comment
     check_safe(comment, markdown.COMMENT_LIMIT, run_url=None)
 
 
@@ -240,13 +240,13 @@ def test_the_action_speaks_the_configs_language(action, history):
 
     fake = action.fake
     assert action("push", _push(history[1]), sha=history[1]) == 0, action.stdout
-    assert f"`{history[1][:12]}`의 기준선을 저장하고 불안정성 기록과 추이를 갱신했습니다 (게이트 `evalgate`, 브랜치 `evalgate-data`)." in action.summary
+    assert f"`{history[1][:12]}`의 베이스라인을 저장하고 flaky 기록과 추이를 갱신했습니다 (게이트 `evalgate`, 브랜치 `evalgate-data`)." in action.summary
 
     head = fake.add_commit([history[1]], "PR head")
     _set_outputs(action.ws, regressed=True)
     assert action("pull_request", _pull_request(head, history[1]), sha=head) == 1, action.stdout
     [comment] = fake.issue_comments(PR)
-    headline = "**evalgate FAIL** · 회귀한 케이스 1개 · 케이스 2개: 통과 1, 실패 1, 평가 안 됨 0"
+    headline = "**evalgate FAIL** · 회귀한 케이스 1개 · 케이스 2개: 통과 1, 실패 1, 미평가 0"
     assert comment["body"].startswith(marker("evalgate") + "\n" + headline + "\n")
     assert "<summary><b>회귀</b> home / lights-en: tool_trajectory_avg_score 1.00 → 0.00</summary>" in comment["body"]
     assert [(s["context"], s["state"], s["description"]) for s in fake.statuses[head]] == [("evalgate", "failure", "evalgate 실패: 통과 1, 실패 1, 회귀 1")]

@@ -272,16 +272,14 @@ def test_rubric_trajectory_settles_on_failing_samples_with_the_plain_rule():
 def test_the_plain_rule_is_the_rule_only_with_confirmation_runs(tmp_path, confirm, plain):
     """`evalgate run`'s judge runtime stops on failing samples too when gate.confirm re-runs
     suspects (on by default), and keeps samples that all failed drawn to the end without it."""
-    import argparse
-
-    from evalgate.cli import _judge_runtime
+    from evalgate.pipeline import judge_runtime
     from evalgate.config import load_config
 
     (tmp_path / "evals").mkdir()
     (tmp_path / "evalgate.yaml").write_text(
         "agent: {command: [python, agent.py]}\nsuites:\n  - name: 판정\n    evalsets: [evals]\n    criteria:\n      final_response_match_v2: 0.8\n" + confirm,
         encoding="utf-8")
-    runtime, _ = _judge_runtime(load_config(tmp_path / "evalgate.yaml"), argparse.Namespace(judge_concurrency=None, no_cache=True))
+    runtime, _ = judge_runtime(load_config(tmp_path / "evalgate.yaml"), no_cache=True)
     assert runtime.early_stop is True and runtime.stop_on_failing is plain
     crit = FinalResponseMatchV2(threshold=0.8).bind(runtime)
     assert crit.stop_threshold() == (None if plain else 0.8)

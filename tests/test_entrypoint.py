@@ -23,7 +23,7 @@ from entrypoint.main import main  # noqa: E402
 from entrypoint.settings import read_settings  # noqa: E402
 from evalgate.errors import InputError  # noqa: E402
 from entrypoint.tracking import tracking_marker, tracking_title  # noqa: E402
-from evalgate.gate.baselines import decode_ledger, decode_trend  # noqa: E402
+from evalgate.baselines import decode_ledger, decode_trend  # noqa: E402
 from evalgate.efficiency import METRICS as EFFICIENCY  # noqa: E402
 from evalgate.reports.markdown import marker  # noqa: E402
 from fake_github import fake_github  # noqa: F401,E402  (fixture)

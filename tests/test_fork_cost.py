@@ -335,7 +335,7 @@ def test_no_text_fails_a_results_writer(cli, tmp_path, capsys):
     junit.xml, report.html, the Markdown report and the terminal summary are written; JSON
     keeps the surrogate as its escape."""
     from entrypoint.commands import Workflow
-    from evalgate.cli import _write_outputs
+    from evalgate.local_run import write_outputs
     from evalgate.config import GateConfig
     from evalgate.gate import compare
     from evalgate.reports.markdown import render_comment, render_summary
@@ -361,7 +361,7 @@ def test_no_text_fails_a_results_writer(cli, tmp_path, capsys):
     gate = GateConfig()
     out = tmp_path / "written"
     out.mkdir()
-    _write_outputs(run, [], out, gate)
+    write_outputs(run, [], out, gate)
     assert json.loads((out / "results.json").read_text(encoding="utf-8")) == json.loads(json.dumps(run.model_dump(mode="json")))
     assert "\\ud800" in (out / "report.html").read_text(encoding="utf-8")
     (out / "junit.xml").read_text(encoding="utf-8")  # XML cannot hold a surrogate, escaped or not: junit_xml leaves it out

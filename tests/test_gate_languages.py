@@ -353,7 +353,7 @@ ENGLISH = re.compile(
     r"within|passed on|more|not|no|and|of|the)\b"
 )
 ALLOWED = re.compile(
-    r"`[^`]*`|\(not_evaluated: warn\)|gate\.[a-z_.]+|num_[a-z]+|judge\.early_stop|run --case|temperature 0|\(flaky\)|"
+    r"`[^`]*`|\(not_evaluated: warn\)|gate\.[a-z_.]+|num_[a-z]+|judge\.early_stop|run --case|temperature 0|\(?\bflaky\b\)?|"
     r"\b(judge|tool|traj|rouge|score|new|old)(?=:)|no judge credentials|judge refused the prompt|timeout|quota|reply is not JSON"  # criterion names, errors (data)
 )
 
@@ -404,16 +404,16 @@ def test_confirmation_words_in_each_language():
     ]
     assert got["ko"] == [
         "재실행 2회 중 2회 실패: 깨짐",
-        "재실행에서 통과: 불안정한 (flaky) 케이스로 보고 세지 않음 (2회 중 1회 통과)",
-        "재샘플링에서 통과: 불안정한 (flaky) 케이스로 보고 세지 않음 (2회 중 1회 통과)",
-        "재실행 2회 중 1회 평가 안 됨: 확인되지 않아 첫 실행 결과를 유지",
-        "재실행 안 함",
+        "재실행에서 통과: flaky로 보고 집계에서 제외 (2회 중 1회 통과)",
+        "재샘플링에서 통과: flaky로 보고 집계에서 제외 (2회 중 1회 통과)",
+        "재실행 2회 중 1회 평가되지 않음: 확인되지 않아 첫 실행 결과를 유지",
+        "재실행하지 않음",
     ]
     assert got["ja"] == [
-        "再実行 2 回のうち 2 回不合格: 壊れた",
-        "再実行で合格: 不安定 (flaky) とみなし、数えません (2 回のうち 1 回合格)",
-        "再サンプリングで合格: 不安定 (flaky) とみなし、数えません (2 回のうち 1 回合格)",
-        "再実行 2 回のうち 1 回が未評価: 確認できないため最初の実行の結果のまま",
+        "再実行 2 回のうち 2 回不合格: 壊れたと判定",
+        "再実行で合格: flaky として集計から除外（2 回中 1 回合格）",
+        "再サンプリングで合格: flaky として集計から除外（2 回中 1 回合格）",
+        "再実行 2 回のうち 1 回が未評価: 確認できないため、最初の実行の結果を採用",
         "再実行なし",
     ]
 
@@ -437,10 +437,10 @@ MAIN_BASELINE = "examples/quickstart/main/store/baselines/evalgate/3832eed6a8ce3
 
 def _quickstart_comparison(results_json: Path):
     from evalgate import results
-    from evalgate.cli import _read_baseline_or_results
-    from evalgate.gate.baselines import DirStore
+    from evalgate.baselines import read_baseline_file
+    from evalgate.baselines import DirStore
 
-    baseline, info = _read_baseline_or_results(REPO / MAIN_BASELINE)
+    baseline, info = read_baseline_file(REPO / MAIN_BASELINE)
     ledger = DirStore(REPO / "examples/quickstart/main/store", gate_id="evalgate").load_ledger("evalgate")
     current = results.read(results_json)
     return compare(baseline, current, GatePolicy(), ledger, info), current
@@ -459,21 +459,21 @@ def test_the_bundled_examples_verdict_reasons(cli, tmp_path, code):
         text = reasons_text(comparison, current)
     _check_snapshot(text, SNAPSHOTS / f"quickstart.{code}.txt")
     # What `evalgate gate` prints: the verdict line and the reasons, in the language.
-    head = {"en": "evalgate gate: FAIL against the baseline", "ko": "evalgate gate: 기준선 대비 FAIL", "ja": "evalgate gate: ベースラインに対して FAIL"}[code]
+    head = {"en": "evalgate gate: FAIL against the baseline", "ko": "evalgate gate: FAIL (베이스라인 대비)", "ja": "evalgate gate: ベースラインとの比較で FAIL"}[code]
     shown = stdout[stdout.index(head):].splitlines()
     assert shown[0] == head
     assert shown[1 : 1 + len(comparison.reasons)] == [f"  {r}" for r in comparison.reasons]
-    broke = {"en": "shop_support/faq-ko broke (a stable case)", "ko": "shop_support/faq-ko 깨짐 (안정적인 케이스)", "ja": "shop_support/faq-ko が壊れた (安定したケース)"}[code]
+    broke = {"en": "shop_support/faq-ko broke (a stable case)", "ko": "shop_support/faq-ko 깨짐(안정적이던 케이스)", "ja": "安定していたケース shop_support/faq-ko が壊れました"}[code]
     assert f"  support-agent: {broke}" in shown
     comment = {"en": "comment: ", "ko": "코멘트: ", "ja": "コメント: "}[code]
     assert shown[-1].startswith(comment) and str(out / "comment.md") in shown[-1]
     note = {
         "en": "note: the baseline's commit 3832eed6a8ce is not in this clone",
-        "ko": "참고: 기준선의 커밋 3832eed6a8ce이 이 클론에 없습니다",
-        "ja": "注: ベースラインのコミット 3832eed6a8ce がこのクローンにありません",
+        "ko": "참고: 베이스라인 커밋(3832eed6a8ce)이 이 클론에 없습니다",
+        "ja": "注記: ベースラインのコミット 3832eed6a8ce がこのクローンにありません",
     }[code]
     assert note in err or "not in this clone" not in err, err
-    where = {"en": "with the flake ledger of", "ko": "의 불안정성 기록 포함", "ja": "の不安定性の記録つき"}[code]
+    where = {"en": "with the flake ledger of", "ko": "의 flaky 기록 포함", "ja": "の flaky 記録を使用"}[code]
     assert where in err, err
 
 
@@ -513,18 +513,18 @@ def test_notes_beside_the_verdict_in_each_language():
     ]
     more = 84
     assert got["ko"] == [
-        "git 체크아웃이 아니어서 기준 커밋이 없습니다: 절대 임계값으로 판정했습니다 (기준선과 비교하려면 --baseline FILE을 지정하세요)",
+        "git 체크아웃이 아니어서 베이스 커밋이 없으므로 절대 임계값으로 판정했습니다(베이스라인과 비교하려면 --baseline FILE을 지정하십시오)",
         f"... {more}줄 더 있음",
-        "스위트 ホーム: 풀 리퀘스트의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
-        "풀 리퀘스트의 inference.jsonl 중 3줄은 추론 기록이 아니어서 건너뛰었습니다",
-        "풀 리퀘스트의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
+        "스위트 ホーム: PR의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
+        "PR의 inference.jsonl 중 3줄은 추론 레코드가 아니어서 건너뛰었습니다",
+        "PR의 출력에 이 스위트의 내용이 없어 어떤 케이스도 채점하지 못했습니다",
     ]
     assert got["ja"] == [
-        "git のチェックアウトではないため、ベースコミットがありません: 絶対しきい値で判定しました (ベースラインと比較するには --baseline FILE を指定してください)",
-        f"... ほかに {more} 行",
-        "スイート ホーム: プルリクエストの出力にこのスイートのものがないため、どのケースも採点できませんでした",
-        "プルリクエストの inference.jsonl のうち 3 行は推論の記録ではないため、スキップしました",
-        "プルリクエストの出力にこのスイートのものがないため、どのケースも採点できませんでした",
+        "git のチェックアウトではないため、ベースコミットがありません。絶対しきい値で判定しました（ベースラインと比較するには --baseline FILE を指定してください）",
+        f"... ほか {more} 行",
+        "スイート ホーム: PR の出力にこのスイートのものがないため、このスイートのケースは 1 件も採点していません",
+        "PR の inference.jsonl のうち 3 行は推論のレコードではないため、スキップしました",
+        "PR の出力にこのスイートのものがないため、このスイートのケースは 1 件も採点していません",
     ]
 
 

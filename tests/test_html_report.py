@@ -930,7 +930,7 @@ def _english_left(seen: list[str], names: list[str]) -> list[str]:
 SPOKEN = {
     # (a tab, the case counter, the change filter's "regressed", the counter with it chosen)
     "ko": ("개요", "케이스 10개 중 10개 표시", "회귀", "케이스 10개 중 3개 표시"),
-    "ja": ("概要", "10 ケース中 10 件を表示", "悪化", "10 ケース中 3 件を表示"),
+    "ja": ("概要", "ケース 10 件中 10 件を表示", "悪化", "ケース 10 件中 3 件を表示"),
 }
 
 
@@ -1144,7 +1144,7 @@ def test_the_report_says_why_a_case_flaky_on_main_is_not_blamed():
 
     with i18n.language("ko"):  # the script's words reach the page in the report's language
         messages = _data(_flaky_on_main_report()[0])["i18n"]["t"]
-    assert messages["{history}: not blamed on this pull request"] == "{history}: 이 PR의 탓으로 보지 않습니다"
+    assert messages["{history}: not blamed on this pull request"] == "{history}: 이 PR 탓으로 보지 않습니다"
 
 
 def test_the_case_flaky_on_main_reads_so_in_the_browser(browser, tmp_path):

@@ -54,6 +54,45 @@ def test_the_check_names_each_kind_of_mistake(tmp_path):
     assert "evalgate.mo of ja is stale: run `python -m evalgate.locale.catalogs update`" in catalogs.problems(package)
 
 
+def test_the_check_catches_a_korean_particle_glued_to_a_field_and_the_fallbacks(tmp_path):
+    source = ('from evalgate.i18n import _\n_("{criterion} failed", criterion=1)\n_("no {path}", path=1)\n'
+              '_("read from {path}", path=1)\n_("{n} kinds", n=1)\n')
+    package = _package(tmp_path, source)
+    catalogs.update(package)
+    root = package / "locale"
+    good = {"{criterion} failed": "기준({criterion})을 통과하지 못했습니다", "no {path}": "파일 없음: {path}",
+            "read from {path}": "{path}에서 읽었습니다", "{n} kinds": "{n}가지"}
+    catalogs.fill("ja", {k: "{" + k.split("{")[1].split("}")[0] + "}" for k in good}, root)
+    catalogs.fill("ko", good, root)
+    assert catalogs.problems(package) == []  # 에서 does not change with the sound before it; 가지 is a counter
+
+    bad = {"{criterion} failed": "{criterion}을 통과하지 못했습니다", "no {path}": "`{path}`이(가) 없습니다",
+           "read from {path}": "{path}(으)로부터 읽었습니다", "{n} kinds": "{n}는 종류"}
+    catalogs.fill("ko", bad, root)
+    found = [p for p in catalogs.problems(package) if not p.endswith("is stale: run `python -m evalgate.locale.catalogs update`")]
+    assert found == [
+        "ko: a particle glued to a field ('}을') in the translation of '{criterion} failed': "
+        "put the field in parentheses after a noun, or after a colon",
+        "ko: a particle glued to a field ('}이') in the translation of 'no {path}': put the field in parentheses after a noun, or after a colon",
+        "ko: the fallback '(가)' in the translation of 'no {path}': rewrite so one form fits (the field in parentheses after a noun)",
+        "ko: the fallback '(으)' in the translation of 'read from {path}': rewrite so one form fits (the field in parentheses after a noun)",
+        "ko: a particle glued to a field ('}는') in the translation of '{n} kinds': put the field in parentheses after a noun, or after a colon",
+    ]
+
+
+def test_the_check_catches_a_half_width_semicolon_in_japanese_where_it_is_enforced(tmp_path):
+    package = _package(tmp_path, 'from evalgate.i18n import _\n_("{a}; {b}", a=1, b=2)\n')
+    catalogs.update(package)
+    root = package / "locale"
+    catalogs.fill("ko", {"{a}; {b}": "{a}. {b}"}, root)
+    catalogs.fill("ja", {"{a}; {b}": "{a}; {b}"}, root)
+    message = "ja: a half-width ';' in the translation of '{a}; {b}': use 。 or 、"
+    assert message in catalogs.problems(package, style=("ko", "ja"))
+    assert message not in catalogs.problems(package, style=("ko",))
+    catalogs.fill("ja", {"{a}; {b}": "{a}。{b}"}, root)
+    assert catalogs.problems(package, style=("ko", "ja")) == []
+
+
 def test_fields_and_plurals_in_each_language():
     counts = {}
     for code in i18n.LANGUAGES:
@@ -61,7 +100,7 @@ def test_fields_and_plurals_in_each_language():
             counts[code] = (n_("{n} case", "{n} cases", 1), n_("{n} case", "{n} cases", 1204))
     assert counts["en"] == ("1 case", "1,204 cases")
     assert counts["ko"] == ("케이스 1개", "케이스 1,204개")
-    assert counts["ja"] == ("1 ケース", "1,204 ケース")
+    assert counts["ja"] == ("ケース 1 件", "ケース 1,204 件")
     assert i18n.current() == "en"  # language() restores the one before it
 
 
@@ -79,9 +118,9 @@ def test_an_unknown_language_is_refused():
 def test_the_config_chooses_the_language_and_the_flag_overrides_it(cli, tmp_path):
     root = make_project(tmp_path, config=CONFIG + "report:\n  language: ko\n")
     code, out, _ = cli("run", "--out", "o", "--no-color", cwd=root)
-    assert code == 0 and "전체: PASSED (스위트 1개의 케이스 2개: 통과 2, 실패 0, 평가 안 됨 0)" in out, out
+    assert code == 0 and "전체: PASSED (스위트 1개, 케이스 2개: 통과 2, 실패 0, 미평가 0)" in out, out
     code, out, _ = cli("run", "--out", "o", "--no-color", "--language", "ja", cwd=root)
-    assert code == 0 and "全体: PASSED (1 スイート、2 ケース: 合格 2、不合格 0、未評価 0)" in out, out
+    assert code == 0 and "全体: PASSED (スイート 1 件、ケース 2 件: 合格 2、不合格 0、未評価 0)" in out, out
     code, out, _ = cli("run", "--out", "o", "--no-color", "--language", "en", cwd=root)
     assert code == 0 and "overall: PASSED (2 cases in 1 suite: 2 passed, 0 failed, 0 not evaluated)" in out, out
 

@@ -1010,7 +1010,8 @@ def test_a_confirmation_re_draw_asks_the_judge_afresh_never_the_cache(fake_gemin
     """gate.confirm on recorded outputs (evalgate.gate.confirm): a judge suspect re-draws its
     samples. The first run's verdicts are in the cache; each re-draw asks other sample
     indices (cached apart) and never reads the cache, so it is a fresh draw."""
-    from evalgate.gate.confirm import Suspect, rerun
+    from evalgate.gate.confirm import Suspect
+    from evalgate.rerun import rerun
     from evalgate.engine import CaseInput, SuitePlan, finish_run, finish_suite, score_case
     from evalgate.results import RunInfo
 

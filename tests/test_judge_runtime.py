@@ -189,6 +189,7 @@ def test_retry_after_is_honoured(gemini, make_runtime, clock, fault, wait):
 
     assert reply.error is None and json.loads(reply.text)["verdict"] == "valid"
     assert clock.sleeps == [wait]
+    assert runtime.waits()["backoff_s"] == pytest.approx(wait)  # where the time went (the run's footer)
     assert [r.status for r in gemini.requests] == [fault.status, 200]
     assert runtime.stats()["final_response_match_v2"]["requests"] == 2
     assert runtime.stats()["final_response_match_v2"]["retries"] == 1

@@ -311,7 +311,7 @@ def test_the_comments_numbers_agree_with_its_trend(cli, tmp_path):
 def test_several_runs_fill_the_ledger_on_the_first_day(cli, repo):
     """`baseline save --results r1 r2 ...`: each run of main goes into the flake ledger, so
     the gate has the history it needs to call cases stable before main has had 5 pushes."""
-    from evalgate.gate.baselines import DirStore
+    from evalgate.baselines import DirStore
     from evalgate.gate.ledger import stable_history
     from evalgate.gate.model import GatePolicy
 

@@ -14,7 +14,8 @@ import pytest
 
 from evalgate.gate import GatePolicy, Verdict, compare
 from evalgate.judge.runtime import JudgeRuntime
-from evalgate.gate.pairwise import DEFAULT_INSTRUCTIONS, PairwisePolicy, build_prompt, judge_pairs
+from evalgate.gate.pairwise import DEFAULT_INSTRUCTIONS, PairwisePolicy
+from evalgate.pairwise import build_prompt, judge_pairs
 from evalgate.reports.html import render_html
 from evalgate.reports.markdown import render_comment
 from evalgate.results import Counts, CriterionSpec, InvocationSummary, RunInfo, RunResults, Status, SuiteResult

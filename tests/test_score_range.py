@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from evalgate.criteria import REGISTRY
+from evalgate.criteria import REGISTRY, scales
 from evalgate.gate import GatePolicy, Verdict, compare
 from evalgate.gate.values import score_range
 from evalgate.reports.markdown import render_comment
@@ -30,14 +30,15 @@ def _ratings(n: int, seed: int, shift: float = 0.0) -> dict[str, float]:
 
 
 def test_criteria_declare_their_range():
-    assert score_range(NAME) == (1.0, 5.0) == REGISTRY[NAME].score_range
-    assert score_range("tool_trajectory_avg_score") == (0.0, 1.0) and score_range("my_custom_metric") == (0.0, 1.0)
+    assert score_range(NAME, scales=scales()) == (1.0, 5.0) == REGISTRY[NAME].score_range
+    assert score_range("tool_trajectory_avg_score", scales=scales()) == (0.0, 1.0) and score_range("my_custom_metric", scales=scales()) == (0.0, 1.0)
+    assert scales() == {NAME: (1.0, 5.0)}  # the gate is handed these (it imports no criterion)
 
 
 def test_a_drop_of_half_a_point_on_1_to_5_fails_and_is_shown_on_1_to_5():
     base = _ratings(40, 1)
     now = {k: max(1.0, v - 0.5) for k, v in base.items()}
-    comparison = compare(_run(base), _run(now), GatePolicy())
+    comparison = compare(_run(base), _run(now), GatePolicy(), scales=scales())
     assert comparison.verdict is Verdict.FAIL
     [comp] = comparison.suites[0].criteria
     assert comp.span == 4.0
@@ -55,7 +56,7 @@ def test_a_move_within_the_judges_margin_of_the_range_passes():
     margin: raw 1-5 numbers against [0, 1] margins (0.06 > 0.02) failed it."""
     base = _ratings(60, 2)
     now = {k: v - 0.06 for k, v in base.items()}
-    comparison = compare(_run(base), _run(now), GatePolicy())
+    comparison = compare(_run(base), _run(now), GatePolicy(), scales=scales())
     assert comparison.verdict is Verdict.PASS, comparison.reasons
 
 
@@ -65,5 +66,5 @@ def test_an_unchanged_agent_on_1_to_5_is_not_inconclusive():
     rng = random.Random(3)
     base = _ratings(40, 3)
     now = {k: min(5.0, max(1.0, v + rng.choice([-0.5, 0.0, 0.0, 0.5]))) for k, v in base.items()}
-    comparison = compare(_run(base), _run(now), GatePolicy())
+    comparison = compare(_run(base), _run(now), GatePolicy(), scales=scales())
     assert comparison.verdict is Verdict.PASS, comparison.reasons

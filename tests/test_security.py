@@ -410,7 +410,7 @@ def test_cache_hits_on_added_cases_are_reported(fake_github, fake_gemini, monkey
     hits = {c["eval_id"]: c.get("judge_cache_hits") for c in results["suites"][0]["cases"]}
     assert hits == {"capital-en": 1, "수도-ko": 1}
     [comment] = fake_github.issue_comments(PR)
-    assert "1 verdict of 1 added or changed case came from the cache of default-branch runs" in comment["body"].replace("\\", "")
+    assert "judge cache: 1 verdict of 1 added or changed case came from the cache, not from the judge" in comment["body"].replace("\\", "")
 
 
 @needs_git

@@ -184,7 +184,7 @@ def test_a_dir_stores_files_and_lock_files_committed_as_links_are_replaced(tmp_p
     Before: each lock file's target was created (opened for appending through the link)."""
     from datetime import datetime, timezone
 
-    from evalgate.gate.baselines import DirStore, baseline_path, ledger_path, make_baseline, trend_path
+    from evalgate.baselines import DirStore, baseline_path, ledger_path, make_baseline, trend_path
     from evalgate.gate.trends import Trend
     from evalgate.results import RunInfo
     from result_builders import run_of

@@ -130,7 +130,7 @@ def test_english_is_byte_identical_to_what_scripts_parse():
     [
         ("en", "agent run failed: 고객지원/환불_요청 run 2: RuntimeError: 타임아웃 (its output, 3 lines: results.json, report.html)"),
         ("ko", "에이전트 실행 실패: 고객지원/환불_요청 2번째 실행: RuntimeError: 타임아웃 (출력 3줄: results.json, report.html)"),
-        ("ja", "エージェントの実行に失敗: 고객지원/환불_요청 (2 回目の実行): RuntimeError: 타임아웃 (出力 3 行: results.json, report.html)"),
+        ("ja", "エージェントの実行に失敗: 고객지원/환불_요청（2 回目の実行）: RuntimeError: 타임아웃（出力 3 行は results.json と report.html に記録）"),
     ],
 )
 def test_failed_run_line_in_each_language(code, line):
@@ -151,7 +151,7 @@ class _Clock:
     [
         ("en", None, ["cases: 1/2 (50%) 4s, about 4s left", "cases: 2/2 (100%) 9s"]),
         ("ko", "에이전트 실행", ["에이전트 실행: 1/2 (50%) 4s, 약 4s 남음", "에이전트 실행: 2/2 (100%) 9s"]),
-        ("ja", None, ["ケース: 1/2 (50%) 4s、残り約 4s", "ケース: 2/2 (100%) 9s"]),
+        ("ja", None, ["ケース: 1/2 (50%) 4 秒経過、残り約 4 秒", "ケース: 2/2 (100%) 9s"]),
     ],
 )
 def test_progress_label_in_each_language(code, label, lines):
@@ -185,17 +185,17 @@ def test_gate_on_the_bundled_example_in_korean(cli, tmp_path):
     _snapshot("gate.quickstart.ko.txt", stdout)
     # The verdict, the lines a script may look for, the where-the-files-are line: in Korean,
     # with the tokens that are never translated kept.
-    assert "evalgate gate: 기준선 대비 FAIL\n" in stdout
-    assert "shop_support/order-status-ko 깨짐 (안정적인 케이스)" in stdout
+    assert "evalgate gate: FAIL (베이스라인 대비)\n" in stdout
+    assert "shop_support/order-status-ko 깨짐(안정적이던 케이스)" in stdout
     assert "코멘트: OUT/comment.md  리포트: OUT/report.html\n" in stdout
-    assert f"기준 커밋: 3832eed6a8ce ({MAIN_BASELINE}가 저장된 커밋)\n" in err
-    assert f"기준선: 3832eed6a8ce, 출처 {MAIN_BASELINE}, examples/quickstart/main/store의 불안정성 기록 포함\n" in err
+    assert f"베이스 커밋: 3832eed6a8ce ({MAIN_BASELINE}에 담긴 결과의 커밋)\n" in err
+    assert f"베이스라인: 커밋 3832eed6a8ce, 출처: {MAIN_BASELINE}, examples/quickstart/main/store의 flaky 기록 포함\n" in err
     assert "overall:" not in stdout and "  criterion " not in stdout and "results:" not in stdout  # English left only in the gate's reasons (not translated here yet)
 
 
 def test_gate_quiet_line_in_korean_and_english(cli, tmp_path):
     code, stdout, _ = _gate_ko(cli, tmp_path, "--quiet")
-    assert (code, stdout) == (1, "evalgate gate: 기준선 대비 FAIL\n")
+    assert (code, stdout) == (1, "evalgate gate: FAIL (베이스라인 대비)\n")
     out = tmp_path / "en"
     code, stdout, _ = cli("gate", "--config", "examples/quickstart/evalgate.yaml", "--baseline", MAIN_BASELINE, "--out", str(out), "--quiet", cwd=REPO)
     assert (code, stdout) == (1, "evalgate gate: FAIL against the baseline\n")
@@ -205,7 +205,7 @@ def test_gate_quiet_line_in_korean_and_english(cli, tmp_path):
     "code, quiet, report",
     [
         ("en", "evalgate: FAILED (7 passed, 3 failed, 0 not evaluated)\n", "report: OUT/report.html"),
-        ("ko", "evalgate: FAILED (통과 7, 실패 3, 평가 안 됨 0)\n", "리포트: OUT/report.html"),
+        ("ko", "evalgate: FAILED (통과 7, 실패 3, 미평가 0)\n", "리포트: OUT/report.html"),
         ("ja", "evalgate: FAILED (合格 7、不合格 3、未評価 0)\n", "レポート: OUT/report.html"),
     ],
 )
@@ -217,7 +217,7 @@ def test_run_prints_its_verdict_and_files_in_each_language(cli, tmp_path, code, 
     status, stdout, err = cli(*args, "--case", "*-ko", cwd=REPO)
     stdout, err = stdout.replace(str(out), "OUT"), err.replace(str(out), "OUT")
     assert report + "\n" in stdout
-    selected = {"en": "selected 3 of 10 cases (--case '*-ko')", "ko": "케이스 10개 중 3개 선택 (--case '*-ko')", "ja": "10 ケース中 3 件を選択 (--case '*-ko')"}
+    selected = {"en": "selected 3 of 10 cases (--case '*-ko')", "ko": "케이스 10개 중 3개 선택 (--case '*-ko')", "ja": "ケース 10 件中 3 件を選択（--case '*-ko'）"}
     assert selected[code] + "\n" in err
 
 
@@ -226,7 +226,7 @@ def test_run_prints_its_verdict_and_files_in_each_language(cli, tmp_path, code, 
     [
         ("en", "shard 1/2: 4 of 10 cases (the 2 shards hold 4, 6 cases)", "merged 2 shards: 10 cases", "report: OUT/report.html"),
         ("ko", "샤드 1/2: 케이스 10개 중 4개 (샤드 2개가 각각 케이스 4, 6개)", "샤드 2개 병합: 케이스 10개", "리포트: OUT/report.html"),
-        ("ja", "シャード 1/2: 10 ケース中 4 ケース (2 シャードがそれぞれ 4, 6 ケース)", "2 シャードをマージ: 10 ケース", "レポート: OUT/report.html"),
+        ("ja", "シャード 1/2: ケース 10 件中 4 件（2 個のシャードのケース数: 4, 6 件）", "シャード 2 個をマージ: ケース 10 件", "レポート: OUT/report.html"),
     ],
 )
 def test_shards_merge_and_compare_say_so_in_each_language(cli, tmp_path, code, shard, merged, compared):

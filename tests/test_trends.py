@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalgate.gate.baselines import DirStore, decode_trend, encode_trend, trend_path
+from evalgate.baselines import DirStore, decode_trend, encode_trend, trend_path
 from evalgate.gate import GatePolicy, compare
 from evalgate.errors import InputError
 from evalgate.reports.markdown import MAX_CHARTS, mermaid_chart, render_comment, render_summary, sparkline

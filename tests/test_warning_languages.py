@@ -52,32 +52,32 @@ WARNINGS = {
     },
     "ko": {
         "고객지원": [
-            "outputs.jsonl: line 1: 이 evalgate가 모르는 키를 무시했습니다: '새_필드'(다른 evalgate 버전이 쓴 파일인가요?); "
-            "이 파일의 다른 1곳에도 모르는 키가 있었습니다. 그 키를 쓰려면 파일을 쓴 evalgate 버전으로 읽으세요.",
-            "evals/test_config.json: 사용자 정의 지표 '정확도'이(가) criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하세요",
+            "outputs.jsonl: line 1: 이 evalgate 버전이 모르는 키를 무시했습니다('새_필드'). 다른 evalgate 버전이 쓴 파일일 수 있습니다. "
+            "이 파일의 다른 1곳에도 알 수 없는 키가 있습니다. 이 키를 쓰려면 파일을 쓴 evalgate 버전으로 읽으십시오.",
+            "evals/test_config.json: 사용자 정의 지표 '정확도': criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하십시오",
             "actual 파일의 레코드 1개가 어떤 평가 케이스와도 맞지 않아 채점하지 않았습니다(예: '存在しないケース')",
-            "케이스 2개 중 1개에 평가 안 된 기준이 있습니다",
+            "케이스 2개 중 1개에 평가되지 않은 기준이 있습니다",
         ],
         "エージェント": [
-            "evals/test_config.json: 사용자 정의 지표 '정확도'이(가) criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하세요",
-            "에이전트가 모든 케이스 실행에서 실패해 그 동작을 하나도 채점하지 못했습니다. 모델 키가 없으면(포크의 풀 리퀘스트에는 시크릿이 없습니다) "
+            "evals/test_config.json: 사용자 정의 지표 '정확도': criteria에 없어 실행되지 않습니다(adk eval에서도 마찬가지입니다). 실행하려면 임계값과 함께 criteria에 추가하십시오",
+            "에이전트가 모든 케이스 실행에서 실패해 그 동작을 하나도 채점하지 못했습니다. 모델 키가 없으면(포크의 PR에는 시크릿이 없습니다) "
             f"여기서는 게이트가 판단할 수 없습니다. 실행 2회 중 2회의 오류: {RUNNER_ERROR}",
-            "케이스 2개 중 2개에 평가 안 된 기준이 있습니다",
+            "케이스 2개 중 2개에 평가되지 않은 기준이 있습니다",
         ],
     },
     "ja": {
         "고객지원": [
-            "outputs.jsonl: line 1: この evalgate が知らないキー '새_필드' を無視しました (別のバージョンの evalgate が書いたファイル?)。"
-            "このファイルの他の 1 か所にも、この evalgate が知らないキーがありました。使うには、それを書いたバージョンの evalgate で読んでください。",
-            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません (adk eval でも同じです)。実行するには、しきい値を付けて criteria に追加してください",
-            "actual ファイルのレコード 1 件がどの評価ケースにも一致しないため、採点していません (例: '存在しないケース')",
-            "2 ケース中 1 件に未評価の基準があります",
+            "outputs.jsonl: line 1: この evalgate が知らないキー '새_필드' を無視しました（別のバージョンの evalgate で書かれたファイルの可能性があります）。"
+            "このファイル内のほかの 1 か所にも、この evalgate が知らないキーがありました。これらを使うには、そのファイルを書いたバージョンの evalgate で読み込んでください。",
+            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません（adk eval でも同じです）。実行するには、しきい値を付けて criteria に追加してください",
+            "actual ファイルのレコード 1 件がどの評価ケースにも一致しないため、採点していません（例: '存在しないケース'）",
+            "ケース 2 件中 1 件に未評価の基準があります",
         ],
         "エージェント": [
-            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません (adk eval でも同じです)。実行するには、しきい値を付けて criteria に追加してください",
-            "エージェントがすべてのケース実行で失敗したため、その動作は何も採点されていません。モデルのキーがないと (フォークのプルリクエストにはシークレットがありません)、"
-            f"ここではゲートが判断できません。2 回の実行のうち 2 回のエラー: {RUNNER_ERROR}",
-            "2 ケース中 2 件に未評価の基準があります",
+            "evals/test_config.json: カスタム指標 '정확도' は criteria にないため実行されません（adk eval でも同じです）。実行するには、しきい値を付けて criteria に追加してください",
+            "エージェントがすべてのケース実行で失敗したため、何も採点できていません。モデルのキーがないため（フォークからの PR にはシークレットがありません）、"
+            f"ここではゲートが判定できません。2 回の実行のうち 2 回のエラー: {RUNNER_ERROR}",
+            "ケース 2 件中 2 件に未評価の基準があります",
         ],
     },
 }
@@ -147,7 +147,7 @@ def test_a_runs_warnings_speak_its_language(code, cli, tmp_path):
             assert f"\n  {PREFIX[code]}{w}\n" in stdout, w
     run = results.read(project / "out" / "results.json")
     with i18n.language(code):
-        _snapshot(f"warnings.{code}.txt", summary_table(run, color=False))
+        _snapshot(f"warnings.{code}.txt", summary_table(run, color=False, times=False))  # the measured seconds differ per run
     # report.html lists them (the agent error once, as the suite's reason, not again as a warning).
     page = html.unescape((project / "out" / "report.html").read_text(encoding="utf-8"))
     listed = [re.sub(r"<[^>]+>", "", li).strip() for ul in re.findall(r'<ul class="reasons warnings">(.*?)</ul>', page, re.S) for li in re.findall(r"<li[^>]*>(.*?)</li>", ul, re.S)]
@@ -181,7 +181,7 @@ def test_the_configs_language_is_set_before_anything_is_made(cli, tmp_path):
     # Each warning once, as the unsharded run has them: the shards' shared ones kept once, the
     # derived ones (incomplete cases, the agent error) made again in the config's language.
     assert _warnings(project / "merged" / "results.json") == WARNINGS["ja"]
-    assert "警告: 2 ケース中 1 件に未評価の基準があります" in stdout
+    assert "警告: ケース 2 件中 1 件に未評価の基準があります" in stdout
 
 
 def test_a_merge_in_another_language_derives_its_warnings_again_without_doubling(cli, tmp_path):
@@ -203,8 +203,7 @@ def test_a_suite_cut_from_results_of_another_language_drops_their_derived_warnin
     """A `run --case` baseline and a shard's cut of a baseline are suites derived again from
     some of their cases: the incomplete-cases warning of the whole is dropped whatever language
     wrote it, and made again for the cut in the current one."""
-    from evalgate.cli import _selected_baseline
-    from evalgate.local_gate import shard_of_results
+    from evalgate.pipeline import selected_baseline, shard_of_results
     from evalgate.results import SelectionInfo
     from evalgate.shards import Shard
 
@@ -213,7 +212,7 @@ def test_a_suite_cut_from_results_of_another_language_drops_their_derived_warnin
     whole = results.read(project / "out" / "results.json")
     with i18n.language("ko"):
         if cut == "selection":
-            part = _selected_baseline(whole, SelectionInfo(patterns=["返品*"], cases=1, of=2))
+            part = selected_baseline(whole, SelectionInfo(patterns=["返品*"], cases=1, of=2))
         else:
             part = shard_of_results(whole, Shard(1, 2))
     for suite in part.suites:
@@ -221,7 +220,7 @@ def test_a_suite_cut_from_results_of_another_language_drops_their_derived_warnin
         made = [w for w in ja if w not in (ja[-1], WARNINGS["ja"]["エージェント"][1])]
         derived = [suite.agent_error] if suite.agent_error else []
         if suite.counts.incomplete:
-            derived.append(f"케이스 {suite.counts.cases}개 중 {suite.counts.incomplete}개에 평가 안 된 기준이 있습니다")
+            derived.append(f"케이스 {suite.counts.cases}개 중 {suite.counts.incomplete}개에 평가되지 않은 기준이 있습니다")
         assert suite.warnings == made + derived, suite.name
     assert any(s.counts.incomplete for s in part.suites)  # a derived warning was made again
 
@@ -247,8 +246,8 @@ def test_a_forks_read_only_token_is_warned_in_the_configs_language(action, histo
     _set_outputs(action.ws, regressed=True)
     assert action("pull_request", _pull_request(head, history[1]), sha=head) == 1
     said = [
-        "このトークンではこのプルリクエストにコメントできません (フォークの読み取り専用トークン?)。レポートは job summary にあります",
-        "このトークンではコミットステータスを設定できません (evalgate)。判定は job summary と終了コードにあります",
+        "このトークンではこの PR にコメントできません（フォークの読み取り専用トークンの可能性があります）。レポートは job summary にあります",
+        "このトークンではコミットステータスを設定できません（evalgate）。判定は job summary と終了コードで確認できます",
     ]
     assert [line.rpartition("::")[2] for line in action.stdout.splitlines() if line.startswith("::warning")] == said
     for line in said:

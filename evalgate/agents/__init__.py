@@ -31,6 +31,16 @@ class AgentError(Exception):
     NOT_EVALUATED with this message; other cases go on."""
 
 
+class TransientAgentError(AgentError):
+    """A case run failed on something that may not happen again (the server answered 429 or
+    503, the connection dropped, a command exited with EX_TEMPFAIL): `evalgate.infer` starts
+    the case run again, after `retry_after` seconds when the server said how long."""
+
+    def __init__(self, message: str, retry_after: Optional[float] = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 @dataclass
 class CaseRun:
     """One run of one case, as a runner sees it."""
@@ -100,6 +110,11 @@ class Runner:
         sub_agents}}`), where the runner can know them cheaply; (None, {}) where it cannot.
         Asked once, after start(), when dataset cases run; never fails a run."""
         return None, {}
+
+    def models(self) -> Optional[set[str]]:
+        """The names of the models the agent calls (`gemini-2.5-flash`), where the runner can
+        know them after start(); None where it cannot (a server's, a command's)."""
+        return None
 
     def describe(self) -> str:
         return self.kind

@@ -111,6 +111,23 @@ class AdkRunner(Runner):
                 "adk",
             )
 
+    def models(self) -> Optional[set[str]]:
+        """The model names of the agent tree (a model given by name, or a model object's `model`)."""
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo = [self.root_agent]
+        while todo:
+            agent = todo.pop()
+            if agent is None or id(agent) in seen:
+                continue
+            seen.add(id(agent))
+            model = getattr(agent, "model", None)
+            name = model if isinstance(model, str) else getattr(model, "model", None)
+            if isinstance(name, str) and name:
+                found.add(name.rsplit("/", 1)[-1])
+            todo.extend(getattr(agent, "sub_agents", None) or [])
+        return found
+
     def _import(self, name: str, search: Path, folder: Optional[Path]) -> Any:
         # The agent's own imports (`import my_agent.tools`, `from tools import x`) resolve
         # from the folder that holds it, as under `adk web` and `adk api_server`.
@@ -309,19 +326,24 @@ def _plugin_classes() -> Any:
             return None
 
     class Retries(BasePlugin):
-        """Retries for the agent's model calls (408, 429, 5xx) unless the agent set its own,
-        so a passing blip of the model service does not fail a case."""
+        """Retries for the agent's model calls unless the agent set its own: a 408 or 5xx or a
+        dropped connection (google-genai retries those when it has retry options) is sent again
+        at once, after half a second or so, so a passing blip of the model service costs
+        little. A 429 is not retried here (google-genai's backoff cannot read Retry-After): the
+        case run fails, and evalgate.infer starts it again as long as the server asked."""
 
         def __init__(self) -> None:
             super().__init__(name="evalgate_retries")
 
         async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
             config = llm_request.config
+            if _own_retry_options(callback_context):
+                return None  # the agent's model has retry settings of its own: they stand
             if config.http_options is None:
                 config.http_options = types.HttpOptions()
             if config.http_options.retry_options is None:
                 config.http_options.retry_options = types.HttpRetryOptions(
-                    attempts=5, initial_delay=2.0, max_delay=60.0, exp_base=2.0, http_status_codes=[408, 429, 500, 502, 503, 504]
+                    attempts=3, initial_delay=0.5, max_delay=8.0, exp_base=2.0, jitter=0.5, http_status_codes=[408, 500, 502, 503, 504]
                 )
             return None
 
@@ -336,6 +358,16 @@ def _plugin_classes() -> Any:
             return self.replay.lookup(tool.name, tool_args)
 
     return AppDetails, Retries, Replay
+
+
+def _own_retry_options(callback_context: Any) -> bool:
+    """Whether the agent's model (a Gemini instance) carries retry options of its own."""
+    agent = getattr(getattr(callback_context, "_invocation_context", None), "agent", None)
+    try:
+        model = getattr(agent, "canonical_model", None)
+    except Exception:  # a model ADK cannot resolve: its own error comes with the call
+        return False
+    return getattr(model, "retry_options", None) is not None
 
 
 def _instructions(value: Any) -> str:

@@ -36,7 +36,7 @@ from typing import Any, Optional
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 from evalgate.adk import Content, Invocation
-from evalgate.agents import DEFAULT_USER_ID, ENV_VAR, AgentError, CaseRun, Conversation, Runner, capture, expand_env
+from evalgate.agents import DEFAULT_USER_ID, ENV_VAR, AgentError, CaseRun, Conversation, Runner, TransientAgentError, capture, expand_env
 from evalgate.agents.environment import withheld
 from evalgate.agents.events import to_invocations, user_event
 from evalgate.agents.replay import recorded_calls
@@ -226,12 +226,15 @@ class ApiServerRunner(Runner):
                     raise AgentError(f"{shown}: more than {MAX_REDIRECTS} redirects")
         except requests.Timeout:
             raise AgentError(f"{shown}: no answer within {timeout[1]:g} s") from None
+        except requests.ConnectionError as e:  # refused, reset, dropped: the network's, worth another attempt
+            raise TransientAgentError(f"{shown}: {self.redact(_reason(e))}") from None
         except requests.RequestException as e:
             raise AgentError(f"{shown}: {self.redact(_reason(e))}") from None
         try:
-            return response.status_code, json.loads(response.content)
+            body: Any = json.loads(response.content)
         except ValueError:
-            return response.status_code, response.content.decode("utf-8", "replace")
+            body = response.content.decode("utf-8", "replace")
+        return Answer(response.status_code, body, _retry_after(response.headers.get("retry-after")))
 
     def redact(self, text: str) -> str:
         """`text` without any header value or variable read into one (a server may echo what
@@ -240,16 +243,20 @@ class ApiServerRunner(Runner):
             text = text.replace(secret, "***")
         return text
 
-    def failure(self, what: str, status: int, body: Any) -> AgentError:
+    def failure(self, what: str, status: int, body: Any, retry_after: Optional[float] = None) -> AgentError:
         """An HTTP error answer as a case run's failure: status and a short detail of the body
-        (the whole body goes to the case run's log)."""
+        (the whole body goes to the case run's log). Transient (`transient_status`): a
+        TransientAgentError, which `evalgate.infer` retries after `retry_after` s when given."""
         log_answer(self, f"{what} answered HTTP {status}", body)
         detail = body.get("detail", body) if isinstance(body, dict) else body
         text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
         text = " ".join(self.redact(text).split())
         if len(text) > DETAIL_CHARS:
             text = text[:DETAIL_CHARS] + " ..."
-        return AgentError(f"{what} answered HTTP {status}" + (f": {text}" if text else ""))
+        message = f"{what} answered HTTP {status}" + (f": {text}" if text else "")
+        if transient_status(status, text):
+            return TransientAgentError(message, retry_after)
+        return AgentError(message)
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -312,7 +319,8 @@ class _ServerConversation(Conversation):
             body["sessionId"] = str(wanted)
         what = f"creating the session (POST {self._session_path()})"
         for attempt in (1, 2):
-            status, answer = await self.owner.call("POST", self._session_path(), body)
+            reply = await self.owner.call("POST", self._session_path(), body)
+            status, answer = reply
             if status in (502, 503, 504) and attempt == 1:
                 await asyncio.sleep(1.0)  # a gateway's blip (Cloud Run cold start); once is enough
                 continue
@@ -323,7 +331,7 @@ class _ServerConversation(Conversation):
                 "so runs of this case share it; remove it, or run one at a time with num_runs: 1)"
             )
         if status >= 400:
-            raise self.owner.failure(what, status, answer)
+            raise self.owner.failure(what, status, answer, getattr(reply, "retry_after", None))
         if not isinstance(answer, dict) or not answer.get("id"):
             raise AgentError(f"{what} answered HTTP {status} without a session id")
         return str(answer["id"])
@@ -340,10 +348,11 @@ class _ServerConversation(Conversation):
         }
         sent_at = time.time()
         started = time.monotonic()
-        status, answer = await self.owner.call("POST", "/run", body)
+        reply = await self.owner.call("POST", "/run", body)
+        status, answer = reply
         took = round(time.monotonic() - started, 3)
         if status >= 400:
-            raise self.owner.failure("POST /run", status, answer)
+            raise self.owner.failure("POST /run", status, answer, getattr(reply, "retry_after", None))
         if not isinstance(answer, list) or not all(isinstance(e, dict) for e in answer):
             log_answer(self.owner, f"POST /run answered HTTP {status} with a body that is not a JSON list of events", answer)
             shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
@@ -364,6 +373,52 @@ class _ServerConversation(Conversation):
             await self.owner.call("DELETE", f"{self._session_path()}/{quote(self.session_id, safe='')}", timeout=CLOSE_TIMEOUT_S)
         except Exception:  # a session left behind must not turn a finished run into a failure
             pass
+
+
+class Answer(tuple):
+    """(status, body) as `ApiServerRunner.call` gives it, with the server's Retry-After (seconds) beside it."""
+
+    retry_after: Optional[float]
+
+    def __new__(cls, status: int, body: Any, retry_after: Optional[float] = None) -> "Answer":
+        self = super().__new__(cls, (status, body))
+        self.retry_after = retry_after
+        return self
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    from evalgate.judge.retry import retry_after
+
+    return retry_after(_WithHeaders({"retry-after": value})) if value else None
+
+
+class _WithHeaders:
+    """What `evalgate.judge.retry.retry_after` reads a Retry-After header from."""
+
+    def __init__(self, headers: dict[str, Any]):
+        self.response = self
+        self.headers = headers
+
+
+# What a 500 says when it is the agent's model's 429 or 5xx or a dropped connection: ADK's API
+# server lets the agent's exception through, and Starlette answers it with a bare
+# "Internal Server Error"; a server that reports the exception puts its text in `detail`.
+_TRANSIENT_DETAIL = re.compile(
+    r"^(?:Internal Server Error)?$|^(?:429|5\d\d)\b|RESOURCE_EXHAUSTED|\bUNAVAILABLE\b|"
+    r"\b(?:ReadError|RemoteProtocolError|ConnectError|ServerDisconnectedError|ReadTimeout|ConnectTimeout|ClientOSError)\b|"
+    r"Server disconnected|Connection reset"
+)
+
+
+def transient_status(status: int, detail: str) -> bool:
+    """Whether the server's error answer is worth another attempt of the case run: 408, 429,
+    502, 503, 504 (the server, or a gateway before it, busy or starting), and a 500 that is
+    bare ("Internal Server Error": ADK's API server lets the agent's exception through, its
+    model's 429 or 503 included) or whose detail names a 429, a 5xx or a dropped connection.
+    A 500 with another detail is the agent's own failure, and stands."""
+    if status in (408, 429, 502, 503, 504):
+        return True
+    return status == 500 and bool(_TRANSIENT_DETAIL.search(detail.strip()))
 
 
 def log_answer(owner: ApiServerRunner, what: str, body: Any) -> None:

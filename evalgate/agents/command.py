@@ -24,7 +24,7 @@ from typing import Any, Optional, Union
 from pydantic import ValidationError
 
 from evalgate.adk import Content, Invocation, field_names
-from evalgate.agents import AgentError, CaseRun, Conversation, Runner, capture
+from evalgate.agents import AgentError, CaseRun, Conversation, Runner, TransientAgentError, capture
 from evalgate.agents.agent_io import AgentInput, AgentOutput
 from evalgate.agents.environment import agent_environment
 from evalgate.agents.replay import recorded_calls
@@ -185,7 +185,7 @@ class _CommandConversation(Conversation):
         code = await self._settle(EXIT_GRACE_S)
         if code is None:
             return AgentError(f"the command closed its stdout before answering {self._where()}{self._stderr_tail()}")
-        return AgentError(f"the command {_exited(code)} before answering {self._where()}{self._stderr_tail()}")
+        return _failed(code, f"the command {_exited(code)} before answering {self._where()}{self._stderr_tail()}")
 
     # --- turns -------------------------------------------------------------------------------
 
@@ -284,11 +284,23 @@ class _CommandConversation(Conversation):
                     proc.stdin.close()
                 code = await self._settle(None)
                 if code:
-                    raise AgentError(f"the command {_exited(code)} after the last turn{self._stderr_tail()}")
+                    raise _failed(code, f"the command {_exited(code)} after the last turn{self._stderr_tail()}")
         finally:
             await _end(proc)
             if self.stderr_task is not None and not self.stderr_task.done():
                 self.stderr_task.cancel()
+
+
+# sysexits.h's EX_TEMPFAIL, "temporary failure, the user is invited to retry": the one exit code by
+# which a command says its failure was transient (its model answered 429 or 503, a connection
+# dropped), and evalgate starts the case run again (agent.max_attempts).
+EX_TEMPFAIL = 75
+
+
+def _failed(code: int, message: str) -> AgentError:
+    if code == EX_TEMPFAIL:
+        return TransientAgentError(message + " (exit code 75, EX_TEMPFAIL: a transient failure)")
+    return AgentError(message)
 
 
 async def _exit_code(proc: asyncio.subprocess.Process, timeout: Optional[float]) -> Optional[int]:

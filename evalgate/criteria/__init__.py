@@ -23,4 +23,10 @@ from evalgate.criteria import (  # noqa: F401,E402
     vertex_multi_turn,
 )
 
-__all__ = ["REGISTRY", "Criterion", "Outcome", "criterion"]
+__all__ = ["REGISTRY", "Criterion", "Outcome", "criterion", "scales"]
+
+
+def scales() -> dict[str, tuple[float, float]]:
+    """The registered criteria whose scores are not 0 to 1, by name: their `score_range`,
+    which the gate is handed (evalgate.gate.compare's `scales`)."""
+    return {name: cls.score_range for name, cls in sorted(REGISTRY.items()) if tuple(cls.score_range) != (0.0, 1.0)}

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import Field, PrivateAttr
 
+from evalgate import reasons
 from evalgate.criteria.base import CaseOutcome, Criterion, InputKind, Outcome, Scope
 from evalgate.results import Status
 
@@ -67,7 +68,7 @@ class AcliMetric(Criterion):
         if trace is None:
             dump = getattr(case, "acli", None)
             if dump is None:
-                return _whole(actual, Outcome(None, error="an agents-cli metric scores agents-cli dataset cases and traces; this case is an ADK eval case"))
+                return _whole(actual, Outcome(None, error=reasons.NOT_AN_ACLI_CASE))
             from evalgate.agents_cli.cases import trace_case
 
             trace = trace_case(dump, actual, None)

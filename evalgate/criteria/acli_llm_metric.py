@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import PrivateAttr
 
+from evalgate import reasons
 from evalgate.criteria.acli import AcliMetric, graded_case, prompt_content, response_content
 from evalgate.criteria.base import Outcome
 from evalgate.criteria.judging import ReplyError, parse_reply, readable
@@ -137,7 +138,7 @@ class AcliLLMMetric(AcliMetric):
             details["explanation"] = explanation
         usable = [s for s in scores if s is not None]
         if not usable:
-            return Outcome(None, details, error="; ".join(dict.fromkeys(failures)) or "the judge gave no score")
+            return Outcome(None, details, error="; ".join(dict.fromkeys(failures)) or reasons.NO_SCORE)
         total = 0.0
         for s in usable:
             total += s

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import Field
 
+from evalgate import reasons
 from evalgate.adk import FunctionCall, FunctionResponse, IntermediateData, Invocation, InvocationEvents
 from evalgate.criteria.base import Outcome, criterion
 from evalgate.criteria.judging import (
@@ -314,7 +315,7 @@ class Hallucinations(JudgeCriterion):
     def score_invocation(self, actual: Invocation, expected: Optional[Invocation]) -> Outcome:
         steps = self.steps(actual)
         if not steps:
-            return Outcome(None, error="nothing to check: the invocation has no response text")
+            return Outcome(None, error=reasons.NO_RESPONSE_TEXT)
         n = self.judge_model_options.num_samples
         flat = self.runtime.map([lambda k=k, j=j: self.check(steps[k], j) for k in range(len(steps)) for j in range(n)])
         return combine(steps, [flat[k * n:(k + 1) * n] for k in range(len(steps))])

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import Field
 
+from evalgate import reasons
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Outcome, criterion
 from evalgate.criteria.final_response_match_v2 import read_verdict, verdict_ballot, vote
@@ -101,4 +102,4 @@ class PerTurnUserSimulatorQuality(JudgeCriterion):
         return vote(self.ask_samples(prompt, SCHEMA, read_verdict, ballot=verdict_ballot))
 
     def score_invocation(self, actual: Invocation, expected: Optional[Invocation]) -> Outcome:
-        return Outcome(None, error="needs a conversation_scenario (a simulated conversation), and this case has none")
+        return Outcome(None, error=reasons.NO_SCENARIO)

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import Field
 
+from evalgate import reasons
 from evalgate.adk import Invocation
 from evalgate.criteria.base import Outcome, criterion
 from evalgate.criteria.vertex_metrics import InstanceError, VertexCriterion, canonical_json, numeric_score
@@ -58,9 +59,9 @@ class ResponseEvaluationScore(VertexCriterion):
         prompt, response = actual[i].user_text(), actual[i].final_text()
         reference = expected[i].final_text() if expected is not None and i < len(expected) else ""
         if not prompt:
-            raise InstanceError("the invocation has no user text: coherence is rated against the prompt")
+            raise InstanceError(reasons.NO_USER_TEXT)
         if not response:
-            raise InstanceError("the invocation has no final response text to rate")
+            raise InstanceError(reasons.NO_FINAL_TEXT)
         out: dict[str, Any] = {
             "prompt": _text_data(prompt),
             "response": _text_data(response),
@@ -105,9 +106,9 @@ def read_rating(reply: EvalReply) -> Outcome:
         return Outcome(None, details, error=reply.error)
     score = numeric_score(reply)
     if score is None:
-        return Outcome(None, details, error="the evaluation service returned no coherence rating")
+        return Outcome(None, details, error=reasons.NO_COHERENCE)
     if not LOWEST <= score <= HIGHEST:
-        return Outcome(None, details, error=f"the evaluation service returned coherence rating {score:g}, outside [1, 5]")
+        return Outcome(None, details, error=reasons.COHERENCE_OUT_OF_RANGE.format(score=f"{score:g}"))
     return Outcome(score, details)
 
 

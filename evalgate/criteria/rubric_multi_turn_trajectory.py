@@ -48,6 +48,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional, Sequence
 
+from evalgate import reasons
 from evalgate.adk import Invocation, InvocationEvents, Rubric
 from evalgate.criteria.base import CaseOutcome, Outcome, Scope, criterion
 from evalgate.criteria.judging import (
@@ -464,7 +465,7 @@ class RubricMultiTurnTrajectoryQuality(RubricCriterion):
     def score_case(self, actual: list[Invocation], expected: Optional[list[Invocation]],
                    scenario: Optional[dict[str, Any]]) -> CaseOutcome:
         if not actual:
-            return CaseOutcome(Outcome(None, error="no invocations to judge"), [])
+            return CaseOutcome(Outcome(None, error=reasons.NO_INVOCATIONS), [])
         last = self.judge_conversation(actual, expected[-1] if expected else None)
         return CaseOutcome(last, [Outcome(None) for _ in actual[:-1]] + [last])
 

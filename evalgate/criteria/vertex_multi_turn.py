@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Optional
 
+from evalgate import reasons
 from evalgate.adk import Content, Invocation, InvocationEvents
 from evalgate.criteria.base import CaseOutcome, Outcome, Scope, criterion
 from evalgate.criteria.vertex_metrics import VertexCriterion, _app_agents, _without_nulls, numeric_score
@@ -49,7 +50,7 @@ class AdkMultiTurnMetric(VertexCriterion):
     def score_case(self, actual: list[Invocation], expected: Optional[list[Invocation]],
                    scenario: Optional[dict[str, Any]]) -> CaseOutcome:
         if not actual:
-            return CaseOutcome(Outcome(None, {"metric": self.metric}, error="the case has no invocations to judge"), [])
+            return CaseOutcome(Outcome(None, {"metric": self.metric}, error=reasons.CASE_NO_INVOCATIONS), [])
         last = read_adk_reply(self.metric, self.runtime.evaluate(self.request(conversation_instance(actual))))
         # As ADK: the conversation is judged once, on the last turn; earlier turns get no verdict.
         return CaseOutcome(last, [Outcome(None) for _ in actual[:-1]] + [last])
@@ -175,7 +176,7 @@ def read_adk_reply(metric: str, reply: EvalReply) -> Outcome:
         return Outcome(None, details, error=reply.error)
     score = numeric_score(reply)
     if score is None:
-        return Outcome(None, details, error=f"the evaluation service returned no score for {metric}")
+        return Outcome(None, details, error=reasons.SERVICE_NO_SCORE.format(metric=metric))
     return Outcome(score, details)
 
 

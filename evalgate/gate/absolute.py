@@ -14,7 +14,8 @@ from typing import Optional
 
 from evalgate.gate.model import CriterionComparison, Verdict
 from evalgate.gate.values import criteria_of, is_evaluated
-from evalgate.i18n import _, n_
+from evalgate.i18n import _, n_, p_
+from evalgate.reasons import shown as shown_reason
 from evalgate.results import Status, SuiteResult
 
 
@@ -26,8 +27,8 @@ def _reason(error: Optional[str]) -> str:
     """A NOT_EVALUATED record's reason without per-invocation numbering, to group cases."""
     if not error:
         return _("not evaluated")
-    parts = [_INVOCATION_PREFIX.sub("", p.strip()) for p in error.split("; ")]
-    return "; ".join(dict.fromkeys(p for p in parts if p)) or _("not evaluated")
+    parts = [shown_reason(_INVOCATION_PREFIX.sub("", p.strip())) for p in error.split("; ")]
+    return p_("between reasons", "; ").join(dict.fromkeys(p for p in parts if p)) or _("not evaluated")
 
 
 def skipped(suite: SuiteResult) -> list[str]:
@@ -44,7 +45,7 @@ def skipped(suite: SuiteResult) -> list[str]:
         if len(ranked) == 1:
             out.append(n_("{criterion}: {reason} ({n} case NOT_EVALUATED)", "{criterion}: {reason} ({n} cases NOT_EVALUATED)", n, criterion=name, reason=ranked[0][0]))
         else:
-            shown = "; ".join(f"{r} ({c})" for r, c in ranked[:3])
+            shown = p_("between reasons", "; ").join(f"{r} ({c})" for r, c in ranked[:3])
             if len(ranked) > 3:
                 shown = _("{reasons}; {others} other reasons", reasons=shown, others=len(ranked) - 3)
             out.append(n_("{criterion}: {n} case NOT_EVALUATED: {reasons}", "{criterion}: {n} cases NOT_EVALUATED: {reasons}", n, criterion=name, reasons=shown))

@@ -26,14 +26,15 @@ pooled breakage test and every partial-drop test, weight 1 each) of all suites, 
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal, Mapping, Optional
 
 from evalgate.gate import efficiency, side_by_side
 from evalgate.gate.absolute import skipped
 from evalgate.gate.draft import Draft, case_changes, draft_suite
 from evalgate.gate.efficiency import CostComparison
 from evalgate.gate.ledger import Ledger, efficiency_history, ledger_histories
-from evalgate.gate.model import BaselineInfo, Comparison, GatePolicy, SuiteComparison
+from evalgate.gate.comparison import Comparison, SuiteComparison
+from evalgate.gate.model import BaselineInfo, GatePolicy
 from evalgate.gate.pairwise import SuitePairs
 from evalgate.gate.side_by_side import PairwiseComparison
 from evalgate.gate.stats import holm
@@ -48,16 +49,20 @@ def compare(
     ledger: Optional[Ledger] = None,
     baseline_info: Optional[BaselineInfo] = None,
     pairwise: Optional[dict[str, SuitePairs]] = None,
+    scales: Optional[Mapping[str, tuple[float, float]]] = None,
 ) -> Comparison:
     """The gate's decision. Pure: the same inputs always give the same Comparison.
-    `pairwise`: each suite's changed answers judged side by side (evalgate.gate.pairwise), tested here."""
+    `pairwise`: each suite's changed answers judged side by side (evalgate.gate.pairwise), tested here.
+    `scales`: the scale of each criterion whose scores are not 0 to 1, by name (the criteria's
+    `score_range`, evalgate.criteria.scales(); evalgate.gate.values.score_range); handed in, as
+    the gate imports no criterion."""
     if baseline is None:
         mode: Literal["absolute", "regression"] = "absolute"
     else:
         mode = "absolute" if policy.mode == "absolute" else "regression"
     base_suites = {s.name: s for s in baseline.suites} if baseline is not None else {}
     histories = ledger_histories(ledger) if ledger else {}  # read once, for every suite's breakage tests
-    drafts = [draft_suite(s, base_suites.get(s.name), policy, ledger, histories) for s in current.suites]
+    drafts = [draft_suite(s, base_suites.get(s.name), policy, ledger, histories, scales) for s in current.suites]
     sides = {name: side_by_side.measure(p, policy) for name, p in pairwise.items()} if baseline is not None and pairwise else {}
     costs = {
         d.current.name: efficiency.compare_suite(d.current, d.baseline, policy.efficiency, efficiency_history(d.current.name, ledger))

@@ -16,27 +16,11 @@ confirmed break is weighed). `lines` says per suspect what the re-runs showed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal, Optional
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from evalgate.gate.model import ConfirmPolicy  # noqa: F401  (its home was here; the config's gate section holds it)
 from evalgate.i18n import _
-
-
-class ConfirmPolicy(BaseModel):
-    """`gate.confirm`: re-run suspected breaks before deciding."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    runs: int = Field(
-        default=2,
-        ge=0,
-        le=10,
-        description="Confirmation runs per suspect: a stable case that broke counts as broken only when it fails again in "
-        "every one. 0 turns confirmation off.",
-    )
-    max_cases: int = Field(default=20, ge=1, le=1000, description="At most this many suspects are re-run, stable cases that broke first.")
 
 
 @dataclass
@@ -129,113 +113,12 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
     return chosen[:max_cases], max(0, len(chosen) - max_cases)
 
 
-def _plan_case(plans: list, s: Suspect) -> tuple[Any, Any]:
-    plan = next(p for p in plans if p.name == s.suite)
-    case = next(c for c in plan.cases if (c.eval_set_id, c.eval_id) == (s.eval_set_id, s.eval_id))
-    return plan, case
-
-
 def how(plan: Any, s: Suspect) -> Optional[Literal["agent", "judge"]]:
     """How a suspect is confirmed: its agent re-run; its judge samples re-drawn on recorded
     outputs (evalgate.gate.stats says why not on an agent's); None: nothing to re-run."""
     if plan.agent is not None:
         return "agent"
     return "judge" if s.judged and not s.crashed else None  # a failed run's outputs: nothing to re-judge
-
-
-def rerun(
-    chosen: list[Suspect],
-    plans: list,
-    loaded: Any,
-    runs: int,
-    make_runtime: Callable[[], tuple[Any, int]],
-    current: Any,
-    secrets: tuple[str, ...] = (),
-) -> dict[str, int]:
-    """Re-run the suspects `runs` times and put each re-run into `current`'s case results
-    (`reruns`). `plans` are the run's plans after `evalgate run` scored them (each case's
-    first runs in `case.runs`); `make_runtime()` gives (judge runtime or None, workers).
-    Returns {"agent": case runs made, "judge": cases re-judged, "none": suspects with nothing
-    to re-run, "unstarted": suspects whose agent could not start here (and "why")}."""
-    from evalgate import infer
-    from evalgate.engine import SuitePlan, needs_judge
-    from evalgate.errors import InputError
-
-    counts = {"agent": 0, "judge": 0, "none": 0, "unstarted": 0}
-    if runs < 1 or not chosen:
-        return counts
-    sub: dict[str, Any] = {}
-    reuse: dict = {}
-    work: list[tuple[Suspect, Any, Any, str]] = []
-    for s in chosen:
-        plan, case = _plan_case(plans, s)
-        kind = how(plan, s)
-        if kind is None:
-            counts["none"] += 1
-            continue
-        work.append((s, plan, case, kind))
-        if kind == "agent":
-            first = plan.agent.num_runs if case.runs else 0  # a sharded run's merge job holds no runs: all are new
-            copy = replace(case, runs=[], actual=None)
-            if plan.name not in sub:
-                agent = plan.agent.model_copy(update={"num_runs": first + runs})
-                sub[plan.name] = SuitePlan(plan.name, [], plan.not_evaluated, agent=agent, agent_where=plan.agent_where)
-            sub[plan.name].cases.append(copy)
-            for n, old in enumerate(case.runs[:first], start=1):  # the first runs stand; only the re-runs run
-                reuse[(plan.name, case.eval_set_id, case.eval_id, n)] = replace(old, expected_digest=case.expected_digest)
-    copies = {(p.name, c.eval_set_id, c.eval_id): c for p in sub.values() for c in p.cases}
-    runtime, _ = make_runtime() if needs_judge([p for _, p, _, _ in work]) or infer.needs_simulator(list(sub.values())) else (None, 1)
-    try:
-        if sub:
-            try:
-                infer.run_agents(list(sub.values()), loaded, runtime=runtime, reuse=reuse, secrets=secrets)
-            except InputError as e:  # the agent cannot start here (a merge job without its dependencies): the first run stands
-                counts["unstarted"] = len(copies)
-                counts["why"] = e.problems[0].what  # type: ignore[assignment]
-                work = [w for w in work if w[3] != "agent"]
-        by_suite = {s.name: {(c.eval_set_id, c.eval_id): c for c in s.cases} for s in current.suites}
-        for s, plan, case, kind in work:
-            if runtime is not None:
-                for crit in case.criteria.values():
-                    if crit.judge:
-                        crit.bind(runtime)
-            result = by_suite[s.suite][(s.eval_set_id, s.eval_id)]
-            if kind == "agent":
-                copy = copies[(s.suite, s.eval_set_id, s.eval_id)]
-                done = copy.runs[len(copy.runs) - runs :]
-                result.reruns = [_scored(case, r, i, "agent", result) for i, r in enumerate(done, start=1)]
-                counts["agent"] += len(done)
-            else:
-                result.reruns = [_scored(case, None, i, "judge", result) for i in range(1, runs + 1)]
-                counts["judge"] += 1
-    finally:
-        if runtime is not None:
-            runtime.close()
-    return counts
-
-
-def _scored(case: Any, run: Any, i: int, kind: str, first: Any) -> Any:
-    """One re-run of a case scored: every criterion on the new agent run, or the judge
-    criteria re-drawn on the same outputs (the others as the first run had them)."""
-    from evalgate.engine import case_status, score_case
-    from evalgate.judge.request import REDRAW
-    from evalgate.results import Rerun
-
-    token = REDRAW.set(i)
-    try:
-        if kind == "agent":
-            scored = score_case(replace(case, runs=[run], actual=run.invocations if run.error is None else None))
-            criteria = scored.criteria
-            invocations = scored.invocations
-        else:
-            judged = {n: c for n, c in case.criteria.items() if c.judge}
-            criteria = dict(first.criteria)
-            criteria.update(score_case(replace(case, criteria=judged)).criteria)
-            invocations = []
-    finally:
-        REDRAW.reset(token)
-    return Rerun(run=i, how=kind, status=case_status(criteria), criteria=dict(sorted(criteria.items())), invocations=invocations,
-                 error=run.error if run is not None else None)
 
 
 # --- what the breakage test reads, and what the reports say ------------------------------
@@ -363,44 +246,6 @@ def lines(comparison: Any, current: Any) -> list[Line]:
             stable = any(c.criterion in names and any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for k in c.broken + c.flaky) for c in suite.criteria)
             out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, words(case.reruns, names, judge)))
     return out
-
-
-def confirm_run(
-    comparison: Any,
-    current: Any,
-    plans: list,
-    loaded: Any,
-    gate: Any,
-    make_runtime: Callable[[], tuple[Any, int]],
-    secrets: tuple[str, ...] = (),
-) -> list[str]:
-    """Pick the suspects of a compared run under the gate policy `gate` (`suspects`) and re-run
-    them into `current` (see `rerun`);
-    the caller compares again when anything was re-run. Returns notes for the reader (how
-    many were re-run, left out by max_cases, or had nothing to re-run); the counts go into
-    `current.run.agent["confirm"]`, outside the comparable payload."""
-    policy: ConfirmPolicy = gate.confirm
-    if policy.runs < 1 or comparison.baseline is None:
-        return []
-    chosen, left = suspects(comparison, current, policy.max_cases, flips=gate.deterministic_flips == "fail")
-    if not chosen:
-        return []
-    counts = rerun(chosen, plans, loaded, policy.runs, make_runtime, current, secrets)
-    current.run.agent = {**current.run.agent, "confirm": {"suspects": len(chosen), "left_out": left, **counts}}
-    notes = []
-    if counts["agent"] or counts["judge"]:
-        notes.append(_("confirmation: {cases} suspect case(s) re-run {runs} time(s) each ({agent} agent runs, {judge} judge re-draws)",
-                       cases=len(chosen) - counts["none"] - counts["unstarted"], runs=policy.runs, agent=counts["agent"], judge=counts["judge"]))
-    if counts.get("unstarted"):
-        notes.append(_("confirmation: the agent could not start here ({why}): {cases} suspect case(s) not re-run, the first run stands",
-                       why=counts.get("why"), cases=counts["unstarted"]))
-    if counts["none"]:
-        notes.append(_("confirmation: {cases} suspect case(s) of recorded outputs and deterministic criteria: nothing to re-run, the first run stands",
-                       cases=counts["none"]))
-    if left:
-        notes.append(_("confirmation: {cases} more suspect case(s) beyond gate.confirm.max_cases were not re-run; their criteria keep the first run's test",
-                       cases=left))
-    return notes
 
 
 def rerun_any(current: Any) -> bool:

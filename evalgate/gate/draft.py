@@ -4,7 +4,7 @@ each criterion's tests run (drop, level, partial, breakage)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Mapping, Optional
 
 from evalgate.gate import breakage, changed as changed_cases, crash, drop, firstday, level, partial, refused as refusals
 from evalgate.gate import confirm as confirmation
@@ -83,6 +83,7 @@ def draft_suite(
     policy: GatePolicy,
     ledger: Optional[Ledger],
     histories: dict[tuple[str, str], tuple[list[list[float]], list[list[float]]]],
+    scales: Optional[Mapping[str, tuple[float, float]]] = None,
 ) -> Draft:
     cur_cases = cases_by_key(current)
     base_cases = cases_by_key(baseline) if baseline is not None else {}
@@ -157,7 +158,7 @@ def draft_suite(
             reasons=reasons,
             basis=basis,  # type: ignore[arg-type]
         )
-        low, high = score_range(name, spec)
+        low, high = score_range(name, spec, scales)
         comp.span = high - low
         comp.bounded = is_bounded(spec)
         comp.no_threshold = bool(spec is not None and spec.no_threshold)

@@ -112,8 +112,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from evalgate.efficiency import DURATION, METRICS, MODEL_CALLS, TOKENS, TOOL_CALLS
 from evalgate.results import SuiteResult
 from evalgate.gate.stats import (
@@ -128,6 +126,7 @@ from evalgate.gate.stats import (
     t_quantile,
     t_sf,
 )
+from evalgate.gate.model import EfficiencyPolicy
 from evalgate.gate.words import fmt_p
 from evalgate.i18n import _, mark, n_
 
@@ -140,30 +139,6 @@ LABELS = {  # translated where shown (CostComparison.label)
     TOOL_CALLS: mark("tool calls per turn"),
     DURATION: mark("agent seconds per turn"),
 }
-
-
-class EfficiencyPolicy(BaseModel):
-    """`gate.efficiency`: the increase per turn tolerated for each efficiency metric (a share:
-    0.15 is +15%). A metric not named is compared and reported, never gated."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tool_call_count_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of tool calls per turn (0.15: +15%).")
-    inference_call_count_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of model calls per turn.")
-    token_usage_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of tokens per turn (total tokens).")
-    invocation_duration_v1: Optional[float] = Field(
-        default=None, ge=0, description="Tolerated increase of the agent's seconds per turn (wall clock; noisy on a shared machine)."
-    )
-
-    @field_validator(*METRICS, mode="before")
-    @classmethod
-    def _share(cls, value: object) -> object:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-            raise ValueError(f"a tolerated increase is a share of at least 0, not {value}: 0.15 tolerates +15%, 0 fails on any significant increase")
-        return value
-
-    def tolerance(self, metric: str) -> Optional[float]:
-        return getattr(self, metric)
 
 
 @dataclass

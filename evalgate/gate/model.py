@@ -1,19 +1,16 @@
-"""The gate's types: its policy (the config's `gate:` section), the verdicts and what a comparison returns."""
+"""The gate's types: its policy (the config's `gate:` section), the verdicts and the parts of what a
+comparison returns (the whole, a suite's and the run's, is evalgate.gate.comparison's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Literal, Optional
+from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalgate.gate.confirm import ConfirmPolicy
-from evalgate.gate.efficiency import CostComparison, EfficiencyPolicy
+from evalgate.efficiency import METRICS
 from evalgate.gate.pairwise import PairwisePolicy
-
-if TYPE_CHECKING:
-    from evalgate.gate.side_by_side import PairwiseComparison
 
 
 class Verdict(str, Enum):
@@ -21,6 +18,45 @@ class Verdict(str, Enum):
     FAIL = "FAIL"
     INCONCLUSIVE = "INCONCLUSIVE"
     ERROR = "ERROR"
+
+
+class ConfirmPolicy(BaseModel):
+    """`gate.confirm`: re-run suspected breaks before deciding."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Confirmation runs per suspect: a stable case that broke counts as broken only when it fails again in "
+        "every one. 0 turns confirmation off.",
+    )
+    max_cases: int = Field(default=20, ge=1, le=1000, description="At most this many suspects are re-run, stable cases that broke first.")
+
+
+class EfficiencyPolicy(BaseModel):
+    """`gate.efficiency`: the increase per turn tolerated for each efficiency metric (a share:
+    0.15 is +15%). A metric not named is compared and reported, never gated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_count_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of tool calls per turn (0.15: +15%).")
+    inference_call_count_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of model calls per turn.")
+    token_usage_v1: Optional[float] = Field(default=None, ge=0, description="Tolerated increase of tokens per turn (total tokens).")
+    invocation_duration_v1: Optional[float] = Field(
+        default=None, ge=0, description="Tolerated increase of the agent's seconds per turn (wall clock; noisy on a shared machine)."
+    )
+
+    @field_validator(*METRICS, mode="before")
+    @classmethod
+    def _share(cls, value: object) -> object:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise ValueError(f"a tolerated increase is a share of at least 0, not {value}: 0.15 tolerates +15%, 0 fails on any significant increase")
+        return value
+
+    def tolerance(self, metric: str) -> Optional[float]:
+        return getattr(self, metric)
 
 
 class GatePolicy(BaseModel):
@@ -243,38 +279,8 @@ class Refused:
 
 
 @dataclass
-class SuiteComparison:
-    name: str
-    verdict: Verdict
-    reasons: list[str]
-    criteria: list[CriterionComparison]
-    changes: list[CaseChange]  # regressed / broken_stable first, then fixed, then score moves
-    added: list[CaseKey]
-    removed: list[CaseKey]
-    changed: list[CaseKey]  # expected data changed (digest differs): not compared
-    skipped_criteria: list[str]  # e.g. "hallucinations_v1: no judge credentials (12 cases NOT_EVALUATED)"
-    pairwise: Optional[PairwiseComparison] = None  # gate.pairwise: the changed answers judged side by side
-    costs: list[CostComparison] = field(default_factory=list)  # efficiency per turn against the baseline (evalgate.gate.efficiency)
-    crashes: list[Crash] = field(default_factory=list)  # cases the baseline passed whose agent failed now (evalgate.gate.crash)
-    refused: list[Refused] = field(default_factory=list)  # criteria the baseline evaluated, not evaluated now (evalgate.gate.refused)
-
-
-@dataclass
 class BaselineInfo:
     commit: str  # "" when the caller did not say (e.g. a baseline file given by path)
     requested_commit: str  # the PR's base commit; differs when an ancestor's baseline was used
     distance: int  # first-parent steps from requested_commit to commit
     created_at: Optional[str]  # ISO 8601, from the baseline's provenance
-
-
-@dataclass
-class Comparison:
-    verdict: Verdict
-    reasons: list[str]
-    suites: list[SuiteComparison]
-    baseline: Optional[BaselineInfo]  # None: no baseline found, absolute thresholds only
-    config_changed: bool
-    mode: Literal["absolute", "regression"]
-    # PR mode: how the pull request's own gate policy differs from its base's, as a unified
-    # diff (evalgate.gate.base_policy); the gate ran under the base's. None: no change, or not known.
-    gate_change: Optional[str] = None

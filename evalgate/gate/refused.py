@@ -28,6 +28,7 @@ from typing import Optional
 from evalgate.gate.model import CaseKey, Refused
 from evalgate.gate.words import case_names
 from evalgate.i18n import _, n_
+from evalgate.reasons import shown as shown_reason
 from evalgate.results import CaseResult, Status
 
 MAX_ERROR = 160  # characters of the criterion's error shown in a reason
@@ -48,7 +49,7 @@ def measure(keys: list[CaseKey], base_cases: dict[CaseKey, CaseResult], cur_case
                 continue
             if passed_again(cur.reruns, n):
                 continue
-            out.append(Refused(key=k, criterion=n, error=c.error or _("not evaluated"), service=c.unavailable))
+            out.append(Refused(key=k, criterion=n, error=shown_reason(c.error) or _("not evaluated"), service=c.unavailable))
     return out
 
 

@@ -12,7 +12,7 @@ says where it sits against the range of the runs before it.
 
 Reports read a `Trend` (the points before this run) and this run's means; they draw the
 points and then this run, marked as such. Pure: no clock, no I/O here (the stores in
-`evalgate.gate.baselines` keep the file).
+`evalgate.baselines` keep the file).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Agent runs (num_runs)
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from evalgate.gate.model import CaseKey
 from evalgate.gate.stats import EPSILON
@@ -102,18 +102,17 @@ def case_value(result: CriterionResult, basis: str) -> float:
     return result.score
 
 
-def score_range(name: str, spec: Optional[CriterionSpec] = None) -> tuple[float, float]:
+def score_range(name: str, spec: Optional[CriterionSpec] = None, scales: Optional[Mapping[str, tuple[float, float]]] = None) -> tuple[float, float]:
     """The scale of a criterion's scores, lowest to highest, as its module declares it
-    (`Criterion.score_range`): (0, 1) for all but response_evaluation_score (1 to 5) and for
-    names evalgate does not know (custom metrics). A criterion whose results record a scale
+    (`Criterion.score_range`, handed in as `scales`: evalgate.criteria.scales()): (0, 1) for
+    all but response_evaluation_score (1 to 5) and for names evalgate does not know (custom
+    metrics). A criterion whose results record a scale
     of its own (`spec.score_range`, agents-cli's metrics: a 1-5 judge, a count) has that one;
     an unbounded end is one unit from the other (a count's margins are in counts). The gate
     compares a criterion as if its scores were mapped to [0, 1], (score - lowest) / (highest -
     lowest), by taking its margins, resolution and assumed run-to-run sd as fractions of the
     range: the same tests (differences scale by the range, the lowest cancels), with every
     number shown on the scale its users know."""
-    from evalgate.criteria import REGISTRY
-
     own = spec.score_range if spec is not None else None
     if own is not None and len(own) == 2:
         low, high = own
@@ -123,8 +122,8 @@ def score_range(name: str, spec: Optional[CriterionSpec] = None) -> tuple[float,
             high = low + 1.0
         if high > low:
             return float(low), float(high)
-    cls = REGISTRY.get(name)
-    return cls.score_range if cls is not None else (0.0, 1.0)
+    low_high = (scales or {}).get(name)
+    return (float(low_high[0]), float(low_high[1])) if low_high is not None else (0.0, 1.0)
 
 
 def is_bounded(spec: Optional[CriterionSpec]) -> bool:

@@ -44,7 +44,8 @@ from evalgate.gate import breakage, changed, crash, drop, efficiency, partial, r
 from evalgate.gate.absolute import absolute_verdict, below, failing, not_evaluated_reasons
 from evalgate.gate.draft import Draft
 from evalgate.gate.efficiency import CostComparison
-from evalgate.gate.model import CriterionComparison, GatePolicy, SuiteComparison, Verdict
+from evalgate.gate.comparison import SuiteComparison
+from evalgate.gate.model import CriterionComparison, GatePolicy, Verdict
 from evalgate.gate.side_by_side import PairwiseComparison
 from evalgate.gate.values import cases_by_key
 from evalgate.gate.words import case_names

@@ -30,15 +30,24 @@ class JudgeReply:
 
 
 class CaseTally:
-    """How many of one case's judge requests were answered from the cache, and which of its
+    """How many of one case's judge requests were answered from the cache, which of its
     criteria had a request fail because its service was down (criterion -> "judge" or
-    "vertex"). The engine sets one per case in `CASE_TALLY` while it scores the case; the
+    "vertex"), and the runtime's counts for it. The engine sets one per case in `CASE_TALLY` while it scores the case; the
     runtime counts into it."""
 
     def __init__(self) -> None:
         self.cache_hits = 0
         self.down: dict[str, str] = {}
+        # Per criterion, what the runtime counted for this case (its stats keys): a suite's
+        # stats are its cases' added up, whenever and wherever each case was scored.
+        self.stats: dict[str, dict[str, int]] = {}
         self._lock = threading.Lock()
+
+    def count(self, criterion: str, keys: tuple[str, ...], deltas: dict[str, int]) -> None:
+        with self._lock:
+            counts = self.stats.setdefault(criterion, dict.fromkeys(keys, 0))
+            for name, value in deltas.items():
+                counts[name] = counts.get(name, 0) + value
 
     def hit(self) -> None:
         with self._lock:

@@ -136,8 +136,13 @@ class JudgeRuntime:
         self._clock = clock
         self._client_factory = client_factory
         self._deadline = Deadline(deadline_s, clock)
-        self._retry = RetryPolicy(max_attempts, self._deadline, sleep, jitter)
         self._pool = RequestPool(concurrency, rpm, clock, sleep)
+
+        def backoff(seconds: float) -> None:
+            self._pool.waits.add("backoff_s", seconds)
+            sleep(seconds)
+
+        self._retry = RetryPolicy(max_attempts, self._deadline, backoff, jitter)
         self._lock = threading.Lock()  # client, stats
         self._resolve_lock = threading.Lock()  # the ADC lookup may be slow: not under the stats lock
         self._backend: Optional[Backend] = None
@@ -291,6 +296,16 @@ class JudgeRuntime:
         with self._lock:
             return {name: dict(counts) for name, counts in sorted(self._stats.items())}
 
+    def waits(self) -> dict[str, float]:
+        """Seconds the run's judge and Vertex AI requests spent, added up over requests: in
+        the requests themselves (every attempt), waiting for a slot, for the rate cap, and
+        backing off before retries (evalgate.judge.pool.Waits)."""
+        return self._pool.waits.record()
+
+    def share(self, budget: Any) -> None:
+        """Judge requests take a slot of `budget` (evalgate.judge.pool.Budget) too, from now on."""
+        self._pool.share(budget)
+
     def close(self) -> None:
         """Stop the executor and release the HTTP clients. Idempotent."""
         self._pool.close()
@@ -338,10 +353,13 @@ class JudgeRuntime:
                 return None
             timeout = self.timeout_s if remaining is None else min(self.timeout_s, remaining)
             self._count(criterion, requests=1, retries=1 if attempt > 1 else 0)
+            sent = time.monotonic()
             try:
                 response = transport.send(timeout)
             except Exception as exc:  # classified here: nothing from a client escapes ask() or evaluate()
                 return transport.classify(exc, timeout)
+            finally:
+                self._pool.waits.add("requests_s", time.monotonic() - sent)
         finally:
             self._pool.release()
         outcome = transport.read(response)
@@ -390,6 +408,9 @@ class JudgeRuntime:
             counts = self._stats.setdefault(criterion, dict.fromkeys(STAT_KEYS, 0))
             for name, value in deltas.items():
                 counts[name] = counts.get(name, 0) + value  # cache_refused: only when it happens
+        tally = CASE_TALLY.get()
+        if tally is not None:  # the case being scored: its suite's share, whenever it is scored
+            tally.count(criterion, STAT_KEYS, deltas)
 
     def _failed(self, request: JudgeRequest, error: str, usage: Optional[dict[str, int]] = None, down: bool = False) -> JudgeReply:
         self._count(request.criterion, failures=1)

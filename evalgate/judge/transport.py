@@ -14,14 +14,12 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from evalgate import reasons
 from evalgate.judge.request import JudgeRequest
 from evalgate.judge.retry import Outcome, Transport, retry_after, retryable_status
 from evalgate.vertex.service import EvalRequest
 
-NO_CREDENTIALS = (
-    "no judge credentials: set GOOGLE_API_KEY or GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI "
-    "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION"
-)
+NO_CREDENTIALS = reasons.NO_JUDGE_CREDENTIALS  # shown translated by the reports (evalgate.reasons)
 INSTALL_HINT = "the judge needs google-genai, which is not installed: pip install 'adk-evalgate[judge]'"
 NO_VERTEX_CREDENTIALS = "no Vertex AI credentials"  # every such evaluate() error starts with this
 VERTEX_INSTALL_HINT = (

@@ -39,6 +39,9 @@ class InferenceRecord(BaseModel):
     invocations: list[Invocation] = Field(default_factory=list, description="The agent's invocations, in ADK's Invocation shape, in order.")
     error: Optional[str] = Field(None, description="The run failed: why (its criteria are NOT_EVALUATED with this reason).")
     ended: Optional[str] = Field(None, description="A simulated conversation (conversation_scenario): why it ended, 'stop signal' or 'turn limit'.")
+    attempts: Optional[int] = Field(
+        None, ge=1, description="How many times the case run was started (evalgate writes it when more than once: a transient failure was retried)."
+    )
     expected_digest: Optional[str] = Field(
         None, description="The case's expected_digest when it ran (evalgate writes it): `run --resume` reruns a case whose data changed since."
     )

@@ -2,6 +2,7 @@
 
     python -m evalgate.locale.catalogs update   # extract, merge into ko/ja .po, compile .mo
     python -m evalgate.locale.catalogs check    # what tests/test_i18n.py checks; exit 1 if any
+    python -m evalgate.locale.catalogs style ja # one language's wording rules only (STYLE_CHECKS)
     python -m evalgate.locale.catalogs fill ko FILE.json   # translations from {"msgid": "msgstr"} ("context|msgid" for p_)
 
 `update` extracts every marked message (`_`, `n_`, `mark` in Python; `_`, `n_` in the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import gettext
 import io
+import re
 import string
 import sys
 from datetime import datetime, timezone
@@ -173,10 +175,63 @@ def _where(message: Message) -> str:
     return message.locations[0][0] if message.locations else "?"
 
 
-def problems(package: Path = PACKAGE) -> list[str]:
+# Korean particles whose form depends on the last sound of the word before them (은/는, 이/가,
+# 을/를, 과/와, 으로/로, the copula 이다/다 and its forms 이며/이고/이나/이라/이면/였...). After a
+# {field} the translator cannot know that sound (`{criterion}을` renders
+# `response_match_score을`), so they must not follow one. Particles that do not vary (에, 에서,
+# 의, 도, 만, 까지, 부터, 보다, 에게, 처럼) are fine: `{path}에서`, `{n}개의`.
+_KO_VARYING = "은는이가을를과와으로랑라며나다면였야아"
+# Words a field (a count) may run into that merely start with one of those syllables.
+_KO_WORDS = ("가지", "이상", "이하", "이내", "이후", "이전", "이번", "다음", "나중", "년", "아래")
+_KO_GLUED = re.compile(r"\}[`'\"*_’”»」]*([가-힣]+)")
+# The "either form" fallbacks: 이(가), 을(를), 은(는), 와(과), (으)로, (이)다, (이)나 ...
+_KO_FALLBACK = re.compile(r"\((?:이|가|을|를|은|는|과|와|으|이다|이며|이나|이라|아|야)\)")
+
+
+def _strings(message: Message) -> list[str]:
+    return [s for s in (message.string if isinstance(message.string, (list, tuple)) else [message.string]) if s]
+
+
+def korean_problems(catalog: Catalog) -> list[str]:
+    """A Korean translation with a sound-dependent particle glued to a `{field}`, or an
+    `이(가)`-style fallback (GLOSSARY.md, "Rules for every translation")."""
+    found = []
+    for m in catalog:
+        if not m.id:
+            continue
+        for text in _strings(m):
+            for word in _KO_GLUED.findall(text):
+                if word[0] in _KO_VARYING and not word.startswith(_KO_WORDS):
+                    found.append(f"ko: a particle glued to a field ('}}{word}') in the translation of {m.id!r}: "
+                                 "put the field in parentheses after a noun, or after a colon")
+                    break
+            fallback = _KO_FALLBACK.search(text)
+            if fallback:
+                found.append(f"ko: the fallback {fallback.group(0)!r} in the translation of {m.id!r}: "
+                             "rewrite so one form fits (the field in parentheses after a noun)")
+    return found
+
+
+def japanese_problems(catalog: Catalog) -> list[str]:
+    """A Japanese translation with a half-width `;` (GLOSSARY.md: 。 between sentences, 、 inside one)."""
+    return [
+        f"ja: a half-width ';' in the translation of {m.id!r}: use 。 or 、"
+        for m in catalog
+        if m.id and any(";" in text for text in _strings(m))
+    ]
+
+
+STYLE = {"ko": korean_problems, "ja": japanese_problems}
+# The languages whose wording rules `problems()` (and so `check` and tests/test_i18n.py)
+# enforces; `check` reports the others' count as a note.
+STYLE_CHECKED: tuple[str, ...] = ("ko", "ja")
+
+
+def problems(package: Path = PACKAGE, style: Iterable[str] = STYLE_CHECKED) -> list[str]:
     """Everything that is out of step in a package's catalogs (`package`/locale): stale
     template or catalogs, untranslated messages, translations whose `{fields}` differ from the
-    message's, stale .mo files."""
+    message's, stale .mo files, and for the languages in `style` their wording rules (STYLE)."""
+    style = tuple(style)
     found: list[str] = []
     root = package / "locale"
     template_path = root / TEMPLATE.name
@@ -208,6 +263,8 @@ def problems(package: Path = PACKAGE) -> list[str]:
                     found.append(f"{code}: translation of {m.id!r} has unbalanced braces: {text!r}")
                 elif not got <= wanted or (not isinstance(m.id, (list, tuple)) and got != wanted):
                     found.append(f"{code}: translation of {m.id!r} uses fields {sorted(got)}, the message {sorted(wanted)}")
+        if code in style:
+            found.extend(STYLE[code](catalog))
         mo = mo_path(code, root)
         if not mo.exists() or _compiled(mo.read_bytes()) != _compiled(_mo_bytes(catalog)):
             found.append(f"{mo.name} of {code} is stale: run `python -m evalgate.locale.catalogs update`")
@@ -228,8 +285,18 @@ def main(argv: Iterable[str]) -> int:
         found = problems()
         for line in found:
             print(line)
+        for code in LANGUAGES:
+            if code not in STYLE_CHECKED:
+                unchecked = STYLE[code](read(code))
+                print(f"note: {len(unchecked)} {code} wording problems not enforced yet "
+                      f"(`python -m evalgate.locale.catalogs style {code}`; catalogs.STYLE_CHECKED)")
         return 1 if found else 0
-    print("usage: python -m evalgate.locale.catalogs update | check | fill ko|ja FILE.json", file=sys.stderr)
+    if len(args) == 2 and args[0] == "style" and args[1] in LANGUAGES:
+        found = STYLE[args[1]](read(args[1]))
+        for line in found:
+            print(line)
+        return 1 if found else 0
+    print("usage: python -m evalgate.locale.catalogs update | check | style ko|ja | fill ko|ja FILE.json", file=sys.stderr)
     return 2
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from evalgate.i18n import _, n_
+from evalgate.i18n import _, n_, p_
+from evalgate.reasons import shown as shown_reason
 from evalgate.results import CaseResult, Counts, Status
 
 
@@ -69,6 +70,55 @@ def duration(seconds: float) -> str:
     return _("{hours} h {minutes} min", hours=hours, minutes=minutes)
 
 
+def time_spent(run: Any) -> list[str]:
+    """Where a run's time went, for the terminal summary and the comment's footer (RunInfo's
+    `agent` and `judge`): the time in case runs and in judge requests, waiting for a free slot,
+    for judge.rpm, and backing off after 429 and 5xx answers, each added up over what ran at
+    once; then, when waiting took a good share, what to raise. [] when neither ran here."""
+    agent, judge = run.agent or {}, run.judge or {}
+    if not agent and not judge:
+        return []
+    suites = (agent.get("suites") or {}).values()
+    agent_backoff = float(agent.get("backoff_s") or 0.0)
+    work_agent = max(0.0, sum(float(u.get("duration_s") or 0.0) for u in suites) - agent_backoff)
+    work_judge = float(judge.get("requests_s") or 0.0)
+    slot_agent = float(agent.get("waited_s") or 0.0)
+    slot_judge = float(judge.get("slot_wait_s") or 0.0)
+    rate = float(judge.get("rate_wait_s") or 0.0)
+    backoff = agent_backoff + float(judge.get("backoff_s") or 0.0)
+    parts = []
+    if agent:
+        parts.append(_("case runs {seconds}", seconds=duration(work_agent)))
+    if judge:
+        parts.append(_("judge requests {seconds}", seconds=duration(work_judge)))
+    if slot_agent + slot_judge >= 0.05:
+        parts.append(_("waiting for a free slot {seconds}", seconds=duration(slot_agent + slot_judge)))
+    if rate >= 0.05:
+        parts.append(_("waiting for judge.rpm {seconds}", seconds=duration(rate)))
+    if backoff >= 0.05:
+        parts.append(_("backing off after 429 and 5xx answers {seconds}", seconds=duration(backoff)))
+    # TRANSLATORS: {parts} is a comma-separated list such as "case runs 12.0 s, judge requests 30.1 s".
+    # TRANSLATORS: what separates the items of a list in a line ("a, b, c"); Japanese: "、".
+    separator = p_("list", ", ")
+    lines = [_("Where the time went, added up over what ran at once: {parts}", parts=separator.join(parts))]
+    waits = {"agent": slot_agent, "judge": slot_judge, "rate": rate, "backoff": backoff}
+    most = max(waits, key=lambda k: waits[k])
+    if waits[most] < 1.0 or waits[most] < 0.2 * (work_agent + work_judge):
+        return lines
+    if most == "agent":
+        lines.append(_("Most of the waiting was case runs waiting for a free slot: raising agent.concurrency (now {n}) would "
+                       "shorten the run, if the model's quota allows.", n=agent.get("concurrency", "?")))
+    elif most == "judge":
+        lines.append(_("Most of the waiting was judge requests waiting for a free slot: raising judge.concurrency (now {n}) "
+                       "would shorten the run, if the judge's quota allows.", n=judge.get("concurrency", "?")))
+    elif most == "rate":
+        lines.append(_("Most of the waiting was for judge.rpm: raise it if the judge's quota allows."))
+    else:
+        lines.append(_("Most of the waiting was backing off after 429 and 5xx answers: the model's quota or service is the "
+                       "limit, not evalgate's settings."))
+    return lines
+
+
 def format_scores(score: float, threshold: float) -> tuple[str, str]:
     """Score and threshold as text, with as many digits as it takes to show a failure.
 
@@ -89,7 +139,7 @@ def not_evaluated_reasons(case: CaseResult) -> dict[str, list[str]]:
     reasons: dict[str, list[str]] = {}
     for name, crit in case.criteria.items():
         if crit.status is Status.NOT_EVALUATED:
-            reasons.setdefault(crit.error or _("not evaluated"), []).append(name)
+            reasons.setdefault(shown_reason(crit.error) or _("not evaluated"), []).append(name)
     return reasons
 
 

@@ -55,6 +55,7 @@ from evalgate.gate import CaseKey, Comparison, CriterionComparison, Verdict, cas
 from evalgate import efficiency, i18n
 from evalgate.i18n import _, mark, n_
 from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, templates
+from evalgate.reasons import shown as shown_reason
 from evalgate.reports.trend_chart import svg_chart
 from evalgate.results import CaseResult, CriterionResult, InvocationSummary, RunResults, Status
 from evalgate.gate.trends import Series, Trend, position, series
@@ -569,7 +570,7 @@ def _judgement(index: int, inv: Any, threshold: float) -> dict[str, Any]:
     if inv.score is not None:
         out["sc"] = inv.score
     if inv.error:
-        out["err"] = _text(inv.error)
+        out["err"] = _text(shown_reason(inv.error))
     samples = d.get("samples")
     reasons = d.get("reasons")
     if isinstance(reasons, str):
@@ -580,13 +581,13 @@ def _judgement(index: int, inv: Any, threshold: float) -> dict[str, Any]:
             score = s if isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) else None
             row: dict[str, Any] = {"sc": score, "ok": None if score is None else score >= threshold}
             if isinstance(reasons, list) and j < len(reasons):
-                row["why"] = _text(reasons[j])
+                row["why"] = _text(shown_reason(str(reasons[j])))
             rows.append(row)
         out["samples"] = rows
         if isinstance(reasons, list) and len(reasons) > len(samples):
-            out["reasons"] = [_text(r) for r in reasons[len(samples):]]
+            out["reasons"] = [_text(shown_reason(str(r))) for r in reasons[len(samples):]]
     elif isinstance(reasons, list) and reasons:
-        out["reasons"] = [_text(r) for r in reasons]
+        out["reasons"] = [_text(shown_reason(str(r))) for r in reasons]
     if isinstance(d.get("explanation"), str) and d["explanation"]:
         out["expl"] = _text(d["explanation"])
     if isinstance(d.get("metric"), str):
@@ -655,7 +656,7 @@ def _criteria_of(case: CaseResult, base: Optional[CaseResult], names: dict[str, 
         if r.score is not None:
             c["sc"] = r.score
         if r.error:
-            c["err"] = _text(r.error)
+            c["err"] = _text(shown_reason(r.error))
         if r.runs:
             c["runs"] = r.runs
         if _flaky(r):

@@ -45,7 +45,8 @@ from evalgate.gate import (
 )
 from evalgate import efficiency
 from evalgate.i18n import _, mark, n_, p_
-from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates
+from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates, time_spent
+from evalgate.reasons import shown as shown_reason
 from evalgate.reports.sanitize import (
     NEWLINES,
     Markdown,
@@ -435,7 +436,7 @@ def _judges(case: CaseResult, index: int) -> list[_Judge]:
         reasons = inv.details.get("reasons")
         if isinstance(reasons, str):
             reasons = [reasons]
-        reasons = [str(r) for r in reasons] if isinstance(reasons, list) else []
+        reasons = [shown_reason(str(r)) for r in reasons] if isinstance(reasons, list) else []
         if isinstance(inv.details.get("explanation"), str):  # Vertex AI managed metrics
             reasons.append(inv.details["explanation"])
         rubrics_raw = inv.details.get("rubrics")
@@ -458,7 +459,7 @@ def _judges(case: CaseResult, index: int) -> list[_Judge]:
             _Judge(
                 criterion=name,
                 status=Markdown(f"{score}, {inv.status.value}"),
-                error=inv.error,
+                error=shown_reason(inv.error) or None,
                 reasons=reasons[:MAX_JUDGE_REASONS],
                 rubrics=rubrics[:MAX_RUBRICS],
                 hidden=Markdown(n_("{n} more not shown", "{n} more not shown", hidden)) if hidden else None,
@@ -952,6 +953,7 @@ def _plan(
             )
         else:
             footer.append(Markdown(_("Run time {total}", total=duration(current.run.duration_seconds))))
+    footer.extend(md(line, 600) for line in time_spent(current.run))
     if run_url and re.match(r"(?i)https?://", run_url):
         footer.append(Markdown("[" + _("workflow run") + f"]({url(run_url)})"))
         # The action uploads nothing itself; the documented workflows upload its output folder.
@@ -1114,7 +1116,7 @@ def _cut_note(budget: _Budget, sizes: dict[str, int], limit_text: str, hint: Opt
             )
     if not cuts:
         return None
-    text = _("**Shortened to fit {limit}**: {cuts}.", limit=limit_text, cuts="; ".join(cuts))
+    text = _("**Shortened to fit {limit}**: {cuts}.", limit=limit_text, cuts=p_("between reasons", "; ").join(cuts))
     if hint:
         # The hint is a phrase marked where it is defined (entrypoint, local_gate): translated here.
         text += " " + _("The full report is in the {where}.", where=md(_(hint), 200))

@@ -11,7 +11,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from evalgate import efficiency
 from evalgate.i18n import _, n_
-from evalgate.reports import efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text
+from evalgate.reports import efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text, time_spent
 from evalgate.results import Counts, RunResults, Status, SuiteResult
 
 MAX_ID = 40  # display columns an id or name may take in a table before it is cut
@@ -208,9 +208,11 @@ def _verdict(style: _Style, suite: SuiteResult) -> str:
     return text
 
 
-def summary_table(results: RunResults, color: bool) -> str:
+def summary_table(results: RunResults, color: bool, times: bool = True) -> str:
     """The run for a person at a terminal: per suite its criteria, failures, unevaluated
-    reasons and verdict, then the overall verdict. ANSI colour only when `color`."""
+    reasons and verdict, then the overall verdict, then (with `times`) where the time went
+    (evalgate.reports.time_spent: measured, so it differs from run to run). ANSI colour
+    only when `color`."""
     style = _Style(color)
     lines: list[str] = []
     for suite in results.suites:
@@ -225,6 +227,8 @@ def summary_table(results: RunResults, color: bool) -> str:
             lines.extend("  " + _("{warning}: {text}", warning=warning, text=plain(w)) for w in suite.warnings)
         lines.extend(["", _verdict(style, suite), ""])
     lines.append(_("overall: {status} ({counts})", status=style.status(results.status), counts=_counts_text(results.counts, len(results.suites))))
+    if times:
+        lines.extend(time_spent(results.run))
     return "\n".join(lines) + "\n"
 
 

@@ -54,7 +54,7 @@ def outputs_of(run: int) -> list[dict]:
 def main() -> int:
     sys.path.insert(0, str(EXAMPLE.parent.parent))  # this checkout's evalgate, installed or not
     from evalgate import engine
-    from evalgate.gate.baselines import DirStore, make_baseline
+    from evalgate.baselines import DirStore, make_baseline
     from evalgate.gate import update_ledger
     from evalgate.config import load_config
     from evalgate.plan import build_plans, config_digest

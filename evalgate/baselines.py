@@ -562,3 +562,23 @@ def _check_sha(sha: str) -> str:
     if not _SHA.match(sha or ""):
         raise ValueError(f"not a full lowercase commit sha: {sha!r}")
     return sha
+
+
+def read_baseline_file(path: Path) -> tuple[RunResults, Optional[BaselineInfo]]:
+    """(results, baseline info or None) from a results.json or a saved baseline (gzipped or not)."""
+    from evalgate.errors import InputError, display_path, parse_json, problems_from_validation, read_text
+
+    shown = display_path(path)
+    if path.is_file() and path.read_bytes()[:2] == b"\x1f\x8b":  # gzipped, as the stores keep them
+        baseline = decode_baseline(path.read_bytes(), shown)
+    else:
+        data = parse_json(read_text(path, shown), shown)
+        try:
+            if isinstance(data, dict) and "provenance" in data:
+                baseline = baseline_from(data, shown)
+            else:
+                return read_known(RunResults, data, shown), None
+        except ValidationError as e:
+            raise InputError(problems_from_validation(e, shown)) from None
+    p = baseline.provenance
+    return baseline.results, BaselineInfo(commit=p.commit, requested_commit=p.commit, distance=0, created_at=p.created_at)
