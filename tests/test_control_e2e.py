@@ -157,6 +157,9 @@ def test_first_day_a_tool_outage_on_both_commits_is_the_environments(cli, tmp_pa
     assert ("2 cases the baseline passed failed now and on the base commit's re-runs too: the environment's doing, not counted "
             "against the pull request: stock/item-1, stock/item-2") in comment
     assert "first day (no history yet)" not in comment
+    assert ("stock/item-1 (tool\\_trajectory\\_avg\\_score): failed 2 of 2 re-runs, and the base commit's re-runs beside them failed too: "
+            "the environment's doing, not counted") in comment
+    assert "broken" not in comment
 
 
 def test_first_day_recorded_outputs_have_no_base_commit_to_run(cli, tmp_path):

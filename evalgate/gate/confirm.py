@@ -244,7 +244,10 @@ def lines(comparison: Any, current: Any) -> list[Line]:
                 continue
             names = sorted(n for n in case.criteria if case.criteria[n].status.value == "FAILED" and n in judge)
             stable = any(c.criterion in names and any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for k in c.broken + c.flaky) for c in suite.criteria)
-            out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, words(case.reruns, names, judge)))
+            text = words(case.reruns, names, judge)
+            if any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for c in suite.criteria for k in c.environment):
+                text = _("failed {n} of {n} re-runs, and the base commit's re-runs beside them failed too: the environment's doing, not counted", n=len(case.reruns))
+            out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, text))
     return out
 
 
