@@ -37,6 +37,7 @@ from pathlib import Path
 LOG = {log!r}
 OUTAGE = {outage!r}
 BROKEN = ()
+FLIPPY = ()  # wrong on every other run (the first one included)
 
 here = str(Path(__file__).resolve().parent)
 for raw in sys.stdin.buffer:
@@ -45,7 +46,16 @@ for raw in sys.stdin.buffer:
     text = json.loads(raw.decode("utf-8"))["user_content"]["parts"][0]["text"]
     item = text.split()[-1]
     down = Path(OUTAGE).exists() and item in ("1", "2")  # the inventory tool is down for these
-    tool = "guess_stock" if item in BROKEN or down else "lookup_stock"
+    flip = False
+    if item in FLIPPY:  # runs may overlap: the count is read and bumped under a lock
+        import fcntl
+        with open(LOG + ".flips", "a+", encoding="utf-8") as counter:
+            fcntl.flock(counter, fcntl.LOCK_EX)
+            counter.seek(0)
+            seen = len(counter.read())
+            counter.write("x")
+        flip = seen % 2 == 0
+    tool = "guess_stock" if item in BROKEN or down or flip else "lookup_stock"
     with open(LOG, "a", encoding="utf-8") as log:
         log.write(here + "\\n")
     answer = {{"final_response": {{"role": "model", "parts": [{{"text": "Item " + item + " is in stock."}}]}},
@@ -71,8 +81,8 @@ suites:
 """
 
 
-def _first_day(cli, root: Path) -> tuple[Path, str, Path, Path]:
-    """A repository whose main has one baseline run (the first day), and a feature branch."""
+def _first_day(cli, root: Path, history: int = 1) -> tuple[Path, str, Path, Path]:
+    """A repository whose main has one baseline run (the first day; or `history` runs), and a feature branch."""
     repo = root / "repo"
     log, outage = root / "runs.log", root / "outage"
     (repo / "evals").mkdir(parents=True)
@@ -87,8 +97,9 @@ def _first_day(cli, root: Path) -> tuple[Path, str, Path, Path]:
     base = _git(repo, "rev-parse", "HEAD")
     code, _, err = cli("run", "--out", "base-out", "--quiet", cwd=repo)
     assert code == 0, err
-    code, _, err = cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)
-    assert code == 0, err
+    for _ in range(history):
+        code, _, err = cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)
+        assert code == 0, err
     _git(repo, "checkout", "-q", "-b", "feature")
     log.unlink()
     return repo, base, log, outage
@@ -176,3 +187,25 @@ def test_first_day_recorded_outputs_have_no_base_commit_to_run(cli, tmp_path):
     assert "confirmation: 2 suspect case(s) could not be run at the base commit as a control (their outputs were recorded: no agent runs here): decided without it" in err
     assert code == 0, out + err  # decided as without the control: the first run alone proves nothing on the first day
     assert "FAIL" not in out.split("\n", 1)[0]
+
+
+def test_a_stable_case_that_failed_some_re_runs_is_re_run_as_often_again(cli, tmp_path):
+    """With history (every case stable), a case the pull request makes fail every other run
+    fails its run, passes one re-run and fails the other: newly flaky or a chance; it gets 2
+    more re-runs, appended (evalgate.gate.control.more), and no base commit run (it did not
+    fail every re-run)."""
+    repo, _base, log, _outage = _first_day(cli, tmp_path, history=6)
+    agent = repo / "agent.py"
+    agent.write_text(agent.read_text(encoding="utf-8").replace("FLIPPY = ()", 'FLIPPY = ("3",)'), encoding="utf-8")
+
+    code, out, err = cli("gate", cwd=repo)
+    assert "confirmation: 1 suspect case(s) re-run 2 time(s) each (4 agent runs, 0 judge re-draws)" in err, err
+    assert "confirmation: 1 suspect case(s) failed some re-runs and passed others: re-run 2 time(s) more each (2 agent runs, counted above)" in err
+    assert "at the base commit" not in err
+    assert _trees(log, repo) == (CASES + 4, 0)
+    results = json.loads((repo / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    item = next(c for c in results["suites"][0]["cases"] if c["eval_id"] == "item-3")
+    assert [r["run"] for r in item["reruns"]] == [1, 2, 3, 4]
+    statuses = [r["status"] for r in item["reruns"]]  # each pair: one of its two runs was wrong (they may run at once)
+    assert sorted(statuses[:2]) == sorted(statuses[2:]) == ["FAILED", "PASSED"]
+    assert results["run"]["agent"]["confirm"]["more"] == 2
