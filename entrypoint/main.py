@@ -787,7 +787,7 @@ class _GitHub:
         except (OSError, subprocess.SubprocessError):
             found = None
         if found is None or found.returncode != 0:
-            return None, None, _("the base commit {commit} is not in this clone (fetch-depth: 0 in actions/checkout gives the history)", commit=self.base_sha[:12])
+            return None, None, _("the base commit {commit} is not in this clone: actions/checkout with fetch-depth: 0 fetches the history", commit=self.base_sha[:12])
         return Path(workspace), self.base_sha, None
 
 

@@ -147,6 +147,9 @@ def test_the_actions_pr_path_confirms_before_it_comments(fake_github, tmp_path, 
     code = action("pull_request", _pull_request(head, main_commits[-1]), sha=head, ref="refs/pull/7/merge")
     assert code == 1, action.stdout
     assert "confirmation: 2 suspect case(s) re-run 2 time(s) each (4 agent runs, 0 judge re-draws)" in action.stdout
+    # This workspace is no git checkout of the base commit (a shallow clone would not hold it either): said, and decided without it.
+    assert (f"confirmation: 1 suspect case(s) could not be run at the base commit as a control (the base commit {main_commits[-1][:12]} "
+            "is not in this clone: actions/checkout with fetch-depth: 0 fetches the history): decided without it") in action.stdout
     [comment] = fake_github.issue_comments(7)
     results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
     _check(comment["body"], results)

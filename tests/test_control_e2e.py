@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_github import fake_github  # noqa: F401  (fixture)
 from test_local_gate import _git, _turn
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -209,3 +210,45 @@ def test_a_stable_case_that_failed_some_re_runs_is_re_run_as_often_again(cli, tm
     statuses = [r["status"] for r in item["reruns"]]  # each pair: one of its two runs was wrong (they may run at once)
     assert sorted(statuses[:2]) == sorted(statuses[2:]) == ["FAILED", "PASSED"]
     assert results["run"]["agent"]["confirm"]["more"] == 2
+
+
+def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fake_github, tmp_path, capsys):  # noqa: F811
+    """The action's checkout (fetch-depth: 0) holds the base commit: the pull request's and
+    the merge queue's confirmation run the suspects there too, and say it in the log."""
+    from test_entrypoint import Action, _pull_request, _push
+
+    ws, root = tmp_path / "ws", tmp_path
+    log, outage = root / "runs.log", root / "outage"
+    (ws / "evals").mkdir(parents=True)
+    (ws / "evals" / "stock.evalset.json").write_text(json.dumps(EVALSET, indent=1), encoding="utf-8")
+    (ws / "agent.py").write_text(AGENT.format(log=str(log), outage=str(outage)), encoding="utf-8")
+    (ws / "evalgate.yaml").write_text(CONFIG, encoding="utf-8")
+    (ws / ".gitignore").write_text("evalgate-results/\n", encoding="utf-8")
+    _git(ws, "init", "-q")
+    _git(ws, "add", ".")
+    _git(ws, "commit", "-q", "-m", "base")
+    base = _git(ws, "rev-parse", "HEAD")
+    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
+    action = Action(fake_github, ws, tmp_path / "runs", capsys)
+    (tmp_path / "runs").mkdir()
+    assert action("push", _push(base), sha=base) == 0, action.stdout  # the first day: one baseline run
+    _break(ws)
+    log.unlink()
+
+    head = fake_github.add_commit([base], "PR head")
+    code = action("pull_request", _pull_request(head, base), sha=head, ref="refs/pull/7/merge")
+    assert code == 1, action.stdout
+    assert f"confirmation: 2 suspect case(s) that failed every re-run also run 2 time(s) each at the base commit {base[:12]}, as a control (4 agent runs)" in action.stdout
+    assert _trees(log, ws) == (CASES + 4, 4)
+    [comment] = fake_github.issue_comments(7)
+    assert "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in comment["body"]
+    assert [s["state"] for s in fake_github.statuses[head]] == ["failure"]
+    assert len(_worktrees(ws)) == 1
+
+    log.unlink()
+    group = fake_github.add_commit([base], "merge group")
+    event = {"merge_group": {"head_sha": group, "base_sha": base, "head_ref": "gh-readonly-queue/main/pr-7"},
+             "repository": {"full_name": "octo/hello", "default_branch": "main"}}
+    assert action("merge_group", event, sha=group, ref="refs/heads/gh-readonly-queue/main/pr-7") == 1, action.stdout
+    assert _trees(log, ws) == (CASES + 4, 4)
+    assert [s["state"] for s in fake_github.statuses[group]] == ["failure"]
