@@ -7,6 +7,7 @@ only (plus evalgate).
     python bench/bench_gate.py --confirm --prs 15   # confirmation runs (gate.confirm) beside num_runs: 3
     python bench/bench_gate.py --confirm --rules --prs 100   # judge early stopping: evalgate's rule beside the plain one
     python bench/bench_gate.py --ablate --prs 100 --workers 1   # each gate test switched off in turn, same draws
+    python bench/bench_gate.py --sharper --prs 200   # issue 37: 2 broken stable cases, newly flaky ones, an outage, the first day
 
 Every case carries three criteria at once, as real suites do:
 
@@ -67,6 +68,20 @@ gate for the bench process only (`_switched_off`); and pure functions of
 evalgate.gate.stats that every configuration calls with the same arguments are remembered
 within a PR (`_remember_stats`), which changes no result.
 
+With `--sharper` (issue 37): a world the gate was not tuned on (SHARP_WORLD: 150 cases, 12% of
+them flaky, a judge mood, serving drift), each PR drawn with 10 runs of history, on the first
+day (one baseline run, no ledger) and on a first day whose ledger was filled when the gate was
+set up (the first baseline run repeated SETUP_RUNS times). Scenarios: unchanged; 2 or 6 stable
+trajectories broken for good; 6 made to pass half the time (newly flaky); a tool outage that
+fails 4 stable trajectories on both commits, in the run and in the re-runs. Each is decided
+three ways: the first run alone; with confirmation runs as the pipeline makes them (`compare`,
+`evalgate.gate.confirm.suspects`, re-runs right after the run with its mood and drift into
+`CaseResult.reruns`, a suspect that failed some of them re-run as often again when
+`evalgate.gate.control.more` says so, `compare` again: `_pipeline`); and with the base commit's re-runs as the
+control as well (each suspect that `evalgate.gate.control.wanted` re-run as often on the base
+commit, the PR's change absent and the outage present, into the baseline's
+`CaseResult.reruns`), counting the extra agent runs of each.
+
 Under each world's table, a bound on the trajectory-breakage row: the same pooled test
 (`stats.break_test`) alone at alpha / 7 (the gate's Holm family in these worlds), given
 the simulation's true chances, which no history measures: each stable case's own, and
@@ -97,6 +112,7 @@ TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final
 THRESHOLDS = {TRAJ: 1.0, ROUGE: 0.5, JUDGE: 0.8}
 SAMPLES = 5
 SUITE = "bench"
+HALF, DOWN = "half", "down"  # --sharper: `broken` keys of trajectories made flaky (pass half the time), and of a tool outage
 
 # name -> parameters. cases: suite size; history: default-branch runs before the PR.
 WORLDS: dict[str, dict] = {
@@ -183,7 +199,9 @@ class World:
     def _draw(self, i: int, rng: random.Random, mood: float, drift: float, broken: dict[str, set[int]], rouge_drop: set[int] | None) -> tuple:
         """One agent run of case i: (trajectory, ROUGE, judge samples, their majority vote)."""
         off, rouge = self.recorded[i] if self.recorded is not None else self._output(i, rng, drift)
-        traj = 0.0 if off or i in broken.get(TRAJ, ()) else 1.0
+        traj = 0.0 if off or i in broken.get(TRAJ, ()) or i in broken.get(DOWN, ()) else 1.0
+        if i in broken.get(HALF, ()) and rng.random() < 0.5:  # --sharper: made to pass half the time
+            traj = 0.0
         if i in broken.get(ROUGE, ()):
             rouge = min(rouge, rng.uniform(0.1, 0.45))
         if rouge_drop and i in rouge_drop:
@@ -444,6 +462,148 @@ def rules_table(args: argparse.Namespace) -> int:
     for text, ok in goals:
         print(f"{'met' if ok else 'MISSED'}: {text}")
     return 0 if all(ok for _, ok in goals) else 1
+
+
+# --sharper (issue 37): the world of issue 37 (the gate was not tuned on it), two broken stable
+# cases, newly flaky cases, a tool outage, and the first day (one baseline run, no ledger).
+SHARP_WORLD = dict(cases=150, history=10, rare_flip=0.003, flaky_share=0.12, often_flip=(0.1, 0.4), mood=0.4, rouge_sd=0.04,
+                   rouge_drift=0.005)
+SHARP_HISTORY = (
+    ("unchanged", {}),
+    ("2 stable trajectories broken", {TRAJ: 2}),
+    ("6 stable trajectories broken", {TRAJ: 6}),
+    ("6 stable trajectories newly flaky (pass half the time)", {HALF: 6}),
+    ("tool outage: 4 stable trajectories fail on both commits", {DOWN: 4}),
+)
+SHARP_FIRST = (
+    ("first day, unchanged", {}),
+    ("first day, 6 stable trajectories broken", {TRAJ: 6}),
+    ("first day, tool outage: 4 stable trajectories fail on both commits", {DOWN: 4}),
+)
+SETUP_RUNS = 5  # the alternative "fill the ledger when the gate is set up": the first baseline run repeated this many times
+
+try:
+    from evalgate.gate import control as _control  # the base commit as a control (issue 37); absent before it
+except ImportError:  # the gate before issue 37: no control
+    _control = None
+
+
+def _pipeline(world: World, rng: random.Random, baseline: RunResults, current: RunResults, ledger: dict | None, policy: GatePolicy,
+              broken: dict, with_control: bool) -> tuple[str, int, int]:
+    """The gate as the pipeline runs it: `compare`, `evalgate.gate.confirm.suspects`, each suspect
+    re-run `gate.confirm.runs` times on the PR right after its run (same judge mood and serving
+    drift); with `with_control`, each suspect that `evalgate.gate.control.wanted` re-run as often
+    on the base commit at the same time (the PR's breakage absent, the outage present) into the
+    baseline's `CaseResult.reruns`; then `compare` again. (verdict, PR re-runs, base re-runs)."""
+    for run in (baseline, current):
+        for case in run.suites[0].cases:
+            case.reruns = None
+    first = compare(baseline, current, policy, ledger=ledger)
+    chosen, _ = suspects(first, current, policy.confirm.max_cases, flips=policy.deterministic_flips == "fail")
+    if not chosen:
+        return first.verdict.value, 0, 0
+    mood, drift = world.last
+    cases = {c.eval_id: c for c in current.suites[0].cases}
+    base_cases = {c.eval_id: c for c in baseline.suites[0].cases}
+    base_broken = {DOWN: broken.get(DOWN, set())}  # the base commit: the outage, not the PR's change
+    judge = {TRAJ: False, ROUGE: False, JUDGE: True}
+    pr_runs = base_runs = 0
+    base_rng = random.Random(rng.random())  # its own stream: the PR's re-runs are the same with and without the control
+    for s in chosen:
+        i = int(s.eval_id[4:])
+        reruns = []
+        for r in range(1, policy.confirm.runs + 1):
+            criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, set()).items()}
+            reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
+        extra = _control.more(reruns, s.criteria, judge, policy.confirm.runs, s.stable) if _control is not None and hasattr(_control, "more") else 0
+        for r in range(len(reruns) + 1, len(reruns) + 1 + extra):  # a newly flaky suspect: re-run again (control.more)
+            criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, set()).items()}
+            reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
+        cases[s.eval_id].reruns = reruns
+        pr_runs += len(reruns)
+        if with_control and _control is not None and _control.wanted(reruns, s.criteria, judge):
+            base = []
+            for r in range(1, policy.confirm.runs + 1):
+                criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, base_rng, mood, drift, base_broken, set()).items()}
+                base.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
+            base_cases[s.eval_id].reruns = base
+            base_runs += len(base)
+    verdict = compare(baseline, current, policy, ledger=ledger).verdict.value
+    for run in (baseline, current):
+        for case in run.suites[0].cases:
+            case.reruns = None
+    return verdict, pr_runs, base_runs
+
+
+def _pick(rng: random.Random, world: World, baseline: RunResults, ledger: dict | None, policy: GatePolicy, what: dict) -> dict:
+    """The cases a scenario changes: stable trajectories (by the ledger; on the first day, cases
+    the baseline passed whose true chance of going off is rare)."""
+    n = len(world.flip)
+    if ledger is not None:
+        stable = _stable(ledger, TRAJ, n, policy)
+    else:
+        passed = {c.eval_id for c in baseline.suites[0].cases if c.criteria[TRAJ].status.value == "PASSED"}
+        stable = [i for i in range(n) if f"case{i:04d}" in passed and world.flip[i] < 0.01]
+    return {k: set(rng.sample(stable, v)) for k, v in what.items()}
+
+
+def simulate_sharper(job: tuple[int, int]) -> dict:
+    """One PR of issue 37's world: {scenario: (first run alone, confirmed, confirmed with the
+    base commit's control, extra agent runs without / with the control)}, with history, on the
+    first day, and on a first day whose ledger was filled at setup (SETUP_RUNS runs)."""
+    seed, index = job
+    rng = random.Random(f"{seed}/sharper/{index}")
+    world = World(rng, SHARP_WORLD)
+    policy = GatePolicy()
+    out: dict = {}
+    baseline, ledger = _history(world, rng, policy, [0.0] * SHARP_WORLD["history"])
+    first_base, _ = _history(world, rng, policy, [0.0])
+    setup_base, setup_ledger = _history(world, rng, policy, [0.0] * SETUP_RUNS)
+    for label, base, led, scenarios in (("history", baseline, ledger, SHARP_HISTORY), ("first day", first_base, None, SHARP_FIRST),
+                                       ("setup", setup_base, setup_ledger, SHARP_FIRST)):
+        for name, what in scenarios:
+            broken = _pick(rng, world, base, led, policy, what)
+            current = world.run(rng, broken, set())
+            state = random.getstate()
+            alone = compare(base, current, policy, ledger=led).verdict.value
+            fork = random.Random(rng.random())  # both ways re-run from the same draws
+            seed_rr = fork.random()
+            plain, runs, _ = _pipeline(world, random.Random(seed_rr), base, current, led, policy, broken, False)
+            ctrl, runs_c, base_runs = _pipeline(world, random.Random(seed_rr), base, current, led, policy, broken, True)
+            random.setstate(state)
+            out[(label, name)] = (alone, plain, ctrl, runs, runs_c + base_runs)
+    return out
+
+
+def sharper_table(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    jobs = [(args.seed, i) for i in range(args.prs)]
+    if args.workers > 1:
+        with multiprocessing.Pool(args.workers) as pool:
+            results = pool.map(simulate_sharper, jobs, chunksize=2)
+    else:
+        results = [simulate_sharper(j) for j in jobs]
+    p = SHARP_WORLD
+    print(f"issue 37's world: {p['cases']} cases, judge mood sd {p['mood']}, {p['flaky_share']:.0%} of cases go off "
+          f"{p['often_flip'][0]:g}-{p['often_flip'][1]:g} of runs, the rest ~{p['rare_flip']:g}, serving drift sd {p['rouge_drift']:g}; "
+          f"{args.prs} PRs, seed {args.seed}; {time.perf_counter() - t0:.0f} s with {args.workers} worker(s)")
+    print()
+    print("% of PRs that FAIL: first run alone | with confirmation runs (PR re-runs) | with confirmation and the base commit's "
+          "re-runs as control; extra agent runs per PR as a share of the run's cases (without | with the control)")
+    print()
+    print("| when | scenario | alone | confirmed | confirmed + control | extra runs | extra runs + control |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    n = p["cases"]
+    rows: dict = {}
+    for key in results[0]:
+        vals = [r[key] for r in results]
+        pct = lambda col: 100 * sum(v[col] == "FAIL" for v in vals) / len(vals)  # noqa: E731
+        extra = lambda col: 100 * sum(v[col] for v in vals) / len(vals) / n  # noqa: E731
+        rows[key] = (pct(0), pct(1), pct(2), extra(3), extra(4))
+        label = {"history": f"{p['history']} runs of history", "first day": "first day (1 baseline run)",
+                 "setup": f"first day, ledger filled at setup ({SETUP_RUNS} runs)"}[key[0]]
+        print(f"| {label} | {key[1]} | {rows[key][0]:.1f} | {rows[key][1]:.1f} | {rows[key][2]:.1f} | {rows[key][3]:.1f}% | {rows[key][4]:.1f}% |")
+    return 0
 
 
 # --moved: the default branch's judge level moved (logit offset) three runs before the PR.
@@ -808,11 +968,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--moved", action="store_true", help=f"instead: PRs after the branch's judge level moved ({MOVED_WORLD})")
     parser.add_argument("--confirm", action="store_true", help="instead: confirmation runs (gate.confirm) beside a fixed num_runs: 3 design")
     parser.add_argument("--rules", action="store_true", help="with --confirm: judge early stopping, evalgate's rule beside the plain majority rule, same draws")
+    parser.add_argument("--sharper", action="store_true", help="instead: issue 37's world (two broken stable cases, newly flaky "
+                        "cases, a tool outage, the first day), with and without the base commit's control")
     parser.add_argument("--ablate", action="store_true", help="instead: each test of the gate switched off in turn, same draws")
     parser.add_argument("--test", action="append", choices=list(ABLATIONS), help="with --ablate: only this ablation (repeatable; default: all)")
     args = parser.parse_args(argv)
     if args.ablate:
         return ablate_table(args)
+    if args.sharper:
+        return sharper_table(args)
     if any(w in RECORDED or w == MOVED_ABLATE for w in args.world or ()):
         parser.error("the recorded-output and moved worlds of --ablate are simulated with --ablate only")
     if args.confirm and args.rules:

@@ -1,10 +1,11 @@
 """Pairwise benchmark: `gate.pairwise` against fake Gemini judges with known preferences, at the wire.
 
     python bench/bench_pairwise.py        # --cases 400 --prs 5 --seed 1 --concurrency 8
+    python bench/bench_pairwise.py --biased --prs 20   # issue 37: a biased judge, 90 cases in en/ko/ja
 
 One fake `generateContent` server (tests/fake_gemini.py) on 127.0.0.1, reached through
 google-genai with GOOGLE_API_KEY and GOOGLE_GEMINI_BASE_URL, as evalgate reaches Gemini;
-evalgate's own code path end to end: `evalgate.gate.pairwise.judge_pairs` on a `JudgeRuntime`,
+evalgate's own code path end to end: `evalgate.pairwise.judge_pairs` on a `JudgeRuntime`,
 then `evalgate.gate.compare` with `gate.pairwise` on (its defaults: num_samples 2,
 margin 0, alpha 0.01, Holm over the suite's tests).
 
@@ -142,13 +143,135 @@ def exact_fail_rate(n_cases: int, p_loss: float, p_win: float, tests: int = 2, m
     return total
 
 
+# --biased (issue 37): a support agent of 90 cases in English, Korean and Japanese; the PR drops
+# the order number from 20% of its answers; the judge prefers the longer of two equally good
+# answers ~25% of the time, position A ~15%, and 3% of its replies are cut off.
+BIASED_KEEP = {
+    "en": ["Your order ORD-{n} has shipped; the tracking id is TRK{n}.",
+           "Good news: order ORD-{n} is on its way. You can follow it any time with tracking number TRK{n} on our site.",
+           "ORD-{n} shipped! Track it with TRK{n}."],
+    "ko": ["주문 ORD-{n}이 발송되었습니다. 운송장 번호는 TRK{n}입니다.",
+           "좋은 소식입니다. 주문 ORD-{n}은 배송 중이며, 운송장 번호 TRK{n}으로 언제든지 배송 상황을 확인하실 수 있습니다.",
+           "ORD-{n} 발송 완료, 운송장 TRK{n}."],
+    "ja": ["ご注文 ORD-{n} は発送済みです。追跡番号は TRK{n} です。",
+           "ご注文 ORD-{n} は現在配送中です。追跡番号 TRK{n} でいつでも配送状況をご確認いただけます。",
+           "ORD-{n} 発送済み、追跡 TRK{n}。"],
+}
+BIASED_DROP = {
+    "en": ["Your order has shipped; the tracking id is TRK{n}.", "Good news: your parcel is on its way with tracking number TRK{n}."],
+    "ko": ["주문이 발송되었습니다. 운송장 번호는 TRK{n}입니다.", "배송 중이며 운송장 번호는 TRK{n}입니다."],
+    "ja": ["ご注文は発送済みです。追跡番号は TRK{n} です。", "配送中です。追跡番号は TRK{n} です。"],
+}
+BIASED_CASES, BIASED_DROP_SHARE = 90, 0.20
+
+
+def _biased_pr(world: str, rng: random.Random, salt: int):
+    """(baseline, current, the ids whose answer dropped the order number): 30 cases per language."""
+    base, cur, dropped = {}, {}, set()
+    for i in range(BIASED_CASES):
+        lang = ("en", "ko", "ja")[i % 3]
+        eid, num = f"{lang}-{i:03}", f"{salt}{i:03}"
+        b = rng.randrange(3)
+        base[eid] = BIASED_KEEP[lang][b].format(n=num)
+        if world == "dropped" and rng.random() < BIASED_DROP_SHARE:
+            cur[eid] = rng.choice(BIASED_DROP[lang]).format(n=num)
+            dropped.add(eid)
+        else:
+            cur[eid] = BIASED_KEEP[lang][(b + 1 + rng.randrange(2)) % 3].format(n=num)
+    return _suite_run(base), _suite_run(cur), dropped
+
+
+def biased(args: argparse.Namespace) -> int:
+    """The --biased table: PRs at the wire measure each kind of case's net verdict (-2..2) and
+    how often a case is not evaluated; then `--draws` PRs of 90 cases drawn from those measured
+    chances go through the gate's own test (evalgate.gate.side_by_side.measure, then Holm's first
+    step over the suite's 2 tests), which is what decides FAIL."""
+    from evalgate.gate import side_by_side
+    from evalgate.gate.pairwise import CasePair, SuitePairs
+    from pairwise_judges import biased_judge
+
+    fake = FakeGemini().start()
+    os.environ.update({"GOOGLE_API_KEY": FAKE_API_KEY, "GOOGLE_GEMINI_BASE_URL": fake.url})
+    for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        os.environ.pop(var, None)
+    rng = random.Random(args.seed)
+    policy = GatePolicy(pairwise=PairwisePolicy(enabled=True, num_samples=args.samples))
+    started = time.monotonic()
+    nets: dict[str, dict[str, list]] = {}
+    wire: dict[str, list[int]] = {}
+    try:
+        fake.responder = biased_judge(args.seed)
+        salt = 0
+        for world in ("unchanged", "dropped"):
+            kinds = nets[world] = {"paraphrase": [], "dropped": []}
+            wire[world] = [0, 0, 0, 0]  # PRs, FAIL, INCONCLUSIVE, cases not evaluated
+            for _ in range(args.prs):
+                salt += 1
+                baseline, current, dropped = _biased_pr(world, rng, salt)
+                requests = len(fake.requests)
+                with JudgeRuntime(concurrency=args.concurrency, use_cache=False, cache_dir=Path(tempfile.gettempdir())) as rt:
+                    pairs = judge_pairs(baseline, current, policy.pairwise, rt)
+                suite = compare(baseline, current, policy, pairwise=pairs).suites[0]
+                w = wire[world]
+                w[0] += 1
+                w[1] += suite.verdict is Verdict.FAIL
+                w[2] += suite.verdict is Verdict.INCONCLUSIVE
+                for c in pairs["support"].cases:
+                    w[3] += c.outcome == "not_evaluated"
+                    kinds["dropped" if c.eval_id in dropped else "paraphrase"].append(None if c.outcome == "not_evaluated" else c.score)
+                wire[world].append(len(fake.requests) - requests)
+    finally:
+        fake.stop()
+    draw = random.Random(args.seed + 1)
+    para = [x for world in nets.values() for x in world["paraphrase"]]
+    para = para + [None if x is None else -x for x in para]  # the judge cannot know the PR's side: symmetric
+    drop = nets["dropped"]["dropped"]
+    print(f"gate.pairwise, issue 37's biased judge (prefers the longer of equal answers 25%, position A 15%, 3% of replies cut "
+          f"off): {BIASED_CASES} cases (en/ko/ja), the PR drops the order number from {BIASED_DROP_SHARE:.0%}; {args.prs} PRs at the "
+          f"wire per world, {args.draws} drawn PRs; num_samples {args.samples}; {time.monotonic() - started:.0f} s")
+    print()
+    hist = lambda xs: " ".join(f"{k:+d}:{sum(x == k for x in xs) / len(xs):.3f}" for k in range(-args.samples, args.samples + 1)) + (  # noqa: E731
+        f" NE:{sum(x is None for x in xs) / len(xs):.3f}")
+    print(f"net verdicts, paraphrased cases: {hist(para)}")
+    print(f"net verdicts, dropped-detail cases: {hist(drop)}")
+    out = {}
+    for world in ("unchanged", "dropped"):
+        fails = unsure = 0
+        for _ in range(args.draws):
+            cases = []
+            for i in range(BIASED_CASES):
+                kind = drop if world == "dropped" and draw.random() < BIASED_DROP_SHARE else para
+                net = kind[draw.randrange(len(kind))]
+                outcome = "not_evaluated" if net is None else "win" if net > 0 else "loss" if net < 0 else "tie"
+                cases.append(CasePair("set", f"c{i}", outcome, score=net or 0, error="cut off" if net is None else None))
+            comp = side_by_side.measure(SuitePairs("support", "m", args.samples, cases), policy)
+            comp.p_adjusted = None if comp.p_value is None else min(1.0, 2 * comp.p_value)  # Holm's first step, 2 tests
+            fails += comp.p_adjusted is not None and comp.p_adjusted < ALPHA
+            unsure += comp.not_evaluated > 0 and not (comp.p_adjusted is not None and comp.p_adjusted < ALPHA)
+        out[world] = (fails / args.draws, unsure / args.draws)
+        w = wire[world]
+        print(f"{world:9}: FAIL {out[world][0]:.2%} of drawn PRs, passing PRs with a case not evaluated (INCONCLUSIVE under "
+              f"not_evaluated: warn) {out[world][1]:.2%}; at the wire FAIL {w[1]}/{w[0]}, INCONCLUSIVE {w[2]}/{w[0]}, cases not "
+              f"evaluated {w[3]} of {w[0] * BIASED_CASES}, requests per PR {sum(w[4:]) / max(1, len(w) - 4):.0f}")
+    ok_fp, ok_tp = out["unchanged"][0] <= 0.01, out["dropped"][0] >= 0.90
+    print()
+    print(f"goals: false FAIL <= 1%: {out['unchanged'][0]:.2%} (ratio {out['unchanged'][0] / 0.01:.2f}) {'met' if ok_fp else 'MISSED'}; "
+          f"20% dropped detail caught >= 90%: {out['dropped'][0]:.2%} (ratio {out['dropped'][0] / 0.90:.2f}) {'met' if ok_tp else 'MISSED'}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=int, default=400)
     ap.add_argument("--prs", type=int, default=5, help="pull requests at the wire per world and judge")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--biased", action="store_true", help="instead: issue 37's biased judge, 90 cases in en/ko/ja, 20%% dropped detail")
+    ap.add_argument("--draws", type=int, default=20000, help="with --biased: PRs drawn from the measured chances")
+    ap.add_argument("--samples", type=int, default=2, help="with --biased: gate.pairwise.num_samples (even)")
     args = ap.parse_args()
+    if args.biased:
+        return biased(args)
 
     fake = FakeGemini().start()
     os.environ.update({"GOOGLE_API_KEY": FAKE_API_KEY, "GOOGLE_GEMINI_BASE_URL": fake.url})

@@ -777,6 +777,19 @@ class _GitHub:
         base.ledger = ledger(ctx, store, gate)
         base.trend = trend(ctx, store, gate)
 
+    def base_tree(self) -> tuple[Optional[Path], Optional[str], Optional[str]]:
+        """The checkout, when it holds the base commit (actions/checkout with fetch-depth: 0)."""
+        if self.trusted or not self.base_sha:
+            return None, None, _("no base commit is known here")
+        workspace = self.ctx.settings.workspace
+        try:
+            found = subprocess.run(["git", "-C", str(workspace), "cat-file", "-e", f"{self.base_sha}^{{commit}}"], capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            found = None
+        if found is None or found.returncode != 0:
+            return None, None, _("the base commit {commit} is not in this clone: actions/checkout with fetch-depth: 0 fetches the history", commit=self.base_sha[:12])
+        return Path(workspace), self.base_sha, None
+
 
 class _Workflow:
     """The action's sink (evalgate.pipeline.Sink) while gating: notes are warnings (the summary

@@ -265,6 +265,16 @@ class _Files:
         base.results, base.info, base.ledger, base.trend = self.found.results, self.found.info, self.found.ledger, self.found.trend
         _say_base(self.found, self.quiet)
 
+    def base_tree(self) -> tuple[Optional[Path], Optional[str], Optional[str]]:
+        commit = self.found.commit
+        if self.repo is None:
+            return None, None, _("not in a git checkout")
+        if commit is None:
+            return None, None, _("no base commit is known here")
+        if not _git(["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"], self.repo):
+            return None, None, _("the base commit {commit} is not in this clone", commit=commit[:12])
+        return self.repo, commit, None
+
 
 class _Terminal:
     """The sink of `evalgate gate` (evalgate.pipeline.Sink): notes on stderr, the results in --out."""

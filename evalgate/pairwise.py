@@ -12,9 +12,12 @@ case is a loss when the sum is negative, a win when positive, else a tie. A judg
 always picks one position, or picks at random between paraphrases, thus gives ties or
 wins and losses alike. Unchanged answers are ties and cost no request.
 
-A case whose changed invocations do not all have a complete order pair of readable verdicts
-(a judge failure, no credentials) is NOT_EVALUATED with the reason: never a loss, never a
-win. `max_cases` bounds the cases judged; the rest are named (`left_out`), chosen by a hash
+A reply that was cut off (finishReason MAX_TOKENS or another early stop, or empty) or cannot
+be read as a verdict is asked again once (the runtime never caches it, so the second ask
+reaches the judge); a request the judge refused or could not answer (down, no credentials,
+an error after the runtime's retries) is not asked again. A case whose changed invocations
+do not all have a complete order pair of readable verdicts after that is NOT_EVALUATED with
+the reason: never a loss, never a win. `max_cases` bounds the cases judged; the rest are named (`left_out`), chosen by a hash
 of their ids so the same cases are judged from run to run (and the cache serves them).
 
 Everything goes through the run's `JudgeRuntime` (pool, rate cap, retries, cache: a
@@ -159,6 +162,21 @@ def _choice(label: str, current_first: bool) -> Choice:
     return "current" if (label == "A") == current_first else "baseline"
 
 
+# How evalgate.judge.transport says a reply came back, but incomplete (its finishReason, or no text).
+_CUT_OFF = ("judge reply cut off", "judge reply stopped early", "judge returned an empty reply")
+
+
+def _incomplete(reply: Any) -> bool:
+    """A reply worth asking again once: it came back cut off, stopped early or empty, or its
+    text could not be read as a verdict. Not a judge that is down or refused the request
+    (the runtime already retried what can be retried; asking again would repeat it)."""
+    if reply.down:
+        return False
+    if reply.error is None:
+        return True  # text that is not a verdict
+    return reply.error.startswith(_CUT_OFF)
+
+
 def _stats_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {k: after.get(k, 0) - before.get(k, 0) for k in after}
 
@@ -219,13 +237,17 @@ def judge_suite(
                 )
 
                 def ask(request=request, pair=pair, j=j, current_first=current_first) -> None:
-                    reply = runtime.ask(request, read)
-                    try:
-                        label, reason = parse_reply(reply, read_verdict)
-                    except ReplyError as e:
-                        pair.verdicts.append(PairVerdict(j, current_first, None, error=str(e)))
+                    for again in (False, True):
+                        reply = runtime.ask(request, read)
+                        try:
+                            label, reason = parse_reply(reply, read_verdict)
+                        except ReplyError as e:
+                            if not again and _incomplete(reply):  # cut off or unreadable: asked once more (never cached)
+                                continue
+                            pair.verdicts.append(PairVerdict(j, current_first, None, error=str(e)))
+                            return
+                        pair.verdicts.append(PairVerdict(j, current_first, _choice(label, current_first), reason, cached=reply.cached))
                         return
-                    pair.verdicts.append(PairVerdict(j, current_first, _choice(label, current_first), reason, cached=reply.cached))
 
                 jobs.append(ask)
         pairs.append((c, inv_pairs))

@@ -18,9 +18,10 @@ handed in.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Iterator, Optional, Protocol
 
 from evalgate.i18n import _, n_
 
@@ -49,6 +50,11 @@ class Source(Protocol):
     def baseline(self, gate: Any, base: Base) -> None:
         """Fill `base` with the baseline of the base commit (or its nearest first-parent
         ancestor's) under the gate section `gate`, and its store's ledger and trend."""
+
+    def base_tree(self) -> tuple[Optional[Path], Optional[str], Optional[str]]:
+        """(the git repository, the base commit) whose tree the confirmation step may check
+        out to run a suspect's agent at the base commit (evalgate.gate.control), or (None,
+        None, why not): no git checkout, the commit not in this clone, no agent run here."""
 
 
 class Sink(Protocol):
@@ -127,7 +133,7 @@ def gate_change(
     runtime = make_runtime(loaded)
     pairs = pairwise(gate, baseline, current, runtime)  # gate.pairwise (off by default)
     comparison = compare(baseline, current, gate, base.ledger, base.info, pairwise=pairs)
-    if plans and confirm(comparison, current, plans, loaded, gate, runtime, sink, secrets, agents):
+    if plans and confirm(comparison, current, plans, loaded, gate, runtime, sink, secrets, agents, baseline, source.base_tree):
         comparison = compare(baseline, current, gate, base.ledger, base.info, pairwise=pairs)
     comparison = cached_new_cases(incomplete(comparison, missing_shards()), current)
     comparison.gate_change = under.change() if policy_change else None
@@ -184,13 +190,21 @@ def confirm(
     sink: Sink,
     secrets: tuple[str, ...] = (),
     agents: bool = True,
+    baseline: Any = None,
+    base_tree: Optional[Callable[[], tuple[Optional[Path], Optional[str], Optional[str]]]] = None,
 ) -> bool:
-    """Confirmation runs (`gate.confirm`): the suspects the gate picks (evalgate.gate.confirm.
-    suspects) re-run into `current` (evalgate.rerun), results written again; whether anything
-    was re-run, so the caller compares again. Its notes (how many were re-run, left out by
-    max_cases, or had nothing to re-run) go to the sink's log; the counts into
-    `current.run.agent["confirm"]`, outside the comparable payload. One step: what else
-    confirms a suspect (re-running it at the base commit too) belongs here."""
+    """Confirmation runs (`gate.confirm`), in the order evalgate.gate.control describes:
+    the suspects the gate picks (evalgate.gate.confirm.suspects) re-run `runs` times into
+    `current` (evalgate.rerun); a suspect whose re-runs both failed and passed re-run `runs`
+    times more (control.more); a suspect that failed every re-run (control.wanted) run
+    `runs` times at the base commit too, its agent in the base commit's tree (`base_tree()`
+    says where, or why not), those runs scored into `baseline`'s case `.reruns` (in memory:
+    `baseline` is the comparison's, never written to a store). Results written again;
+    whether anything was re-run, so the caller compares again. Its notes (how many were
+    re-run, at the base commit or why not, left out by max_cases, or had nothing to re-run)
+    go to the sink's log; the counts
+    into `current.run.agent["confirm"]`, outside the comparable payload."""
+    from evalgate.gate import control
     from evalgate.gate.confirm import rerun_any, suspects
     from evalgate.rerun import rerun
 
@@ -200,21 +214,143 @@ def confirm(
     chosen, left = suspects(comparison, current, policy.max_cases, flips=gate.deterministic_flips == "fail")
     if not chosen:
         return False
-    counts = rerun(chosen, plans, loaded, policy.runs, make_runtime, current, secrets, agents=agents)
-    current.run.agent = {**current.run.agent, "confirm": {"suspects": len(chosen), "left_out": left, **counts}}
-    for note in _confirm_notes(counts, len(chosen), left, policy.runs):
+    kept: dict = {}
+    counts = rerun(chosen, plans, loaded, policy.runs, make_runtime, current, secrets, agents=agents, kept=kept)
+    judge = {s.name: {c.criterion: c.judge for c in s.criteria} for s in comparison.suites}
+    cases = {(s.name, c.eval_set_id, c.eval_id): c for s in current.suites for c in s.cases}
+
+    def reruns(s: Any) -> Optional[list]:
+        return cases[s.suite, s.eval_set_id, s.eval_id].reruns
+
+    again = [s for s in chosen if (s.suite, s.eval_set_id, s.eval_id) in kept
+             and control.more(reruns(s), s.criteria, judge.get(s.suite, {}), policy.runs, s.stable)]
+    if again:
+        more = rerun(again, plans, loaded, policy.runs, make_runtime, current, secrets, agents=agents, kept=kept)
+        counts["agent"] += more["agent"]
+        counts["more"] = more["agent"]
+    wanted = [s for s in chosen if control.wanted(reruns(s), s.criteria, judge.get(s.suite, {})) or not reruns(s)]
+    for note in _confirm_notes(counts, len(chosen), left, policy.runs, len(again)):
         sink.log(note)
+    counts.update(at_base(wanted, kept, plans, loaded, policy.runs, make_runtime, baseline, secrets, agents, base_tree, sink))
+    if counts.get("base"):
+        sink.log(_("confirmation: {cases} suspect case(s) that failed every re-run also run {runs} time(s) each at the base commit {commit}, as a control ({agent} agent runs)",
+                   cases=counts["base_cases"], runs=policy.runs, commit=counts["base_commit"][:12], agent=counts["base"]))
+    current.run.agent = {**current.run.agent, "confirm": {"suspects": len(chosen), "left_out": left, **counts}}
     if not rerun_any(current):
         return False
     sink.rewrote(current)
     return True
 
 
-def _confirm_notes(counts: dict, chosen: int, left: int, runs: int) -> list[str]:
+def at_base(
+    wanted: list,
+    kept: dict,
+    plans: list,
+    loaded: Any,
+    runs: int,
+    make_runtime: MakeRuntime,
+    baseline: Any,
+    secrets: tuple[str, ...],
+    agents: bool,
+    base_tree: Optional[Callable[[], tuple[Optional[Path], Optional[str], Optional[str]]]],
+    sink: Sink,
+) -> dict:
+    """The control (evalgate.gate.control): the `wanted` suspects' agent run `runs` times at
+    the base commit, beside their pull-request re-runs, with the same runner and installed
+    environment, the agent's files as the base commit has them (a detached `git worktree`
+    of the base commit in a temporary folder, removed after). Their scored runs go into
+    `baseline`'s cases' `.reruns`. Where that cannot be (recorded outputs, no agent run in
+    this job, a running server, no base commit in this clone), the sink's log says so and
+    the gate decides without the control. Returns {"base": agent runs made at the base commit,
+    "base_commit": its sha} or {}."""
+    if not wanted or baseline is None:
+        return {}
+    plan_of = {p.name: p for p in plans}
+    runnable = [s for s in wanted if (s.suite, s.eval_set_id, s.eval_id) in kept]
+    recorded = [s for s in wanted if plan_of[s.suite].agent is None]
+    unrun = [s for s in wanted if plan_of[s.suite].agent is not None and s not in runnable]
+
+    def without(cases: int, why: str) -> None:
+        sink.log(_("confirmation: {cases} suspect case(s) could not be run at the base commit as a control ({why}): decided without it",
+                    cases=cases, why=why))
+
+    if recorded:
+        without(len(recorded), _("their outputs were recorded: no agent runs here"))
+    if unrun and not agents:
+        without(len(unrun), _("this job runs no agent"))
+    if not runnable:
+        return {}
+    why = None
+    if any(plan_of[s.suite].agent.url is not None for s in runnable):
+        why = _("the agent is a running server (agent.url), which serves the pull request's code")
+    repo = commit = None
+    if why is None:
+        repo, commit, why = base_tree() if base_tree is not None else (None, None, _("no base commit is known here"))
+    if why is None and repo is not None and commit is not None:
+        with base_checkout(repo, commit, loaded) as (there, failed):
+            if there is not None:
+                counts = _rerun_at(runnable, plans, there, runs, make_runtime, baseline, secrets)
+                if counts.get("unstarted"):
+                    why = _("the agent could not start in the base commit's tree ({why})", why=counts.get("why"))
+                else:
+                    return {"base": counts["agent"], "base_cases": len(runnable), "base_commit": commit}
+            else:
+                why = failed
+    without(len(runnable), why or _("no base commit is known here"))
+    return {"base": 0}
+
+
+def _rerun_at(chosen: list, plans: list, there: Any, runs: int, make_runtime: MakeRuntime, baseline: Any, secrets: tuple[str, ...]) -> dict:
+    from evalgate.rerun import rerun
+
+    return rerun(chosen, plans, there, runs, make_runtime, None, secrets, kept={}, into=baseline, only_agent=True)
+
+
+@contextlib.contextmanager
+def base_checkout(repo: Path, commit: str, loaded: Any) -> Iterator[tuple[Any, Optional[str]]]:
+    """(`loaded` as seen inside the base commit's tree, None) for the time of the `with`: a
+    detached `git worktree` of `commit` in a temporary folder, removed after; the config's
+    folder (its relative paths: the agent's module or command) is the same folder inside
+    that tree. (None, why) when git cannot check it out there."""
+    import dataclasses
+    import shutil
+    import subprocess
+    import tempfile
+
+    top = Path(repo).resolve()
+    try:
+        inside = Path(loaded.base).resolve().relative_to(top)
+    except ValueError:
+        yield None, _("the config is outside the repository {repo}", repo=str(repo))
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="evalgate-base-"))
+    tree = tmp / "tree"
+    try:
+        added = subprocess.run(["git", "-C", str(top), "worktree", "add", "--detach", "--quiet", str(tree), commit],
+                               capture_output=True, text=True, errors="replace", timeout=600)
+    except (OSError, subprocess.SubprocessError) as e:
+        added = subprocess.CompletedProcess([], 1, "", str(e))
+    try:
+        if added.returncode != 0:
+            yield None, _("git could not check out the base commit {commit}: {error}", commit=commit[:12],
+                          error=(added.stderr.strip().splitlines() or ["?"])[-1])
+            return
+        yield dataclasses.replace(loaded, base=tree / inside), None
+    finally:
+        if added.returncode == 0:
+            subprocess.run(["git", "-C", str(top), "worktree", "remove", "--force", str(tree)], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["git", "-C", str(top), "worktree", "prune"], capture_output=True)
+
+
+def _confirm_notes(counts: dict, chosen: int, left: int, runs: int, again: int = 0) -> list[str]:
     notes = []
     if counts["agent"] or counts["judge"]:
         notes.append(_("confirmation: {cases} suspect case(s) re-run {runs} time(s) each ({agent} agent runs, {judge} judge re-draws)",
                        cases=chosen - counts["none"] - counts["unstarted"], runs=runs, agent=counts["agent"], judge=counts["judge"]))
+    if again:
+        notes.append(_("confirmation: {cases} suspect case(s) failed some re-runs and passed others: re-run {runs} time(s) more each ({agent} agent runs, counted above)",
+                       cases=again, runs=runs, agent=counts.get("more", 0)))
     if counts.get("unstarted"):
         notes.append(_("confirmation: the agent could not start here ({why}): {cases} suspect case(s) not re-run, the first run stands",
                        why=counts.get("why"), cases=counts["unstarted"]))

@@ -8,7 +8,7 @@ mean for the verdict is the gate's (evalgate.gate.confirm.verdicts, evalgate.gat
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from evalgate.gate.confirm import Suspect, how
 
@@ -28,6 +28,10 @@ def rerun(
     current: Any,
     secrets: tuple[str, ...] = (),
     agents: bool = True,
+    *,
+    kept: Optional[dict] = None,
+    into: Any = None,
+    only_agent: bool = False,
 ) -> dict[str, int]:
     """Re-run the suspects `runs` times and put each re-run into `current`'s case results
     (`reruns`). `plans` are the run's plans after `evalgate run` scored them (each case's
@@ -35,7 +39,13 @@ def rerun(
     Returns {"agent": case runs made, "judge": cases re-judged, "none": suspects with nothing
     to re-run, "unstarted": suspects whose agent could not start here (and "why")}. Without
     `agents` (the trusted publish job, whose outputs are a pull request's) no agent runs: a
-    suspect is confirmed as recorded outputs are, its judge samples re-drawn."""
+    suspect is confirmed as recorded outputs are, its judge samples re-drawn.
+
+    `kept` ({} the first time, the same dict after): each suspect's agent re-runs so far;
+    a suspect found there gets `runs` more, appended to its `reruns` and numbered on
+    (evalgate.gate.control.more). `into`: the results the re-runs go to instead of
+    `current` (the baseline's, for re-runs at the base commit: `loaded` is then the config
+    read inside the base commit's tree), with `only_agent` (no judge re-draws there)."""
     from evalgate import infer
     from evalgate.engine import SuitePlan, needs_judge
     from evalgate.errors import InputError
@@ -46,35 +56,43 @@ def rerun(
     sub: dict[str, Any] = {}
     reuse: dict = {}
     work: list[tuple[Suspect, Any, Any, str]] = []
+    kept = {} if kept is None else kept
+    target = current if into is None else into
+    before: dict[tuple[str, str, str], int] = {}  # agent re-runs a suspect had before this call
     for s in chosen:
         plan, case = _plan_case(plans, s)
         kind = how(plan, s)
         if kind == "agent" and not agents:
             kind = "judge" if s.judged and not s.crashed else None
+        if kind == "judge" and only_agent:
+            kind = None
         if kind is None:
             counts["none"] += 1
             continue
         work.append((s, plan, case, kind))
         if kind == "agent":
-            first = plan.agent.num_runs if case.runs else 0  # a sharded run's merge job holds no runs: all are new
+            key = (plan.name, case.eval_set_id, case.eval_id)
+            earlier = kept.get(key, [])
+            before[key] = len(earlier)
+            first = plan.agent.num_runs if case.runs and into is None else 0  # a sharded run's merge job holds no runs: all are new
             copy = replace(case, runs=[], actual=None)
-            if plan.name not in sub:
-                agent = plan.agent.model_copy(update={"num_runs": first + runs})
-                sub[plan.name] = SuitePlan(plan.name, [], plan.not_evaluated, agent=agent, agent_where=plan.agent_where)
-            sub[plan.name].cases.append(copy)
+            sub.setdefault(plan.name, {})[case.eval_set_id, case.eval_id] = (plan, copy, first + len(earlier) + runs)
             for n, old in enumerate(case.runs[:first], start=1):  # the first runs stand; only the re-runs run
                 reuse[(plan.name, case.eval_set_id, case.eval_id, n)] = replace(old, expected_digest=case.expected_digest)
-    copies = {(p.name, c.eval_set_id, c.eval_id): c for p in sub.values() for c in p.cases}
-    runtime, _ = make_runtime() if needs_judge([p for _, p, _, _ in work]) or infer.needs_simulator(list(sub.values())) else (None, 1)
+            for n, old in enumerate(earlier, start=first + 1):  # and the re-runs made before
+                reuse[(plan.name, case.eval_set_id, case.eval_id, n)] = replace(old, expected_digest=case.expected_digest)
+    sub = _by_count(sub)
+    copies = {(p.name, c.eval_set_id, c.eval_id): c for p in sub for c in p.cases}
+    runtime, _ = make_runtime() if needs_judge([p for _, p, _, _ in work]) or infer.needs_simulator(sub) else (None, 1)
     try:
         if sub:
             try:
-                infer.run_agents(list(sub.values()), loaded, runtime=runtime, reuse=reuse, secrets=secrets)
+                infer.run_agents(sub, loaded, runtime=runtime, reuse=reuse, secrets=secrets)
             except InputError as e:  # the agent cannot start here (a merge job without its dependencies): the first run stands
                 counts["unstarted"] = len(copies)
                 counts["why"] = e.problems[0].what  # type: ignore[assignment]
                 work = [w for w in work if w[3] != "agent"]
-        by_suite = {s.name: {(c.eval_set_id, c.eval_id): c for c in s.cases} for s in current.suites}
+        by_suite = {s.name: {(c.eval_set_id, c.eval_id): c for c in s.cases} for s in target.suites}
         for s, plan, case, kind in work:
             if runtime is not None:
                 for crit in case.criteria.values():
@@ -82,9 +100,13 @@ def rerun(
                         crit.bind(runtime)
             result = by_suite[s.suite][(s.eval_set_id, s.eval_id)]
             if kind == "agent":
-                copy = copies[(s.suite, s.eval_set_id, s.eval_id)]
+                key = (s.suite, s.eval_set_id, s.eval_id)
+                copy = copies[key]
                 done = copy.runs[len(copy.runs) - runs :]
-                result.reruns = [_scored(case, r, i, "agent", result) for i, r in enumerate(done, start=1)]
+                had = before[key]
+                kept[key] = kept.get(key, []) + list(done)
+                fresh = [_scored(case, r, i, "agent", result) for i, r in enumerate(done, start=had + 1)]
+                result.reruns = (list(result.reruns or []) + fresh) if had else fresh
                 counts["agent"] += len(done)
             else:
                 result.reruns = [_scored(case, None, i, "judge", result) for i in range(1, runs + 1)]
@@ -93,6 +115,22 @@ def rerun(
         if runtime is not None:
             runtime.close()
     return counts
+
+
+def _by_count(cases: dict) -> list:
+    """One SuitePlan per suite and number of runs (a suspect re-run again has more runs than
+    one re-run the first time), each with the suite's agent set to that many runs."""
+    from evalgate.engine import SuitePlan
+
+    out: dict[tuple[str, int], Any] = {}
+    for name, found in cases.items():
+        for plan, copy, n in found.values():
+            sub = out.get((name, n))
+            if sub is None:
+                agent = plan.agent.model_copy(update={"num_runs": n})
+                sub = out[name, n] = SuitePlan(plan.name, [], plan.not_evaluated, agent=agent, agent_where=plan.agent_where)
+            sub.cases.append(copy)
+    return list(out.values())
 
 
 def _scored(case: Any, run: Any, i: int, kind: str, first: Any) -> Any:

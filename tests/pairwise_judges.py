@@ -73,3 +73,38 @@ def detail_judge(seed: int, position_bias: float = 0.0) -> Callable[[Any], dict]
         return _reply("A" if ka > kb else "B", "It keeps the order number and the tracking id.")
 
     return respond
+
+
+def cut_off(text: str = '{"reason": "Both answers give the order status, but the first') -> Any:
+    """A reply stopped at the output token limit: finishReason MAX_TOKENS, the JSON cut off."""
+    from fake_gemini import Reply
+
+    return Reply(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "MAX_TOKENS",
+                                       "index": 0}], "usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 10}})
+
+
+def biased_judge(seed: int, longer: float = 0.25, position: float = 0.15, cut: float = 0.03) -> Callable[[Any], Any]:
+    """A judge with the biases published for modern judges (issue 37): it prefers the answer
+    that keeps more of the key details; between answers that keep as many it says "equal",
+    except that with chance `longer` it prefers the longer one; with chance `position` it
+    answers "A" whatever it is shown; and a share `cut` of its replies are cut off at the
+    output token limit (`cut_off`)."""
+    rng = random.Random(seed)
+    lock = threading.Lock()
+
+    def respond(body: Any) -> Any:
+        a = answers(body)
+        with lock:
+            r_cut, r_pos, r_len = rng.random(), rng.random(), rng.random()
+        if r_cut < cut:
+            return cut_off()
+        if r_pos < position:
+            return _reply("A", "The first answer is better.")
+        ka, kb = _keys(a["A"]), _keys(a["B"])
+        if ka != kb:
+            return _reply("A" if ka > kb else "B", "It keeps the order number and the tracking id.")
+        if r_len < longer and len(a["A"]) != len(a["B"]):
+            return _reply("A" if len(a["A"]) > len(a["B"]) else "B", "It is more thorough.")
+        return _reply("equal", "Both say the same thing.")
+
+    return respond

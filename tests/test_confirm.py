@@ -1,6 +1,6 @@
 """Confirmation runs (gate.confirm, evalgate.gate.confirm), by hand: which cases are suspects and
-the cap, the chance a failure repeats measured from a ledger, a stable case counted broken
-only when every re-run fails, a flaky one that passes on re-run not counted, and what the
+the cap, each case's own chance of failing its re-runs from a ledger, a stable case counted broken
+when every re-run fails and newly flaky when some do, a flaky one that passes on re-run not counted, and what the
 comment says. The end-to-end runs (a real agent through the command runner, `evalgate gate`
 and the action's PR path) are in tests/test_confirm_e2e.py."""
 
@@ -15,7 +15,6 @@ from evalgate.gate.confirm import ConfirmPolicy, suspects, verdicts, words
 from evalgate.engine import case_status
 from evalgate.reports.markdown import render_comment
 from evalgate.results import CriterionResult, InvocationResult, Rerun, RunResults, Status
-from evalgate.gate.stats import repeat_factors, repeat_share
 from test_compare import K, crit, one
 
 IDS = [f"c{i:03d}" for i in range(40)]
@@ -48,46 +47,45 @@ def _current():
     return one({e: {"traj": 0.0 if e in BROKE else 1.0} for e in IDS})
 
 
-def test_repeat_share_counts_failures_followed_by_failures_in_the_ledger():
-    histories = [
-        [1.0, 0.0, 0.0, 1.0, 1.0],  # failed, and again (1 of 1); then failed, next passed (0 of 1)
-        [1.0, 0.0, 1.0, 1.0],  # failed, next passed
-        [0.0, 0.0, 0.0],  # failed in every run: broken all along, left out
-        [0.4, 0.8, 0.6],  # a judge's outcome: 0.4 is a failure (no majority), 0.8 is not
-        [1.0, 1.0, 0.0],  # a failure with no next run: not counted
-    ]
-    # pairs (failed, next): (0,0) yes, (0,1) no, (0,1) no, (0.4,0.8) no -> 1 of 4, uniform prior
-    assert repeat_share(histories) == (2.0, 4.0)
-    assert repeat_share([[1.0] * 10] * 3) == (1.0, 1.0)  # no failure in history: nothing known
-    # q^2 at the 5 quantiles of Beta(1, 1) = the uniform's (g + 0.5) / 5
-    assert repeat_factors((1.0, 1.0), 2) == pytest.approx([((g + 0.5) / 5) ** 2 for g in range(5)], abs=1e-9)
+def _graded_tail(n: int, a: float, b: float, w1: float, w2: float, observed: float) -> float:
+    """P(w1 * n1 + w2 * n2 >= observed) by enumeration: n cases, each in grade 1 with chance a,
+    grade 2 with chance b, else none (multinomial), independently."""
+    total = 0.0
+    for n1 in range(n + 1):
+        for n2 in range(n - n1 + 1):
+            if w1 * n1 + w2 * n2 >= observed - 1e-9:
+                total += math.factorial(n) / (math.factorial(n1) * math.factorial(n2) * math.factorial(n - n1 - n2)) * a**n1 * b**n2 * (1 - a - b) ** (n - n1 - n2)
+    return total
 
 
-def test_a_stable_case_counts_broken_only_when_every_re_run_fails():
+def test_a_stable_case_counts_broken_when_every_re_run_fails_and_newly_flaky_when_some_do():
     base = one({e: {"traj": 1.0} for e in IDS})
-    ledger = _ledger([1.0] * 10)  # 400 case-runs, never a failure: each hazard 1/402, q ~ Beta(1, 1)
+    ledger = _ledger([1.0] * 10)  # 400 case-runs, never a failure: every case's rate the floor 1/402, no clustering
     first = compare(base, _current(), GatePolicy(), ledger=ledger).suites[0].criteria[0]
     assert first.broken == [K(e) for e in BROKE] and first.confirm_runs == 0  # no re-runs yet: the first run's test
     assert first.breakage_p == pytest.approx(_binomial_sf(3, 40, 1 / 402))
 
-    # c001 and c007 failed both re-runs; c009 passed its second: flaky, not counted.
+    # c001 and c007 failed both re-runs; c009 failed one of two: newly flaky, weighed.
     cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0], "c009": [0.0, 1.0]})
     comp = compare(base, cur, GatePolicy(), ledger=ledger)
     c = comp.suites[0].criteria[0]
-    assert (c.broken, c.flaky, c.confirm_runs, c.repeat) == ([K("c001"), K("c007")], [K("c009")], 2, 0.5)
-    factors = [((g + 0.5) / 5) ** 2 for g in range(5)]
-    assert c.expected_breaks == pytest.approx(40 / 402 * sum(factors) / 5)
-    assert c.breakage_p == pytest.approx(sum(_binomial_sf(2, 40, x / 402) for x in factors) / 5)
-    assert c.breakage_p < _binomial_sf(2, 40, 1 / 402) / 2  # the same two breaks, unconfirmed, say less
+    assert (c.broken, c.newly_flaky, c.flaky, c.confirm_runs) == ([K("c001"), K("c007")], [K("c009")], [], 2)
+    p = 1 / 402
+    a, b = 2 * p**2 * (1 - p), p**3  # each case: broke now and failed 1 (a) or 2 (b) of 2 re-runs, by hand
+    w1, w2 = math.log1p(0.1 * 0.125 / a), math.log1p(0.1 * 0.5625 / b)  # the alternative: half broken, half failing half the time
+    assert c.expected_breaks == pytest.approx(40 * b)
+    assert c.breakage_p == pytest.approx(_graded_tail(40, a, b, w1, w2, 2 * w2 + w1), rel=1e-6)
+    assert c.breakage_p < 1e-9 and c.chance_each == pytest.approx(b) and c.streak_each == 10
     assert [ch.kind for ch in comp.suites[0].changes] == ["broken_stable", "broken_stable", "regressed"]
     text = next(r for r in c.reasons if "stable cases broke" in r)
-    assert "each failed all 2 re-runs" in text and "chance 0.50" in text and "1 passed on re-run, flaky, not counted: set/c009" in text
+    assert "each failed all 2 re-runs" in text and "1 newly flaky (broke now and failed 1 of 2 re-runs" in text
+    assert "by its own history (no failure in its last 10 runs), an unchanged agent does that about once in 65,000,000 pull requests" in text
 
-    # Every broken one passed on a re-run: nothing counts, and the reasons say so.
-    all_flaky = compare(base, _with_reruns(_current(), {e: [1.0, 0.0] for e in BROKE}), GatePolicy(), ledger=ledger)
+    # Every broken one passed both re-runs: nothing counts, and the reasons say so.
+    all_flaky = compare(base, _with_reruns(_current(), {e: [1.0, 1.0] for e in BROKE}), GatePolicy(), ledger=ledger)
     c = all_flaky.suites[0].criteria[0]
     # Not FAIL; the mean drop (first run only: 3 of 40 cases) still leaves it INCONCLUSIVE.
-    assert (c.broken, c.breakage_p, all_flaky.verdict) == ([], 1.0, Verdict.INCONCLUSIVE)
+    assert (c.broken, c.newly_flaky, c.breakage_p, all_flaky.verdict) == ([], [], 1.0, Verdict.INCONCLUSIVE)
     assert any("3 stable cases broke and passed on re-run: flaky, not counted" in r for r in c.reasons)
 
 
@@ -108,23 +106,34 @@ def test_a_case_that_broke_without_its_re_runs_keeps_the_first_runs_test():
     assert compare(base, cur, off, ledger=ledger).suites[0].criteria[0].broken == [K(e) for e in BROKE]
 
 
-def test_a_measured_repeat_chance_weighs_confirmed_breaks():
-    """Half the cases failed once in history and passed the next run: a chance failure
-    seldom repeats here, so two confirmed breaks among the stable half are strong evidence."""
+def test_each_cases_own_history_weighs_its_confirmed_break():
+    """Half the cases failed once in history: the population holds rates above the floor, so a
+    stable case's chance of failing three times is larger than with a clean history, yet three
+    confirmed breaks among the stable half are still strong evidence (no pooled repeat chance)."""
     base = one({e: {"traj": 1.0} for e in IDS})
     ledger = _ledger([1.0] * 10, IDS[:20])
-    ledger.update(_ledger([1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], IDS[20:]))
+    for i, e in enumerate(IDS[20:]):  # each fails once, two cases in each run: failures do not cluster
+        ledger.update(_ledger([0.0 if t == i % 10 else 1.0 for t in range(10)], [e]))
     cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0], "c009": [0.0, 0.0]})
     c = compare(base, cur, GatePolicy(), ledger=ledger).suites[0].criteria[0]
-    assert c.repeat == pytest.approx(1 / 22)  # 0 of 20 failures repeated: Beta(1, 21)
+    clean = compare(base, cur, GatePolicy(), ledger=_ledger([1.0] * 10)).suites[0].criteria[0]
     assert c.stable == 20 and len(c.broken) == 3 and c.breakage_p < 1e-4
+    assert c.chance_each > 10 * clean.chance_each  # failures in the population make a repeat likelier
+
+    # The same failures all in one run (a judge's bad day, a tool down): failures cluster within
+    # a run, so a run and its re-runs failing together is far likelier, and the same breaks say less.
+    clustered = _ledger([1.0] * 10, IDS[:20])
+    clustered.update(_ledger([1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], IDS[20:]))
+    d = compare(base, cur, GatePolicy(), ledger=clustered).suites[0].criteria[0]
+    assert d.chance_each > 50 * c.chance_each and d.breakage_p > 100 * c.breakage_p
 
 
 def test_suspects_stable_breaks_first_then_flips_at_most_max_cases():
     base = one({e: {"traj": 1.0, "rouge": 0.9} for e in IDS})
     ledger = _ledger([1.0] * 10)
+    ledger.update(_ledger([1.0, 0.0] * 5, IDS, "rouge"))  # rouge fails every other run on main: c000, c020 only flipped
     cur = one({e: {"traj": 0.0 if e in BROKE else 1.0, "rouge": 0.1 if e in ("c000", "c020") else 0.9} for e in IDS})
-    comparison = compare(base, cur, GatePolicy(), ledger=ledger)  # rouge has no ledger: c000, c020 only flipped
+    comparison = compare(base, cur, GatePolicy(), ledger=ledger)
     chosen, left = suspects(comparison, cur, 20)
     assert [(s.eval_id, s.stable, s.criteria) for s in chosen] == [
         ("c001", True, ["traj"]), ("c007", True, ["traj"]), ("c009", True, ["traj"]),
@@ -139,7 +148,10 @@ def test_suspects_stable_breaks_first_then_flips_at_most_max_cases():
     # A judge criterion's flip is never a suspect by itself (its flips decide nothing).
     base = one({e: {"judge": [1.0] * 5} for e in IDS})
     cur = one({e: {"judge": [0.0] * 5 if e == "c003" else [1.0] * 5} for e in IDS})
-    assert suspects(compare(base, cur, GatePolicy()), cur, 20) == ([], 0)
+    assert suspects(compare(base, cur, GatePolicy(), ledger=_ledger([1.0, 0.4] * 5, IDS, "judge")), cur, 20) == ([], 0)
+    # On the first days (no case with 5 runs of history) the cases the baseline passed that broke now are suspects.
+    chosen, left = suspects(compare(base, cur, GatePolicy()), cur, 20)
+    assert [(s.eval_id, s.stable, s.criteria) for s in chosen] == [("c003", False, ["judge"])] and left == 0
 
 
 def test_verdicts_and_words():

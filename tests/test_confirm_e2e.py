@@ -88,7 +88,7 @@ def _check(comment: str, results: dict) -> None:
     assert "blinds went from" not in comment
     # blinds is named only as the case its re-runs cleared, never among the broken ones.
     assert "stable cases broke (each passed all of its last 5+ runs): home/난방-ko;" in comment
-    assert "flaky, not counted: home/blinds," in comment
+    assert "flaky, not counted: home/blinds" in comment
     cases = {c["eval_id"]: c for c in results["suites"][0]["cases"]}
     assert "reruns" not in cases["lights-en"]
     heating, blinds = cases["난방-ko"], cases["blinds"]
@@ -147,6 +147,9 @@ def test_the_actions_pr_path_confirms_before_it_comments(fake_github, tmp_path, 
     code = action("pull_request", _pull_request(head, main_commits[-1]), sha=head, ref="refs/pull/7/merge")
     assert code == 1, action.stdout
     assert "confirmation: 2 suspect case(s) re-run 2 time(s) each (4 agent runs, 0 judge re-draws)" in action.stdout
+    # This workspace is no git checkout of the base commit (a shallow clone would not hold it either): said, and decided without it.
+    assert (f"confirmation: 1 suspect case(s) could not be run at the base commit as a control (the base commit {main_commits[-1][:12]} "
+            "is not in this clone: actions/checkout with fetch-depth: 0 fetches the history): decided without it") in action.stdout
     [comment] = fake_github.issue_comments(7)
     results = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
     _check(comment["body"], results)

@@ -315,3 +315,88 @@ def test_evalgate_compare_judges_side_by_side_and_keeps_tool_results(cli, fake_g
     assert '"상태": "완료"' in prompt_text(fake_gemini.requests[0].body)  # the tool's result, from results.json
     assert "| judged side by side (judge, both orders) | – | 2 | – | – | 1 of 1 changed answer worse than the baseline's, 0 better, 0 equal" in out
     assert "The light is off." in out and "The bedroom light is off (order ORD-5)." in out
+
+
+# --- issue 37: how decisive each case was, and a cut-off reply asked again ---------------------
+
+
+def _signs_tail(values: list[int], weight) -> float:
+    """P(W' >= W) over all 2^n sign assignments of the non-zero values' sizes, W the sum of
+    weight(size) over the negative ones: the exact conditional null by enumeration."""
+    import itertools
+
+    sizes = [abs(v) for v in values if v]
+    observed = sum(weight(abs(v), sizes) for v in values if v < 0)
+    hits = sum(1 for signs in itertools.product((0, 1), repeat=len(sizes))
+               if sum(weight(s, sizes) for s, neg in zip(sizes, signs) if neg) >= observed - 1e-9)
+    return hits / 2 ** len(sizes)
+
+
+def _mean_rank(size, sizes):
+    ordered = sorted(sizes)
+    return (ordered.index(size) + 1 + len(ordered) - ordered[::-1].index(size)) / 2
+
+
+def test_signed_rank_test_against_textbook_values_and_enumeration():
+    from evalgate.gate.stats import signed_rank_test
+
+    # Textbook (Wilcoxon, n = 8, no ties): P(T+ <= 3) = 5/256. Ranks 1 and 2 positive, 3..8 negative.
+    assert signed_rank_test([1, 2, -3, -4, -5, -6, -7, -8]) == pytest.approx(5 / 256, rel=1e-12)
+    # n = 10, T+ = 8: P(T+ <= 8) = 25/1024 (the textbook's 0.0244).
+    assert signed_rank_test([1, 3, 4, -2, -5, -6, -7, -8, -9, -10]) == pytest.approx(25 / 1024, rel=1e-12)
+    # Net verdicts with ties (mean ranks) and zeros set aside, against every sign assignment.
+    for values in ([-2, -1, 1, 2, -2, 0], [-2, -2, -2, -1, 1, 1, 0, 0, -1], [-4, -3, 2, -1, 1, 0, -2, -2, 3, -4], [1, 1, 1, -2]):
+        assert signed_rank_test(values) == pytest.approx(_signs_tail(values, _mean_rank), rel=1e-12)
+        assert signed_rank_test(values, scores="squares") == pytest.approx(_signs_tail(values, lambda s, _: s * s), rel=1e-12)
+        losses, wins = sum(v < 0 for v in values), sum(v > 0 for v in values)
+        assert signed_rank_test(values, scores="signs") == pytest.approx(sign_test(losses, wins), rel=1e-12)
+    # A margin: each sign negative with 0.6, by enumeration weighted by its chance.
+    import itertools
+
+    values = [-2, -1, 1, -2, 2]
+    observed = sum(v * v for v in values if v < 0)
+    tail = sum(0.6 ** sum(signs) * 0.4 ** (5 - sum(signs)) for signs in itertools.product((0, 1), repeat=5)
+               if sum(abs(v) ** 2 for v, neg in zip(values, signs) if neg) >= observed)
+    assert signed_rank_test(values, 0.6, "squares") == pytest.approx(tail, rel=1e-12)
+    assert signed_rank_test([0, 0]) == 1.0
+
+
+def test_decisive_losses_weigh_more_than_split_ones(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """Five cases lost in both orders and five paraphrases won in one order (tied in the other)
+    are 5 losses against 5 wins to the sign test (p 0.62), and a tenth of that to the side-by-side
+    test, which weighs a both-orders loss 4 times a one-order win."""
+    from evalgate.gate.pairwise import CasePair, SuitePairs
+    from evalgate.gate.side_by_side import measure
+
+    cases = [CasePair("s", f"d{i}", "loss", score=-2) for i in range(5)] + [CasePair("s", f"p{i}", "win", score=1) for i in range(5)]
+    comp = measure(SuitePairs("support", "m", 2, cases), _policy())
+    assert comp.sign_p == pytest.approx(sign_test(5, 5))
+    assert comp.p_value == pytest.approx(_signs_tail([-2] * 5 + [1] * 5, lambda s, _: s * s), rel=1e-12)
+    assert comp.p_value < comp.sign_p / 10  # 0.061 against 0.62
+
+
+def test_a_cut_off_reply_is_asked_again_once(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    from pairwise_judges import cut_off
+
+    fake_gemini.use_gemini_api(monkeypatch)
+    fake_gemini.responder = equal_paraphrases()
+    baseline = _run({f"c{i}": [KEPT.format(n=i)] for i in range(3)})
+    current = _run({f"c{i}": [DROPPED] for i in range(3)})
+    c0_first = lambda body: "(c0)" in prompt_text(body) and '"A">\nYour order has shipped' in prompt_text(body)  # noqa: E731
+    # c0's order with the PR's answer first is cut off once: asked again, answered, a loss like the others.
+    fake_gemini.queue(cut_off(), times=1, when=c0_first)
+    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "a")
+    assert len(fake_gemini.requests) == 3 * 2 + 1
+    assert [c.outcome for c in pairs["support"].cases] == ["loss"] * 3
+    # Cut off twice: asked twice, then NOT_EVALUATED with the reason (never a third time).
+    fake_gemini.reset()
+    fake_gemini.queue(cut_off(), times=2, when=c0_first)
+    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "b")
+    assert len(fake_gemini.requests) == 3 * 2 + 1
+    c0 = pairs["support"].cases[0]
+    assert c0.outcome == "not_evaluated" and "cut off" in c0.error
+    # A reply that is text but no verdict is asked again too; a refused request (400) is not.
+    fake_gemini.reset()
+    fake_gemini.queue(error(400, "API key not valid"), times=1, when=c0_first)
+    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "c")
+    assert len(fake_gemini.requests) == 3 * 2 and pairs["support"].cases[0].outcome == "not_evaluated"

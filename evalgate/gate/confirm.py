@@ -41,6 +41,8 @@ class Suspect:
 def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) -> tuple[list[Suspect], int]:
     """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
     Stable cases that broke come first, those of the most significant breakage test first;
+    then, on the first days (no case stable yet: evalgate.gate.firstday), the cases the
+    baseline passed that broke now;
     then cases the baseline passed whose agent run failed now (evalgate.gate.crash: "agent
     run failed on a case the baseline passed"; a judge's failure is not one) and cases with a
     criterion the baseline evaluated that is not evaluated now, its service up
@@ -64,6 +66,15 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
                     s = found[key] = Suspect(*key, criteria=[], stable=True)
                     ranked.append(((0, comp.breakage_p if comp.breakage_p is not None else 1.0, key), key))
                 s.criteria.append(comp.criterion)
+        for comp in sorted(suite.criteria, key=lambda c: c.criterion):  # the first days: the cases the baseline passed that broke now
+            for k in sorted(comp.first_day):
+                key = (k.suite, k.eval_set_id, k.eval_id)
+                s = found.get(key)
+                if s is None:
+                    s = found[key] = Suspect(*key, criteria=[], stable=False)
+                    ranked.append(((0, 1.0, key), key))
+                if comp.criterion not in s.criteria:
+                    s.criteria.append(comp.criterion)
         for c in suite.crashes:
             key = (c.key.suite, c.key.eval_set_id, c.key.eval_id)
             s = found.get(key)
@@ -153,6 +164,29 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
     return out
 
 
+def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: bool, runs: int) -> Optional[list[Optional[tuple[int, int]]]]:
+    """Per stable case, what its confirmation runs showed: None when it did not break now,
+    else (re-runs that failed the criterion, re-runs evaluated): all failed, broken; some,
+    newly flaky; none, flaky. Every evaluated re-run counts, so a case the pipeline re-ran
+    again (evalgate.gate.control.more) is read whole. None overall, as `verdicts`, when
+    confirmation is off or some case that broke has not `runs` evaluated re-runs
+    (evalgate.gate.flakiness.graded_test weighs them)."""
+    from evalgate.gate.stats import failed
+
+    if runs < 1 or not any(broken):
+        return None
+    out: list[Optional[tuple[int, int]]] = []
+    for b, k in zip(broken, keys):
+        if not b:
+            out.append(None)
+            continue
+        outcomes = rerun_outcomes(reruns.get(k), criterion, judge)
+        if outcomes is None or len(outcomes) < runs:
+            return None
+        out.append((sum(failed(o) for o in outcomes), len(outcomes)))
+    return out
+
+
 def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -> str:
     """What a suspect's re-runs showed: "failed 2 of 2 re-runs: broken", "passed on re-run:
     flaky, not counted", or why they tell nothing."""
@@ -210,7 +244,10 @@ def lines(comparison: Any, current: Any) -> list[Line]:
                 continue
             names = sorted(n for n in case.criteria if case.criteria[n].status.value == "FAILED" and n in judge)
             stable = any(c.criterion in names and any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for k in c.broken + c.flaky) for c in suite.criteria)
-            out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, words(case.reruns, names, judge)))
+            text = words(case.reruns, names, judge)
+            if any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for c in suite.criteria for k in c.environment):
+                text = _("failed {n} of {n} re-runs, and the base commit's re-runs beside them failed too: the environment's doing, not counted", n=len(case.reruns))
+            out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, text))
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from evalgate.gate import breakage, changed as changed_cases, crash, drop, level, partial, refused as refusals
+from evalgate.gate import breakage, changed as changed_cases, crash, drop, firstday, level, partial, refused as refusals
 from evalgate.gate import confirm as confirmation
 from evalgate.gate.absolute import absolute_criterion
 from evalgate.gate.ledger import Ledger, flaky_history, own_histories
@@ -192,7 +192,11 @@ def draft_suite(
         if ledger and pairs:
             outcomes, values = histories.get((current.name, name), ([], []))
             reruns = {k: cur_cases[k].reruns for k, _, _ in pairs if cur_cases[k].reruns}
-            breakage.measure(comp, pairs, policy, ledger, outcomes, values if continuous else None, reruns)
+            base_reruns = {k: base_cases[k].reruns for k, _, _ in pairs if base_cases[k].reruns}  # the control: evalgate.gate.control
+            breakage.measure(comp, pairs, policy, ledger, outcomes, values if continuous else None, reruns, base_reruns)
+        if pairs and firstday.applies(histories.get((current.name, name), ([], []))[0] if ledger else [], policy):
+            firstday.measure(comp, pairs, policy, {k: cur_cases[k].reruns for k, _, _ in pairs if cur_cases[k].reruns},
+                             {k: base_cases[k].reruns for k, _, _ in pairs if base_cases[k].reruns})
         criteria.append(comp)
 
     gone = sorted(set(base_specs) - set(cur_specs))

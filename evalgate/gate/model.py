@@ -202,7 +202,22 @@ class CriterionComparison:
     # one, and the test and expected_breaks count confirmed breaks; confirm_runs 0: the first run's.
     flaky: list[CaseKey] = field(default_factory=list)
     confirm_runs: int = 0
-    repeat: Optional[float] = None  # the chance a chance failure repeats in the next run, from the ledger (mean)
+    repeat: Optional[float] = None  # (no longer set) the pooled chance a failure repeats in the next run
+    # Of the stable cases that broke and were re-run: those that failed some, not all, re-runs
+    # (newly flaky: weighed, evalgate.gate.flakiness.graded_test), and those whose base commit
+    # failed its own re-runs too (the environment, evalgate.gate.control: said, not counted).
+    newly_flaky: list[CaseKey] = field(default_factory=list)
+    environment: list[CaseKey] = field(default_factory=list)
+    chance_each: Optional[float] = None  # a counted case's own chance of what it did (median), under an unchanged agent
+    streak_each: int = 0  # ... for a case with this many clean runs (median)
+    rerun_span: tuple[int, int] = (0, 0)  # the fewest and most re-runs a case that broke had (more where the pipeline re-ran again)
+    newly_fails: list[int] = field(default_factory=list)  # how many re-runs the newly flaky ones failed
+    # The first day (no case stable yet, evalgate.gate.firstday): the cases the baseline passed
+    # that broke now (suspects), and of them those that failed every re-run (and, with the
+    # base commit's re-runs, passed those).
+    first_day: list[CaseKey] = field(default_factory=list)
+    first_day_broken: list[CaseKey] = field(default_factory=list)
+    first_day_control: bool = False  # the base commit's re-runs were the control
     # What each stable case's chance of breaking came from: "outcomes" (the criterion's
     # pass/fail histories; alike for equal streaks) or "values" (a continuous criterion:
     # each case's own level, spread and dips; evalgate.gate.stats.dip_hazards).

@@ -9,9 +9,18 @@ from typing import Optional
 
 from evalgate.gate.model import GatePolicy, Verdict
 from evalgate.gate.pairwise import SuitePairs
-from evalgate.gate.stats import binomial_upper, sign_test
+from evalgate.gate.stats import binomial_upper, sign_test, signed_rank_test
 from evalgate.gate.words import fmt_p, name_list
 from evalgate.i18n import _, n_
+
+
+# How the test scores a case by how decisive its verdicts were (evalgate.gate.stats.signed_rank_test):
+# its net verdict squared, so a case lost in every order weighs 4 times one lost in one order and
+# tied in the other (2 samples). Measured (bench/bench_pairwise.py --biased, issue 37's biased
+# judge, 90 cases, 20% dropped detail, from the net verdicts measured at the wire): caught with 2
+# samples 25% (sign test) / 67% (Wilcoxon's ranks) / 73% (squares), with 4 samples 28 / 73 / 93%;
+# unchanged paraphrases FAIL 0.2-0.5% with each.
+SCORES = "squares"
 
 
 @dataclass
@@ -26,8 +35,13 @@ class PairwiseComparison:
     one request sees both answers, so no judge mood moves one side alone, and the two
     orders cancel a position bias). The test: H0, the expected drop is at most the margin;
     given the n decided cases, each is lost with probability at most 1/2 + margin * compared
-    / n, so p = P(Binomial(n, that) >= losses). One entry in the
-    gate's Holm family. INCONCLUSIVE by the gate's rule: the drop is beyond the margin, not
+    / n, however decisively. The test weighs how decisive each case was: an exact sign-flip
+    test on the cases' net verdicts, each scored by its net squared (SCORES;
+    evalgate.gate.stats.signed_rank_test), conditional on the nets' sizes: a case lost in both
+    orders weighs 4 times one lost in one order and tied in the other, which is what a
+    judge's length or position preference makes of a paraphrase. Before issue 37 it was the
+    sign test, p = P(Binomial(n, that) >= losses), kept in `sign_p`.
+    Measured in bench/bench_pairwise.py --biased. One entry in the gate's Holm family. INCONCLUSIVE by the gate's rule: the drop is beyond the margin, not
     significant, and its one-sided 95% upper bound (Clopper-Pearson on the share of losses)
     is beyond max(resolution, margin).
     """
@@ -42,8 +56,9 @@ class PairwiseComparison:
     not_evaluated: int
     delta: Optional[float] = None  # (wins - losses) / (2 * compared)
     drop_upper: Optional[float] = None  # one-sided 95% upper bound of -delta
-    p_value: Optional[float] = None
+    p_value: Optional[float] = None  # the signed-rank test on the cases' net verdicts
     p_adjusted: Optional[float] = None
+    sign_p: Optional[float] = None  # the sign test on losses against wins (before issue 37; shown beside, not in Holm)
     status: Verdict = Verdict.PASS
     reasons: list[str] = field(default_factory=list)
 
@@ -93,10 +108,23 @@ def measure(pairs: SuitePairs, policy: GatePolicy) -> PairwiseComparison:
     comp.delta = (wins - losses) / (2 * total)
     if n:
         margin = policy.pairwise.margin
-        comp.p_value = sign_test(losses, wins, 0.5 + margin * total / n)
+        share = 0.5 + margin * total / n
+        # How decisive each case's verdicts were (lost both orders, or one): the signed-rank
+        # test on the cases' net verdicts; the sign test, which counts only their signs, beside it.
+        comp.sign_p = sign_test(losses, wins, share)
+        comp.p_value = signed_rank_test([_net(c) for c in counted], share, SCORES)
         upper = binomial_upper(losses, n)
         comp.drop_upper = None if upper is None else (2 * upper - 1) * n / (2 * total)
     return comp
+
+
+def _net(case) -> int:
+    """A case's net verdict, its sign its outcome's (a case built without its verdicts counts 1)."""
+    if case.outcome == "loss":
+        return case.score if case.score < 0 else -1
+    if case.outcome == "win":
+        return case.score if case.score > 0 else 1
+    return 0
 
 
 def decide(comp: PairwiseComparison, policy: GatePolicy) -> tuple[Optional[str], Optional[str]]:

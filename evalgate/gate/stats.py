@@ -239,31 +239,30 @@ Partial drops of continuous criteria: `case_scales`, `lopsided_test`, `steady_dr
     0.6 / 1.4 -> 0.2 / 0.4 / 0.2 / 0.4 / 0.8%. With `steady_weights` too: flaky agent
     93.6%, drifting serving 90.4%, the unchanged PRs' figures the same.
 
-Confirmation runs (`gate.confirm`): `repeat_share`, `repeat_factors`
+Confirmation runs (`gate.confirm`): evalgate.gate.flakiness
     From one run a broken case and a stable case that failed by chance look the same, so
-    the gate re-runs its suspects (evalgate.gate.confirm) and a stable case counts as broken only
-    when it broke now and failed again in every one of R re-runs. Under an unchanged agent
-    that happens with chance h * E[q^R], h the case's chance of breaking (above) and q the
-    chance that a chance failure repeats in the next run. q is measured, never assumed
-    independent of the first failure: `repeat_share` counts, in the criterion's ledger
-    histories, the runs that failed and were followed by another run, and of those the ones
-    whose next run failed too, Beta(repeats + 1, others + 1) (a uniform prior); histories
-    that failed in every run are left out (a case broken all along says nothing of chance).
-    Flaky cases (which fail often, and so again) dominate that count, so q errs high for a
-    stable case, which is the cautious side. The other side: re-runs come minutes after
-    the first run, so a cause that lasts a day (a judge's mood, a slow dependency) repeats
-    in them more often than in the next default-branch run, which is all q can measure;
-    bench_gate --confirm draws its re-runs with the PR run's own mood and serving drift to
-    measure what that costs (flaky agent, 250 unchanged PRs: 1 false FAIL, two stable judge
-    cases confirmed where history expected 0.01). The breakage test is then the
-    same pooled test (`break_test`, `share_break_test`) with each case's chance times q^R,
-    p averaged over REPEAT_POINTS quantiles of q's Beta (`repeat_factors`), as the share's.
+    the gate re-runs its suspects (evalgate.gate.confirm) and grades each stable case that
+    broke by how many of its R re-runs failed it too. Each case's chance of each grade under
+    an unchanged agent is its own (evalgate.gate.flakiness, issue 37): the moments
+    E[p^(1+j) (1-p)^(R-j)] of its failure rate under the population fitted above (the
+    `rate_mixture` of the criterion's cases, given its clean streak), times how much more
+    often failures fall together in one run than independent runs give (the ledger's
+    failures per run, their factorial moments: a judge's mood or a serving drift lasts
+    through the re-runs). Before, one pooled chance q that a failure repeats in the next
+    run multiplied every case's chance (q^R); flaky cases set q (0.18-0.21 in issue 37's
+    world), which made a stable case's repeated failure look 10-100 times likelier than its
+    own history says. A case that failed every re-run is broken; one that failed some is
+    newly flaky and weighed too (`flakiness.graded_test`); one that passed every re-run is
+    flaky, not counted. With a continuous criterion's own chances (`dip_hazards`) the grade's
+    chance is the case's dip chance times its chance of repeating j times given a failure.
     Where some stable case that broke was not re-run (beyond `max_cases`, recorded
     outputs of a criterion the judge does not score, a re-run not evaluated), the criterion
     keeps the first run's test. Re-drawing the judge on the same outputs cannot tell an
     agent's chance slip (it fails every re-draw) from a break, so where the agent can run a
     suspect re-runs the agent; a judge re-draw is for recorded outputs, whose ledger
-    history is the judge's own repeat on fixed outputs.
+    history is the judge's own repeat on fixed outputs. The base commit's re-runs, when
+    the pipeline made them (evalgate.gate.control), set aside the cases that failed there
+    too: the environment's, not the pull request's.
     The mean-drop, level and partial-drop tests keep using the first run only: the re-runs
     were chosen because those cases failed, so adding them would bias every mean of the
     run toward the suspects (and a suspect that passes on re-run would pull the run's mean
@@ -289,7 +288,6 @@ MIN_HISTORY = 3  # runs of history needed to estimate the run-level variance
 GRID = 40  # break rates the mixture is fitted on, log-spaced from the pseudo-break rate to 0.999
 EM_STEPS = 200  # EM iterations of the mixture fit (it moves little after 100)
 SHARE_POINTS = 20  # the share of failures that break: its uncertainty averaged over this many quantiles
-REPEAT_POINTS = 5  # confirmation: the chance a chance failure repeats, averaged over this many quantiles
 SHIFT_Z = 2.5  # partial drops: a case moved beyond its usual range at this many of its own sds
 SCALE_PRIOR_RUNS = 3  # pseudo-runs pulling a case's sd toward the criterion's median sd
 HUBER_K = 2.5  # the steady-case drop test clips each case's standardized difference here
@@ -607,6 +605,55 @@ def sign_test(losses: int, wins: int, margin_share: float = 0.5) -> float:
     return binomial_sf(losses, losses + wins, min(max(margin_share, 0.0), 1.0))
 
 
+def signed_rank_test(values: Sequence[float], loss_share: float = 0.5, scores: str = "ranks") -> float:
+    """One-sided exact sign-flip test that `values` lean negative, conditional on their sizes:
+    zeros set aside, each other value scored by its size, W the sum of the negative values'
+    scores, p = P(W' >= W) when each value's sign is negative with chance `loss_share`
+    independently of its size (1/2: no preference; above 1/2: a margin allowed, as
+    `sign_test`'s). `scores`: "ranks", the Wilcoxon signed-rank test (sizes ranked, ties
+    given their mean rank); "squares", each value's size squared (what the side-by-side test
+    uses: evalgate.gate.side_by_side.SCORES); "signs", every value 1 (the sign test). Exact: values of one size
+    share a score, so W' is the sum over sizes of score x Binomial(count, loss_share),
+    convolved on integer scores (ranks doubled; squares of sizes that are whole numbers, as
+    net verdicts are; other sizes rounded to 1/1000).
+
+    Why (gate.pairwise, evalgate.gate.side_by_side): a case's net verdict over both orders is
+    -2 when the pull request's answer lost in both, -1 when it lost one order and tied the
+    other; a judge that prefers the longer of two paraphrases, or position A, makes +-1s on
+    either side, while a dropped detail makes -2s. The sign test counts both alike."""
+    nonzero = [v for v in values if round(v, ROUND) != 0]
+    if not nonzero:
+        return 1.0
+    q = min(max(loss_share, 0.0), 1.0)
+    sizes = sorted(abs(v) for v in nonzero)
+    score: dict[float, int] = {}
+    i = 0
+    while i < len(sizes):
+        j = i
+        while j < len(sizes) and sizes[j] == sizes[i]:
+            j += 1
+        if scores == "ranks":
+            score[sizes[i]] = i + 1 + j  # 2 x the mean of ranks i + 1 .. j
+        elif scores == "squares":
+            score[sizes[i]] = round(sizes[i] * sizes[i] * (1 if float(sizes[i]).is_integer() else 1000))
+        elif scores == "signs":
+            score[sizes[i]] = 1
+        else:
+            raise ValueError(f"scores must be ranks, squares or signs, not {scores!r}")
+        i = j
+    observed = sum(score[abs(v)] for v in nonzero if v < 0)
+    dist = {0: 1.0}
+    for weight, size in Counter(score[abs(v)] for v in nonzero).items():
+        pmf = [math.comb(size, k) * q**k * (1 - q) ** (size - k) for k in range(size + 1)]
+        new: dict[int, float] = {}
+        for total, prob in dist.items():
+            for k, pk in enumerate(pmf):
+                if pk:
+                    new[total + weight * k] = new.get(total + weight * k, 0.0) + prob * pk
+        dist = new
+    return min(1.0, math.fsum(prob for total, prob in dist.items() if total >= observed))
+
+
 def binomial_upper(k: int, n: int, level: float = 0.95) -> Optional[float]:
     """The one-sided upper `level` confidence bound of a binomial share from k of n (Clopper-
     Pearson); None when n is 0."""
@@ -674,28 +721,6 @@ def share_break_test(broken: Sequence[bool], fails: Sequence[float], share: Opti
         return break_test(broken, fails)
     points = [beta_quantile(share[0], share[1], (g + 0.5) / SHARE_POINTS) for g in range(SHARE_POINTS)]
     return sum(break_test(broken, [x * h for h in fails]) for x in points) / SHARE_POINTS
-
-
-def repeat_share(histories: Sequence[Sequence[float]]) -> tuple[float, float]:
-    """Beta(a, b), what history says of q, the chance that a run which failed is followed by
-    another failing run (module docstring: confirmation runs): of consecutive recorded runs
-    whose first failed, the ones whose second failed too, on a uniform prior; histories that
-    failed in every run are left out."""
-    k = n = 0
-    for h in histories:
-        if not h or all(failed(o) for o in h):
-            continue
-        for first, second in zip(h, h[1:]):
-            if failed(first):
-                n += 1
-                k += failed(second)
-    return k + 1.0, n - k + 1.0
-
-
-def repeat_factors(repeat: tuple[float, float], runs: int) -> list[float]:
-    """q^runs at REPEAT_POINTS quantiles of q ~ Beta(repeat): the factors a stable case's
-    chance of breaking is multiplied by when it must also fail `runs` confirmation runs."""
-    return [beta_quantile(repeat[0], repeat[1], (g + 0.5) / REPEAT_POINTS) ** runs for g in range(REPEAT_POINTS)]
 
 
 def beta_quantile(a: float, b: float, p: float) -> float:

@@ -1,0 +1,254 @@
+"""The base commit as a control, end to end (issue 37, evalgate.gate.control): on the first
+day (one baseline run, no history), a suspect that fails every re-run on the pull request is
+run at the base commit too, from a git worktree of it, with the same `command` runner. A real
+agent (one process per case run) writes which tree it ran from into a log outside the
+repository, so the base commit's runs are counted, not inferred.
+
+(a) the pull request breaks two cases: they fail every re-run while the base commit passes
+    every one of its runs beside them: FAIL, the cases named, the base runs counted;
+(b) a tool is down for both (the outage is outside the repository): the base commit fails
+    too: the environment's doing, said, and not a FAIL;
+(c) recorded outputs (`actual:`): no agent to run at the base commit: a note says so, no
+    base run, and the gate decides as without the control.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from fake_github import fake_github  # noqa: F401  (fixture)
+from test_local_gate import _git, _turn
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+CASES = 10  # item-0 .. item-9; the pull request breaks item-1 and item-2
+
+AGENT = '''\
+"""A stock agent speaking agent-io: one JSON line in per turn, one out. It logs the tree it ran from."""
+import json
+import sys
+from pathlib import Path
+
+LOG = {log!r}
+OUTAGE = {outage!r}
+BROKEN = ()
+FLIPPY = ()  # wrong on every other run (the first one included)
+
+here = str(Path(__file__).resolve().parent)
+for raw in sys.stdin.buffer:
+    if not raw.strip():
+        continue
+    text = json.loads(raw.decode("utf-8"))["user_content"]["parts"][0]["text"]
+    item = text.split()[-1]
+    down = Path(OUTAGE).exists() and item in ("1", "2")  # the inventory tool is down for these
+    flip = False
+    if item in FLIPPY:  # runs may overlap: the count is read and bumped under a lock
+        import fcntl
+        with open(LOG + ".flips", "a+", encoding="utf-8") as counter:
+            fcntl.flock(counter, fcntl.LOCK_EX)
+            counter.seek(0)
+            seen = len(counter.read())
+            counter.write("x")
+        flip = seen % 2 == 0
+    tool = "guess_stock" if item in BROKEN or down or flip else "lookup_stock"
+    with open(LOG, "a", encoding="utf-8") as log:
+        log.write(here + "\\n")
+    answer = {{"final_response": {{"role": "model", "parts": [{{"text": "Item " + item + " is in stock."}}]}},
+              "intermediate_data": {{"tool_uses": [{{"name": tool, "args": {{"item": item}}}}]}}}}
+    print(json.dumps(answer), flush=True)
+'''
+
+EVALSET = {
+    "eval_set_id": "stock",
+    "eval_cases": [
+        {"eval_id": f"item-{k}", "conversation": [_turn(f"Is this in stock: item {k}", f"Item {k} is in stock.", {"name": "lookup_stock", "args": {"item": str(k)}})]}
+        for k in range(CASES)
+    ],
+}
+
+CONFIG = f"""\
+agent: {{command: [{json.dumps(sys.executable)}, agent.py]}}
+suites:
+  - name: shop
+    evalsets: [evals]
+    criteria:
+      tool_trajectory_avg_score: {{threshold: 1.0, match_type: IN_ORDER}}
+"""
+
+
+def _first_day(cli, root: Path, history: int = 1) -> tuple[Path, str, Path, Path]:
+    """A repository whose main has one baseline run (the first day; or `history` runs), and a feature branch."""
+    repo = root / "repo"
+    log, outage = root / "runs.log", root / "outage"
+    (repo / "evals").mkdir(parents=True)
+    (repo / "evals" / "stock.evalset.json").write_text(json.dumps(EVALSET, indent=1), encoding="utf-8")
+    (repo / "agent.py").write_text(AGENT.format(log=str(log), outage=str(outage)), encoding="utf-8")
+    (repo / "evalgate.yaml").write_text(CONFIG, encoding="utf-8")
+    (repo / ".gitignore").write_text("evalgate-results/\n.evalgate/\nbase-out/\npr-out/\n", encoding="utf-8")
+    _git(repo, "init", "-q")
+    _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    code, _, err = cli("run", "--out", "base-out", "--quiet", cwd=repo)
+    assert code == 0, err
+    for _ in range(history):
+        code, _, err = cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)
+        assert code == 0, err
+    _git(repo, "checkout", "-q", "-b", "feature")
+    log.unlink()
+    return repo, base, log, outage
+
+
+def _break(repo: Path) -> None:
+    agent = repo / "agent.py"
+    agent.write_text(agent.read_text(encoding="utf-8").replace("BROKEN = ()", 'BROKEN = ("1", "2")'), encoding="utf-8")
+
+
+def _trees(log: Path, repo: Path) -> tuple[int, int]:
+    """(case runs from the working tree, case runs from any other tree: the base commit's)."""
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    here = str(repo.resolve())
+    return sum(line == here for line in lines), sum(line != here for line in lines)
+
+
+def _worktrees(repo: Path) -> list[str]:
+    return [line for line in _git(repo, "worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
+
+
+def test_first_day_two_broken_cases_fail_with_the_base_commit_as_the_control(cli, tmp_path):
+    repo, base, log, _outage = _first_day(cli, tmp_path)
+    _break(repo)
+
+    code, out, err = cli("gate", cwd=repo)
+    assert code == 1, out + err
+    assert "evalgate gate: FAIL against the baseline" in out
+    here, there = _trees(log, repo)
+    assert (here, there) == (CASES + 2 * 2, 2 * 2)  # the run, 2 re-runs of each suspect; 2 runs of each at the base commit
+    assert f"confirmation: 2 suspect case(s) that failed every re-run also run 2 time(s) each at the base commit {base[:12]}, as a control (4 agent runs)" in err
+    assert ("first day (no history yet): 2 cases the baseline passed broke and failed every one of 2 re-runs while the base commit "
+            "passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2") in out
+    assert len(_worktrees(repo)) == 1  # the base commit's worktree is gone
+    results = json.loads((repo / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert results["run"]["agent"]["confirm"]["base"] == 4 and results["run"]["agent"]["confirm"]["agent"] == 4
+    baseline = json.loads((repo / "base-out" / "results.json").read_text(encoding="utf-8"))
+    assert not any(c.get("reruns") for s in baseline["suites"] for c in s["cases"])  # the control is never saved
+    stored = list((repo / ".evalgate" / "baselines" / "baselines").rglob("*.json.gz"))
+    assert stored and not any(b'"reruns"' in gzip.decompress(p.read_bytes()) for p in stored)
+
+    # Without the base commit as a control (the gate told nothing of it: --baseline FILE), the
+    # same failures are 2 of 10 cases that an unchanged agent might fail by chance: not a FAIL.
+    log.unlink()
+    code, out, err = cli("gate", "--baseline", "base-out/results.json", cwd=repo)
+    assert code == 0, out + err
+    assert _trees(log, repo)[1] == 0
+    assert "could not be run at the base commit as a control (no base commit is known here)" in err
+    comment = (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
+    assert "first day (no history yet): 2 cases the baseline passed broke and failed every one of 2 re-runs: stock/item-1, stock/item-2" in comment
+    assert "not significant at alpha 0.01" in comment
+
+
+def test_first_day_a_tool_outage_on_both_commits_is_the_environments(cli, tmp_path):
+    repo, base, log, outage = _first_day(cli, tmp_path)
+    outage.write_text("down", encoding="utf-8")  # the pull request changes nothing; the tool is down
+
+    code, out, err = cli("gate", cwd=repo)
+    assert code == 0, out + err
+    assert "FAIL" not in out.split("\n", 1)[0]
+    here, there = _trees(log, repo)
+    assert (here, there) == (CASES + 2 * 2, 2 * 2)
+    assert f"at the base commit {base[:12]}, as a control (4 agent runs)" in err
+    assert "evalgate gate: INCONCLUSIVE against the baseline" in out  # the mean's drop cannot be ruled out; no case is blamed
+    comment = (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
+    assert ("2 cases the baseline passed failed now and on the base commit's re-runs too: the environment's doing, not counted "
+            "against the pull request: stock/item-1, stock/item-2") in comment
+    assert "first day (no history yet)" not in comment
+    assert ("stock/item-1 (tool\\_trajectory\\_avg\\_score): failed 2 of 2 re-runs, and the base commit's re-runs beside them failed too: "
+            "the environment's doing, not counted") in comment
+    assert "broken" not in comment
+
+
+def test_first_day_recorded_outputs_have_no_base_commit_to_run(cli, tmp_path):
+    repo, _base, log, _outage = _first_day(cli, tmp_path)
+    _break(repo)
+    code, _, err = cli("run", "--out", "pr-out", "--quiet", cwd=repo)  # the pull request's outputs, recorded
+    assert code in (0, 1), err
+    (repo / "evalgate.yaml").write_text(CONFIG.replace("    evalsets: [evals]\n", "    evalsets: [evals]\n    actual: pr-out/inference.jsonl\n")
+                                        .replace(f"agent: {{command: [{json.dumps(sys.executable)}, agent.py]}}\n", ""), encoding="utf-8")
+    log.unlink()
+
+    code, out, err = cli("gate", cwd=repo)
+    assert not log.exists()  # no agent ran, on either commit
+    assert "confirmation: 2 suspect case(s) could not be run at the base commit as a control (their outputs were recorded: no agent runs here): decided without it" in err
+    assert code == 0, out + err  # decided as without the control: the first run alone proves nothing on the first day
+    assert "FAIL" not in out.split("\n", 1)[0]
+
+
+def test_a_stable_case_that_failed_some_re_runs_is_re_run_as_often_again(cli, tmp_path):
+    """With history (every case stable), a case the pull request makes fail every other run
+    fails its run, passes one re-run and fails the other: newly flaky or a chance; it gets 2
+    more re-runs, appended (evalgate.gate.control.more), and no base commit run (it did not
+    fail every re-run)."""
+    repo, _base, log, _outage = _first_day(cli, tmp_path, history=6)
+    agent = repo / "agent.py"
+    agent.write_text(agent.read_text(encoding="utf-8").replace("FLIPPY = ()", 'FLIPPY = ("3",)'), encoding="utf-8")
+
+    code, out, err = cli("gate", cwd=repo)
+    assert "confirmation: 1 suspect case(s) re-run 2 time(s) each (4 agent runs, 0 judge re-draws)" in err, err
+    assert "confirmation: 1 suspect case(s) failed some re-runs and passed others: re-run 2 time(s) more each (2 agent runs, counted above)" in err
+    assert "at the base commit" not in err
+    assert _trees(log, repo) == (CASES + 4, 0)
+    results = json.loads((repo / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    item = next(c for c in results["suites"][0]["cases"] if c["eval_id"] == "item-3")
+    assert [r["run"] for r in item["reruns"]] == [1, 2, 3, 4]
+    statuses = [r["status"] for r in item["reruns"]]  # each pair: one of its two runs was wrong (they may run at once)
+    assert sorted(statuses[:2]) == sorted(statuses[2:]) == ["FAILED", "PASSED"]
+    assert results["run"]["agent"]["confirm"]["more"] == 2
+
+
+def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fake_github, tmp_path, capsys):  # noqa: F811
+    """The action's checkout (fetch-depth: 0) holds the base commit: the pull request's and
+    the merge queue's confirmation run the suspects there too, and say it in the log."""
+    from test_entrypoint import Action, _pull_request, _push
+
+    ws, root = tmp_path / "ws", tmp_path
+    log, outage = root / "runs.log", root / "outage"
+    (ws / "evals").mkdir(parents=True)
+    (ws / "evals" / "stock.evalset.json").write_text(json.dumps(EVALSET, indent=1), encoding="utf-8")
+    (ws / "agent.py").write_text(AGENT.format(log=str(log), outage=str(outage)), encoding="utf-8")
+    (ws / "evalgate.yaml").write_text(CONFIG, encoding="utf-8")
+    (ws / ".gitignore").write_text("evalgate-results/\n", encoding="utf-8")
+    _git(ws, "init", "-q")
+    _git(ws, "add", ".")
+    _git(ws, "commit", "-q", "-m", "base")
+    base = _git(ws, "rev-parse", "HEAD")
+    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
+    action = Action(fake_github, ws, tmp_path / "runs", capsys)
+    (tmp_path / "runs").mkdir()
+    assert action("push", _push(base), sha=base) == 0, action.stdout  # the first day: one baseline run
+    _break(ws)
+    log.unlink()
+
+    head = fake_github.add_commit([base], "PR head")
+    code = action("pull_request", _pull_request(head, base), sha=head, ref="refs/pull/7/merge")
+    assert code == 1, action.stdout
+    assert f"confirmation: 2 suspect case(s) that failed every re-run also run 2 time(s) each at the base commit {base[:12]}, as a control (4 agent runs)" in action.stdout
+    assert _trees(log, ws) == (CASES + 4, 4)
+    [comment] = fake_github.issue_comments(7)
+    assert "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in comment["body"]
+    assert [s["state"] for s in fake_github.statuses[head]] == ["failure"]
+    assert len(_worktrees(ws)) == 1
+
+    log.unlink()
+    group = fake_github.add_commit([base], "merge group")
+    event = {"merge_group": {"head_sha": group, "base_sha": base, "head_ref": "gh-readonly-queue/main/pr-7"},
+             "repository": {"full_name": "octo/hello", "default_branch": "main"}}
+    assert action("merge_group", event, sha=group, ref="refs/heads/gh-readonly-queue/main/pr-7") == 1, action.stdout
+    assert _trees(log, ws) == (CASES + 4, 4)
+    assert [s["state"] for s in fake_github.statuses[group]] == ["failure"]
