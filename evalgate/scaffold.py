@@ -496,6 +496,8 @@ def workflow_texts(action: str, config: str, repo: Repo, runtime: "tuple[str, st
         "    runs-on: ubuntu-latest",
         "    steps:",
         "      - uses: actions/checkout@v7",
+        "        with:",
+        "          fetch-depth: 0   # the base commit too: a suspect case is re-run there as a control",
         *step,
         "      - uses: actions/upload-artifact@v7",
         "        if: always()",
