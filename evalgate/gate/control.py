@@ -24,11 +24,9 @@ How the pipeline calls it (plain data, no agent is run here)
     few cases that would otherwise be blamed.
 
 More re-runs for a newly flaky suspect (`more`)
-    A stable suspect that failed some of its pull-request re-runs and passed others is newly
-    flaky or a flaky case's chance, and one that passed every one may be newly flaky too (a
-    case now failing half the time passes 2 re-runs a quarter of the time);
-    `more(pr_reruns, criteria, judge, runs, stable)` says how many more pull-request re-runs
-    would tell them apart (`runs` more, once). The pipeline appends them
+    A suspect that failed some of its pull-request re-runs and passed others is newly flaky or
+    a flaky case's chance; `more(pr_reruns, criteria, judge, runs, stable)` says how many more
+    pull-request re-runs would tell them apart (`runs` more, once). The pipeline appends them
     to the case's `CaseResult.reruns` before comparing again. Measured in bench_gate --sharper.
 
 In order, per suspect `s` of `confirm.suspects(...)` (judge: {criterion: judge?} of its suite):
@@ -97,9 +95,7 @@ def more(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, bo
     """How many more pull-request re-runs a suspect should get once its first `runs` are in:
     `runs` more when, on one of `criteria`, some of its re-runs failed and some passed (a
     newly flaky case: 1 of 2 is what a case that now fails half the time does half the time,
-    and 2 more re-runs tell it from a stable case's chance far better) or every one passed
-    (such a case does that a quarter of the time, and its next re-runs fail again 3 times in
-    4: bench_gate --sharper's newly flaky row), else 0 (every re-run failed: broken). Only once: a
+    and 2 more re-runs tell it from a stable case's chance far better), else 0. Only once: a
     suspect with 2 x `runs` re-runs gets none. The pipeline appends them to the case's
     `CaseResult.reruns` and compares again; the breakage test reads every evaluated re-run
     (evalgate.gate.confirm.grades). `stable`: the suspect's `Suspect.stable`; only a stable
@@ -111,6 +107,6 @@ def more(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, bo
         return 0
     for name in criteria:
         outcomes = rerun_outcomes(pr_reruns, name, judge.get(name, False))
-        if outcomes and sum(failed(o) for o in outcomes) < len(outcomes):  # mixed, or passed every one
+        if outcomes and 0 < sum(failed(o) for o in outcomes) < len(outcomes):
             return runs
     return 0
