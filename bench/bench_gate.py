@@ -317,7 +317,8 @@ def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: 
     """The gate with confirmation runs, as the action runs it: compare, pick the suspects
     (`evalgate.gate.confirm.suspects`), run each again `policy.confirm.runs` times right after the
     PR's run (the same judge mood and serving drift: the harsher case, failures repeat more),
-    put the re-runs into the results (`CaseResult.reruns`) and compare again. (verdict,
+    put the re-runs into the results (`CaseResult.reruns`), re-run again the suspects
+    `evalgate.gate.control.more` asks for (on a stream of their own) and compare again. (verdict,
     extra agent runs)."""
     first = compare(baseline, current, policy, ledger=ledger)
     chosen, _ = suspects(first, current, policy.confirm.max_cases, flips=policy.deterministic_flips == "fail")
@@ -325,14 +326,22 @@ def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: 
         return first.verdict.value, 0
     mood, drift = world.last
     cases = {c.eval_id: c for c in current.suites[0].cases}
+    judge = {TRAJ: False, ROUGE: False, JUDGE: True}
+    runs = 0
     for s in chosen:
         i = int(s.eval_id[4:])
         reruns = []
         for r in range(1, policy.confirm.runs + 1):
             criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, rng, mood, drift, broken, drop).items()}
             reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
+        extra = _control.more(reruns, s.criteria, judge, policy.confirm.runs, s.stable) if _control is not None and hasattr(_control, "more") else 0
+        more_rng = random.Random(f"{mood}/{drift}/{i}/more")  # its own stream: the other draws are the same whatever `more` says
+        for r in range(len(reruns) + 1, len(reruns) + 1 + extra):  # as the pipeline does (evalgate.gate.control.more)
+            criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, more_rng, mood, drift, broken, drop).items()}
+            reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
         cases[s.eval_id].reruns = reruns
-    return compare(baseline, current, policy, ledger=ledger).verdict.value, len(chosen) * policy.confirm.runs
+        runs += len(reruns)
+    return compare(baseline, current, policy, ledger=ledger).verdict.value, runs
 
 
 def simulate_confirm(job: tuple) -> list[tuple[str, str, int, str, float]]:

@@ -149,9 +149,15 @@ def test_suspects_stable_breaks_first_then_flips_at_most_max_cases():
     base = one({e: {"judge": [1.0] * 5} for e in IDS})
     cur = one({e: {"judge": [0.0] * 5 if e == "c003" else [1.0] * 5} for e in IDS})
     assert suspects(compare(base, cur, GatePolicy(), ledger=_ledger([1.0, 0.4] * 5, IDS, "judge")), cur, 20) == ([], 0)
-    # On the first days (no case with 5 runs of history) the cases the baseline passed that broke now are suspects.
-    chosen, left = suspects(compare(base, cur, GatePolicy()), cur, 20)
-    assert [(s.eval_id, s.stable, s.criteria) for s in chosen] == [("c003", False, ["judge"])] and left == 0
+    # On the first days (no case with 5 runs of history) the cases the baseline passed that broke now are suspects,
+    # when they could FAIL the criterion at all (evalgate.gate.firstday.could_decide): three of 60 could...
+    cur = one({e: {"judge": [0.0] * 5 if e in ("c003", "c004", "c005") else [1.0] * 5} for e in IDS})
+    chosen, left = suspects(compare(base, cur, GatePolicy()), cur, 20, flips=False)
+    assert [(s.eval_id, s.stable, s.criteria) for s in chosen] == [
+        ("c003", False, ["judge"]), ("c004", False, ["judge"]), ("c005", False, ["judge"])] and left == 0
+    # ... one could not (p = 0.1 even failing every re-run beside a passing base): not re-run.
+    cur = one({e: {"judge": [0.0] * 5 if e == "c003" else [1.0] * 5} for e in IDS})
+    assert suspects(compare(base, cur, GatePolicy()), cur, 20) == ([], 0)
 
 
 def test_verdicts_and_words():

@@ -156,6 +156,27 @@ def test_first_day_suspects_are_decided_with_and_without_the_control():
     assert comparison.verdict is not Verdict.FAIL
 
 
+def test_first_day_suspects_that_could_not_fail_the_criterion_are_not_re_run():
+    from evalgate.gate.confirm import suspects
+    from evalgate.gate.firstday import could_decide
+
+    # 6 of 60 failed in the baseline: one more chance failure, even failing every re-run beside a
+    # passing base, is p = P(Bin(60, chance) >= 1), far above alpha: not worth an agent run.
+    failing = {f"c05{i}" for i in range(6)}
+    base = one({e: {"traj": 0.0 if e in failing else 1.0} for e in IDS})
+    chance = first_day_chance((6, 60), 2, True)
+    assert not could_decide(1, (6, 60), 2, 0.01) and break_test([True] + [False] * 59, [chance] * 60) >= 0.01
+    current = one({e: {"traj": 0.0 if e in failing or e == "c001" else 1.0} for e in IDS})
+    comparison = compare(base, current, GatePolicy())
+    assert comparison.suites[0].criteria[0].first_day == [] and suspects(comparison, current, 20, flips=False)[0] == []
+    # Six such cases could FAIL it (with the control's bound): they stay suspects and are re-run.
+    assert could_decide(6, (6, 60), 2, 0.01)
+    current = one({e: {"traj": 0.0 if e in failing or e in BROKE else 1.0} for e in IDS})
+    comparison = compare(base, current, GatePolicy())
+    assert comparison.suites[0].criteria[0].first_day == [K(e) for e in BROKE]
+    assert [s.eval_id for s in suspects(comparison, current, 20, flips=False)[0]] == list(BROKE)
+
+
 def test_newly_flaky_stable_cases_are_weighed_and_an_outage_on_the_base_is_not():
     from test_confirm import _ledger
 
@@ -216,6 +237,8 @@ def test_a_newly_flaky_suspect_gets_more_re_runs_once_and_all_of_them_are_read()
     mixed, clean = [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 1.0})], [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 0.0})]
     assert more(mixed, ["traj"], {}, 2) == 2 and more(clean, ["traj"], {}, 2) == 0 and more(None, ["traj"], {}, 2) == 0
     assert more(mixed + clean, ["traj"], {}, 2) == 0  # once
+    passed = [_rerun(1, {"traj": 1.0}), _rerun(2, {"traj": 1.0})]
+    assert more(passed, ["traj"], {}, 2) == 0  # passed both: flaky, not re-run (bench_gate --sharper: 2 more cost false FAILs)
     assert more(mixed, ["traj"], {}, 2, stable=False) == 0  # a first day's suspect: a mixed re-run is not weighed
     base = one({e: {"traj": 1.0} for e in IDS})
     ledger = _ledger([1.0] * 10, IDS)

@@ -42,7 +42,8 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
     """(the suspects to re-run, in priority order, at most max_cases; how many were left out).
     Stable cases that broke come first, those of the most significant breakage test first;
     then, on the first days (no case stable yet: evalgate.gate.firstday), the cases the
-    baseline passed that broke now;
+    baseline passed that broke now, where they could FAIL their criterion at all
+    (evalgate.gate.firstday.could_decide; comp.first_day is empty otherwise);
     then cases the baseline passed whose agent run failed now (evalgate.gate.crash: "agent
     run failed on a case the baseline passed"; a judge's failure is not one) and cases with a
     criterion the baseline evaluated that is not evaluated now, its service up

@@ -12,7 +12,11 @@ the environment's, said and not counted. The count of such cases among the crite
 cases is tested against each case's chance under an unchanged agent, bounded from the share
 of cases the baseline run failed whatever the cases' own rates
 (evalgate.gate.flakiness.first_day_chance): with the control the bound is about 7 times
-tighter for 2 re-runs. It applies while no case of the criterion has `stable_min_runs`
+tighter for 2 re-runs. Suspects that could not FAIL the criterion even if every one of them
+failed every re-run beside a base commit that passed every one (`could_decide`: p not below
+alpha with the control's bound; Holm only raises it) are not suspects at all, so no agent run
+is spent on them: a criterion whose baseline run failed many cases (a judge on a moody day)
+or with one or two chance flips among many cases. It applies while no case of the criterion has `stable_min_runs`
 recorded runs; a criterion with history is the breakage test's.
 """
 
@@ -31,6 +35,19 @@ from evalgate.i18n import _, n_
 from evalgate.results import CriterionResult
 
 
+def could_decide(suspects: int, failed_share: tuple[int, int], runs: int, alpha: float) -> bool:
+    """Whether `suspects` first-day suspects of a criterion could FAIL it at all: p < `alpha`
+    if every one of them failed every one of `runs` re-runs and the base commit passed every
+    one of its re-runs beside them (the smallest chance, evalgate.gate.flakiness.first_day_chance
+    with the control). Holm only raises a p, so where this p is not below alpha the re-runs
+    cannot change the verdict, and the suspects are not re-run (module docstring)."""
+    n = failed_share[1]
+    if suspects < 1 or n <= 0:
+        return False
+    chance = first_day_chance(failed_share, runs, True)
+    return break_test([True] * suspects + [False] * max(0, n - suspects), [chance] * max(n, suspects)) < alpha
+
+
 def applies(outcomes: list[list[float]], policy: GatePolicy) -> bool:
     """Whether the criterion is on its first days: no case has `stable_min_runs` recorded outcomes."""
     return not any(len(h) >= policy.stable_min_runs for h in outcomes)
@@ -46,7 +63,8 @@ def measure(
     """The first-day test of one criterion (module docstring). `reruns`: the pull request's
     confirmation re-runs per case (CaseResult.reruns of the current run); `base_reruns`: the
     base commit's re-runs per case (CaseResult.reruns of the baseline, put there by the
-    pipeline; evalgate.gate.control). Sets comp.first_day (the suspects), and once they were
+    pipeline; evalgate.gate.control). Sets comp.first_day (the suspects; none when even all of
+    them failing every re-run could not FAIL the criterion: `could_decide`), and once they were
     re-run, comp.first_day_broken, comp.environment and the test's p."""
     by_runs = not comp.judge and any(len(c.runs or []) > 1 for _k, _b, c in pairs)
     broke_now = failed if by_runs else broke
@@ -56,6 +74,9 @@ def measure(
     comp.first_day = [k for k, ob, oc in seen if not failed(ob) and oc is not None and broke_now(oc)]
     runs = policy.confirm.runs
     if not comp.first_day or runs < 1:
+        return
+    if not could_decide(len(comp.first_day), (base_failed, len(seen)), runs, policy.alpha):
+        comp.first_day = []  # not worth an agent run: even all of them broken could not FAIL (module docstring)
         return
     graded = confirmation.grades([True] * len(comp.first_day), comp.first_day, reruns or {}, comp.criterion, comp.judge, runs)
     if graded is None:  # not re-run (yet): the first run alone proves nothing without history
