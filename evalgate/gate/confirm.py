@@ -151,18 +151,8 @@ def verdicts(broken: list[bool], keys: list, reruns: dict, criterion: str, judge
     has not `runs` evaluated re-runs: the breakage test then reads the first run alone."""
     from evalgate.gate.stats import failed
 
-    if runs < 1 or not any(broken):
-        return None
-    out = []
-    for b, k in zip(broken, keys):
-        if not b:
-            out.append(False)
-            continue
-        outcomes = rerun_outcomes(reruns.get(k), criterion, judge)
-        if outcomes is None or len(outcomes) < runs:
-            return None
-        out.append(all(failed(o) for o in outcomes[:runs]))
-    return out
+    seen = _broken_reruns(broken, keys, reruns, criterion, judge, runs)
+    return None if seen is None else [o is not None and all(failed(x) for x in o[:runs]) for o in seen]
 
 
 def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: bool, runs: int) -> Optional[list[Optional[tuple[int, int]]]]:
@@ -174,9 +164,17 @@ def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: 
     (evalgate.gate.flakiness.graded_test weighs them)."""
     from evalgate.gate.stats import failed
 
+    seen = _broken_reruns(broken, keys, reruns, criterion, judge, runs)
+    return None if seen is None else [None if o is None else (sum(failed(x) for x in o), len(o)) for o in seen]
+
+
+def _broken_reruns(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: bool, runs: int) -> Optional[list[Optional[list]]]:
+    """Per stable case, the outcomes of its re-runs when it broke now (None when it did not);
+    None overall when confirmation is off, nothing broke, or some case that broke has fewer
+    than `runs` evaluated re-runs (what `verdicts` and `grades` read)."""
     if runs < 1 or not any(broken):
         return None
-    out: list[Optional[tuple[int, int]]] = []
+    out: list[Optional[list]] = []
     for b, k in zip(broken, keys):
         if not b:
             out.append(None)
@@ -184,7 +182,7 @@ def grades(broken: list[bool], keys: list, reruns: dict, criterion: str, judge: 
         outcomes = rerun_outcomes(reruns.get(k), criterion, judge)
         if outcomes is None or len(outcomes) < runs:
             return None
-        out.append((sum(failed(o) for o in outcomes), len(outcomes)))
+        out.append(outcomes)
     return out
 
 
