@@ -17,7 +17,7 @@ from fake_github import fake_github  # noqa: F401  (fixture)
 from test_entrypoint import Action, _pull_request, _push
 from test_local_gate import CONFIG as LOCAL_CONFIG
 from test_local_gate import EVALSET as LOCAL_EVALSET
-from test_local_gate import _git, _turn
+from test_local_gate import _git, _turn, main_with_baseline
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -100,16 +100,7 @@ def _check(comment: str, results: dict) -> None:
 
 def test_evalgate_gate_confirms_the_broken_case_and_clears_the_flaky_one(cli, tmp_path):
     repo = _project(tmp_path / "repo")
-    _git(repo, "init", "-q")
-    _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "base")
-    base = _git(repo, "rev-parse", "HEAD")
-    code, _, err = cli("run", "--out", "base-out", "--quiet", cwd=repo)
-    assert code == 0, err
-    for _ in range(HISTORY):  # the ledger: six default-branch runs of the same results
-        code, _, err = cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)
-        assert code == 0, err
+    base = main_with_baseline(cli, repo, HISTORY)  # the ledger: six default-branch runs of the same results
     _git(repo, "checkout", "-q", "-b", "feature")
     _change(repo)
 

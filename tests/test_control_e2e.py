@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from fake_github import fake_github  # noqa: F401  (fixture)
-from test_local_gate import _git, _turn
+from test_local_gate import _git, _turn, main_with_baseline
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -82,25 +82,23 @@ suites:
 """
 
 
+def _project(where: Path, root: Path, ignored: str) -> tuple[Path, Path]:
+    """The stock project at `where`, its agent logging each run's tree to root/runs.log and
+    failing items 1 and 2 while root/outage exists. Returns (the log, the outage switch)."""
+    log, outage = root / "runs.log", root / "outage"
+    (where / "evals").mkdir(parents=True)
+    (where / "evals" / "stock.evalset.json").write_text(json.dumps(EVALSET, indent=1), encoding="utf-8")
+    (where / "agent.py").write_text(AGENT.format(log=str(log), outage=str(outage)), encoding="utf-8")
+    (where / "evalgate.yaml").write_text(CONFIG, encoding="utf-8")
+    (where / ".gitignore").write_text(ignored, encoding="utf-8")
+    return log, outage
+
+
 def _first_day(cli, root: Path, history: int = 1) -> tuple[Path, str, Path, Path]:
     """A repository whose main has one baseline run (the first day; or `history` runs), and a feature branch."""
     repo = root / "repo"
-    log, outage = root / "runs.log", root / "outage"
-    (repo / "evals").mkdir(parents=True)
-    (repo / "evals" / "stock.evalset.json").write_text(json.dumps(EVALSET, indent=1), encoding="utf-8")
-    (repo / "agent.py").write_text(AGENT.format(log=str(log), outage=str(outage)), encoding="utf-8")
-    (repo / "evalgate.yaml").write_text(CONFIG, encoding="utf-8")
-    (repo / ".gitignore").write_text("evalgate-results/\n.evalgate/\nbase-out/\npr-out/\n", encoding="utf-8")
-    _git(repo, "init", "-q")
-    _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "base")
-    base = _git(repo, "rev-parse", "HEAD")
-    code, _, err = cli("run", "--out", "base-out", "--quiet", cwd=repo)
-    assert code == 0, err
-    for _ in range(history):
-        code, _, err = cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)
-        assert code == 0, err
+    log, outage = _project(repo, root, "evalgate-results/\n.evalgate/\nbase-out/\npr-out/\n")
+    base = main_with_baseline(cli, repo, history)
     _git(repo, "checkout", "-q", "-b", "feature")
     log.unlink()
     return repo, base, log, outage
@@ -218,12 +216,7 @@ def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fa
     from test_entrypoint import Action, _pull_request, _push
 
     ws, root = tmp_path / "ws", tmp_path
-    log, outage = root / "runs.log", root / "outage"
-    (ws / "evals").mkdir(parents=True)
-    (ws / "evals" / "stock.evalset.json").write_text(json.dumps(EVALSET, indent=1), encoding="utf-8")
-    (ws / "agent.py").write_text(AGENT.format(log=str(log), outage=str(outage)), encoding="utf-8")
-    (ws / "evalgate.yaml").write_text(CONFIG, encoding="utf-8")
-    (ws / ".gitignore").write_text("evalgate-results/\n", encoding="utf-8")
+    log, outage = _project(ws, root, "evalgate-results/\n")
     _git(ws, "init", "-q")
     _git(ws, "add", ".")
     _git(ws, "commit", "-q", "-m", "base")

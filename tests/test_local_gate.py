@@ -91,8 +91,10 @@ def repo(cli, tmp_path):
     return _repo(cli, tmp_path)
 
 
-def _repo(cli, tmp_path):
-    repo = _project(tmp_path / "repo")
+def main_with_baseline(cli, repo: Path, runs: int = 1) -> str:
+    """Make the project at `repo` a repository whose main has one commit, run evalgate there
+    (into base-out/) and save that run as main's baseline `runs` times (the ledger). Returns
+    the commit."""
     _git(repo, "init", "-q")
     _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
     _git(repo, "add", ".")
@@ -100,8 +102,15 @@ def _repo(cli, tmp_path):
     base = _git(repo, "rev-parse", "HEAD")
     code, _, err = cli("run", "--out", "base-out", "--quiet", cwd=repo)
     assert code == 0, err
-    code, out, err = cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)
-    assert code == 0, err
+    for _ in range(runs):
+        code, _, err = cli("baseline", "save", "--results", "base-out/results.json", "--commit", base, "--ref", "refs/heads/main", cwd=repo)
+        assert code == 0, err
+    return base
+
+
+def _repo(cli, tmp_path):
+    repo = _project(tmp_path / "repo")
+    base = main_with_baseline(cli, repo)
     _git(repo, "checkout", "-q", "-b", "feature")
     _git(repo, "commit", "-q", "--allow-empty", "-m", "work")
     return repo, base

@@ -467,6 +467,23 @@ def move_as_default_writer(cache: Path, planted: Path) -> None:
         path.write_text(json.dumps(data), encoding="utf-8")
 
 
+def planting_build_backend(ws: Path, plant: str) -> None:
+    """Make the project at `ws` installable by a build backend of its own (project code, as a
+    setup.py is) that runs `plant` (Python, with os and shutil imported) when pip prepares its
+    metadata: what `install: --dry-run --no-deps --no-build-isolation .` runs."""
+    (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
+    (ws / "planter.py").write_text(
+        "import os, shutil\n"
+        + plant
+        + "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
+        "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+        "    os.makedirs(os.path.join(directory, 'planter-0.dist-info'))\n"
+        "    open(os.path.join(directory, 'planter-0.dist-info', 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: planter\\nVersion: 0\\n')\n"
+        "    return 'planter-0.dist-info'\n",
+        encoding="utf-8",
+    )
+
+
 def _plant_entry(root: Path, key: str, text: str) -> None:
     """A judge cache entry claiming a default-branch writer (entries are not signed), as a
     pull request's code could write one."""
@@ -607,17 +624,7 @@ def test_entries_the_install_step_plants_are_not_believed_by_a_pull_request_run(
     cache, planted = ws / ".evalgate" / "cache", ws / "planted"
     move_as_default_writer(cache, planted)
     # The project's own build backend (project code, as a setup.py is) plants them.
-    (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
-    (ws / "planter.py").write_text(
-        "import os, shutil\n"
-        f"shutil.copytree({str(planted)!r}, {str(cache)!r}, dirs_exist_ok=True)\n"
-        "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
-        "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
-        "    os.makedirs(os.path.join(directory, 'planter-0.dist-info'))\n"
-        "    open(os.path.join(directory, 'planter-0.dist-info', 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: planter\\nVersion: 0\\n')\n"
-        "    return 'planter-0.dist-info'\n",
-        encoding="utf-8",
-    )
+    planting_build_backend(ws, f"shutil.copytree({str(planted)!r}, {str(cache)!r}, dirs_exist_ok=True)\n")
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     clear_judge_env(monkeypatch, tmp_path)
     action("pull_request", _pull_request(head, base), sha=head, ref=f"refs/pull/{PR}/merge", install="--dry-run --no-deps --no-build-isolation .")

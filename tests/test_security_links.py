@@ -17,7 +17,7 @@ import pytest
 from fake_gemini import clear_judge_env, fake_gemini  # noqa: F401  (fixture)
 from fake_github import fake_github  # noqa: F401  (fixture)
 from test_entrypoint import PR, Action, _pull_request, _push, _set_outputs, action, main_with_baseline, ws  # noqa: F401  (fixtures)
-from test_security import GIT, _always_valid, git, judged_project, move_as_default_writer, needs_git
+from test_security import GIT, _always_valid, git, judged_project, move_as_default_writer, needs_git, planting_build_backend
 
 
 def _statuses(fake, sha: str) -> list[str]:
@@ -396,17 +396,10 @@ def test_a_cache_folder_the_install_step_names_is_not_believed(judged, fake_gemi
     cache, planted = ws / ".evalgate" / "cache", tmp_path / "planted"
     move_as_default_writer(cache, planted)
     config = ws / "evalgate.yaml"
-    (ws / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "planter"\nbackend-path = ["."]\n', encoding="utf-8")
-    (ws / "planter.py").write_text(
-        "import os, shutil\n"
+    planting_build_backend(
+        ws,
         f"shutil.copytree({str(planted)!r}, {str(ws / 'elsewhere')!r}, dirs_exist_ok=True)\n"
-        f"open({str(config)!r}, 'a').write('judge:\\n  cache_dir: elsewhere\\n')\n"
-        "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
-        "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
-        "    os.makedirs(os.path.join(directory, 'planter-0.dist-info'))\n"
-        "    open(os.path.join(directory, 'planter-0.dist-info', 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: planter\\nVersion: 0\\n')\n"
-        "    return 'planter-0.dist-info'\n",
-        encoding="utf-8",
+        f"open({str(config)!r}, 'a').write('judge:\\n  cache_dir: elsewhere\\n')\n",
     )
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     clear_judge_env(monkeypatch, tmp_path)
