@@ -245,3 +245,38 @@ def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fa
     assert action("merge_group", event, sha=group, ref="refs/heads/gh-readonly-queue/main/pr-7") == 1, action.stdout
     assert _trees(log, ws) == (CASES + 4, 4)
     assert [s["state"] for s in fake_github.statuses[group]] == ["failure"]
+
+
+def _break_one(repo: Path) -> None:
+    agent = repo / "agent.py"
+    agent.write_text(agent.read_text(encoding="utf-8").replace("BROKEN = ()", 'BROKEN = ("1",)'), encoding="utf-8")
+
+
+def test_first_day_one_broken_case_of_ten_is_not_re_run_and_says_why(cli, tmp_path):
+    """On the first day, one case of ten the baseline passed fails now: even failing every
+    re-run beside a base commit that passes it could not FAIL the criterion (it would take 2;
+    evalgate.gate.firstday.could_decide), so no agent runs again, on either commit, and the
+    verdict says which case was the suspect, that it was not re-run, and why, in English and
+    in Korean."""
+    repo, _base, log, _outage = _first_day(cli, tmp_path)
+    _break_one(repo)
+
+    code, out, err = cli("gate", cwd=repo)
+    assert code == 0, out + err
+    assert _trees(log, repo) == (CASES, 0)  # the run only: no re-run, no base commit run
+    assert "confirmation: 1 first-day suspect case(s) not re-run: too few to FAIL their criterion without history" in err
+    reason = ("first day (no history yet): 1 case the baseline passed failed now, not re-run as a first-day suspect: stock/item-1; "
+              "even failing every re-run, it would take 2 such cases to FAIL this criterion without history; more baseline runs "
+              "on the default branch (the flake ledger) let the gate decide on fewer")
+    comment = (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
+    assert reason in comment, comment  # the criterion's reasons; the terminal says the verdict's and the note above
+
+    log.unlink()
+    code, out, err = cli("gate", "--language", "ko", cwd=repo)
+    assert code == 0, out + err
+    assert _trees(log, repo) == (CASES, 0)
+    assert ("첫날(아직 이전 실행 기록 없음): 베이스라인에서 통과한 케이스 1개가 이번에 실패했지만 첫날 의심 케이스로 재실행하지 않았습니다. "
+            "대상: stock/item-1. 모든 재실행에서 실패하더라도, 이전 실행 기록 없이 이 기준을 FAIL로 판정하려면 그런 케이스가 2개 있어야 "
+            "합니다. 기본 브랜치에서 베이스라인 실행이 더 쌓이면(flaky 기록) 더 적은 케이스로도 판정할 수 있습니다"
+            ) in (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
+    assert "확인 실행: 첫날 의심 케이스 1개는 재실행하지 않음" in err
