@@ -329,7 +329,7 @@ def base_checkout(repo: Path, commit: str, loaded: Any) -> Iterator[tuple[Any, O
         yield None, _("the config is outside the repository {repo}", repo=str(repo))
         return
     tmp = Path(tempfile.mkdtemp(prefix="evalgate-base-"))
-    tree = tmp / "tree"
+    tree = tmp / (top.name or "tree")  # named as the repository: an agent folder at its top (`adk: .`) keeps its package name
     try:
         added = subprocess.run(["git", "-C", str(top), "worktree", "add", "--detach", "--quiet", str(tree), commit],
                                capture_output=True, text=True, errors="replace", timeout=600)

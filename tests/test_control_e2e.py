@@ -280,3 +280,151 @@ def test_first_day_one_broken_case_of_ten_is_not_re_run_and_says_why(cli, tmp_pa
             "합니다. 기본 브랜치에서 베이스라인 실행이 더 쌓이면(flaky 기록) 더 적은 케이스로도 판정할 수 있습니다"
             ) in (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
     assert "확인 실행: 첫날 의심 케이스 1개는 재실행하지 않음" in err
+
+
+# --- an in-process ADK agent at the base commit -------------------------------------------
+
+ADK_TOOLS = '''\
+"""The shop's stock tool: a top-level module beside the agent's package (`from tools import lookup_stock`)."""
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent)
+OUT = ()  # sold out
+
+
+def lookup_stock(item: str) -> dict:
+    return {"item": item, "stock": "sold out" if item in OUT else "in stock"}
+'''
+
+ADK_CATALOG = '''\
+"""Items the shop no longer lists: a module of the agent's own package (`from shop_agent.catalog import HIDDEN`)."""
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent.parent)
+HIDDEN = ()
+'''
+
+ADK_AGENT = '''\
+"""A real ADK agent whose Python tool reads a top-level sibling module and a module of its own package."""
+from pathlib import Path
+
+from google.adk.agents import Agent
+
+import tools
+from shop_agent import catalog
+from shop_agent.catalog import HIDDEN
+from tools import lookup_stock as _lookup
+
+LOG = {log!r}
+ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def lookup_stock(item: str) -> dict:
+    """Returns whether an item is in stock."""
+    with open(LOG, "a", encoding="utf-8") as log:  # the trees this run's code came from
+        log.write(" ".join((ROOT, tools.ROOT, catalog.ROOT)) + "\\n")
+    found = _lookup(item)
+    return dict(found, stock="not listed") if item in HIDDEN else found
+
+
+root_agent = Agent(name="shop", model="gemini-2.5-flash", instruction="Answer stock questions with the tool.", tools=[lookup_stock])
+'''
+
+ADK_CONFIG = """\
+suites:
+  - name: shop
+    agent: {adk: shop_agent}
+    evalsets: [evals]
+    criteria:
+      response_match_score: {threshold: 1.0}
+"""
+
+
+def _shop_model(body: dict) -> "object":
+    """The agent's model at the fake Gemini: "item N" asks lookup_stock; its answer becomes the reply."""
+    from agent_model import _reply
+
+    parts = ((body or {}).get("contents") or [{}])[-1].get("parts") or []
+    answers = [p["functionResponse"] for p in parts if "functionResponse" in p]
+    if answers:
+        data = answers[0].get("response") or {}
+        return _reply([{"text": f"Item {data.get('item')} is {data.get('stock')}."}])
+    item = " ".join(p.get("text", "") for p in parts).split()[-1]
+    return _reply([{"functionCall": {"name": "lookup_stock", "args": {"item": item}}}])
+
+
+@pytest.fixture
+def shop_model(monkeypatch):
+    """A fake Gemini for the shop agent; the interpreter's module table and import path as they were, after."""
+    from fake_gemini import FakeGemini, clear_judge_env
+
+    fake = FakeGemini(_shop_model).start()
+    fake.api_key = None
+    clear_judge_env(monkeypatch)
+    monkeypatch.setenv("GOOGLE_API_KEY", "fake-agent-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+    monkeypatch.setenv("ADK_DISABLE_LOAD_DOTENV", "1")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    try:
+        yield fake
+    finally:
+        fake.stop()
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+
+
+def _adk_lines(log: Path) -> list[tuple[str, ...]]:
+    return [tuple(line.split(" ")) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
+
+
+def test_an_in_process_adk_agent_runs_the_base_commits_own_modules_as_the_control(cli, tmp_path, shop_model):
+    """The pull request changes a top-level module beside the agent's package (`tools.py`:
+    item 1 sold out) and a module of the package itself (`shop_agent/catalog.py`: item 2 not
+    listed). The control runs the same in-process runner in the base commit's tree: every
+    module of the project must come from that tree, not from the pull request's run that
+    imported them first, or the base commit would fail items 1 and 2 too and the breakage
+    would read as the environment's. The tool logs the trees its agent, `tools` and
+    `catalog` came from on every call. A second gate in the same process runs the pull
+    request's code again."""
+    repo = tmp_path / "repo"
+    log = tmp_path / "tools.log"
+    (repo / "evals").mkdir(parents=True)
+    evalset = {"eval_set_id": "stock", "eval_cases": [
+        {"eval_id": f"item-{k}", "conversation": [_turn(f"Is this in stock: item {k}", f"Item {k} is in stock.",
+                                                        {"name": "lookup_stock", "args": {"item": str(k)}})]}
+        for k in range(CASES)]}
+    (repo / "evals" / "stock.evalset.json").write_text(json.dumps(evalset, indent=1), encoding="utf-8")
+    (repo / "shop_agent").mkdir()
+    (repo / "shop_agent" / "__init__.py").write_text("from . import agent  # noqa: F401\n", encoding="utf-8")
+    (repo / "shop_agent" / "agent.py").write_text(ADK_AGENT.format(log=str(log)), encoding="utf-8")
+    (repo / "shop_agent" / "catalog.py").write_text(ADK_CATALOG, encoding="utf-8")
+    (repo / "tools.py").write_text(ADK_TOOLS, encoding="utf-8")
+    (repo / "evalgate.yaml").write_text(ADK_CONFIG, encoding="utf-8")
+    (repo / ".gitignore").write_text("evalgate-results/\n.evalgate/\nbase-out/\n__pycache__/\n", encoding="utf-8")
+    base = main_with_baseline(cli, repo)
+    _git(repo, "checkout", "-q", "-b", "feature")
+    here = str(repo.resolve())
+    assert set(_adk_lines(log)) == {(here, here, here)}
+    log.unlink()
+    tools = repo / "tools.py"
+    tools.write_text(tools.read_text(encoding="utf-8").replace("OUT = ()", 'OUT = ("1",)'), encoding="utf-8")
+    catalog = repo / "shop_agent" / "catalog.py"
+    catalog.write_text(catalog.read_text(encoding="utf-8").replace("HIDDEN = ()", 'HIDDEN = ("2",)'), encoding="utf-8")
+
+    code, out, err = cli("gate", cwd=repo)
+    lines = _adk_lines(log)
+    trees = {line[0] for line in lines}
+    assert all(len(set(line)) == 1 for line in lines), lines  # agent, tools and catalog from one tree in every call
+    assert len(trees) == 2 and here in trees, trees
+    assert sum(line[0] == here for line in lines) == CASES + 2 * 2 and sum(line[0] != here for line in lines) == 2 * 2
+    assert f"confirmation: 2 suspect case(s) that failed every re-run also run 2 time(s) each at the base commit {base[:12]}, as a control (4 agent runs)" in err
+    assert ("first day (no history yet): 2 cases the baseline passed broke and failed every one of 2 re-runs while the base commit "
+            "passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2") in out, out
+    assert code == 1, out + err
+
+    log.unlink()  # the pull request's code again, in the same process, after the control imported the base's
+    code, out, err = cli("gate", cwd=repo)
+    lines = _adk_lines(log)
+    assert sum(line == (here, here, here) for line in lines) == CASES + 2 * 2, lines
+    assert code == 1 and "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in out
