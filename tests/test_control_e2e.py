@@ -9,7 +9,12 @@ repository, so the base commit's runs are counted, not inferred.
 (b) a tool is down for both (the outage is outside the repository): the base commit fails
     too: the environment's doing, said, and not a FAIL;
 (c) recorded outputs (`actual:`): no agent to run at the base commit: a note says so, no
-    base run, and the gate decides as without the control.
+    base run, and the gate decides as without the control;
+(d) one broken case of ten: too few to FAIL the criterion on the first day, so not re-run,
+    and the reasons say so and why;
+(e) an in-process ADK agent: the control imports the base commit's modules, not the pull
+    request's already imported ones;
+(f) a sharded pull request: the merge job runs the control from its checkout.
 """
 
 from __future__ import annotations
@@ -428,3 +433,42 @@ def test_an_in_process_adk_agent_runs_the_base_commits_own_modules_as_the_contro
     lines = _adk_lines(log)
     assert sum(line == (here, here, here) for line in lines) == CASES + 2 * 2, lines
     assert code == 1 and "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in out
+
+
+def test_the_merge_job_of_a_sharded_first_day_pull_request_runs_the_control_from_the_checkout(fake_github, tmp_path, capsys):  # noqa: F811
+    """A sharded pull request's legs score their shards (no re-run: the merge job decides);
+    the merge job, whose checkout (fetch-depth: 0) holds the base commit, re-runs the
+    suspects and runs them at the base commit as the control, as the unsharded run does."""
+    from test_entrypoint import Action, _pull_request, _push
+
+    ws, root = tmp_path / "ws", tmp_path
+    log, _outage = _project(ws, root, "evalgate-results/\nlegs/\n")
+    _git(ws, "init", "-q")
+    _git(ws, "add", ".")
+    _git(ws, "commit", "-q", "-m", "base")
+    base = _git(ws, "rev-parse", "HEAD")
+    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
+    action = Action(fake_github, ws, tmp_path / "runs", capsys)
+    (tmp_path / "runs").mkdir()
+    assert action("push", _push(base), sha=base) == 0, action.stdout  # the first day: one baseline run
+    _break(ws)
+    log.unlink()
+
+    head = fake_github.add_commit([base], "PR head")
+    event, ref = _pull_request(head, base), "refs/pull/7/merge"
+    for k in (1, 2):
+        assert action("pull_request", event, sha=head, ref=ref, shard=f"{k}/2", out=f"legs/leg-{k}") == 0, action.stdout
+        assert "confirmation" not in action.stdout
+    assert _trees(log, ws) == (CASES, 0)
+    assert fake_github.issue_comments(7) == []
+
+    assert action("pull_request", event, sha=head, ref=ref, mode="merge", shards="legs") == 1, action.stdout
+    assert "confirmation: 2 suspect case(s) re-run 2 time(s) each (4 agent runs, 0 judge re-draws)" in action.stdout
+    assert f"confirmation: 2 suspect case(s) that failed every re-run also run 2 time(s) each at the base commit {base[:12]}, as a control (4 agent runs)" in action.stdout
+    assert _trees(log, ws) == (CASES + 4, 4)
+    merged = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert merged["run"]["agent"]["confirm"]["base"] == 4 and merged["run"]["agent"]["confirm"]["base_commit"] == base
+    [comment] = fake_github.issue_comments(7)
+    assert "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in comment["body"]
+    assert [s["state"] for s in fake_github.statuses[head]] == ["failure"]
+    assert len(_worktrees(ws)) == 1
