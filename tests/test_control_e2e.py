@@ -14,7 +14,8 @@ repository, so the base commit's runs are counted, not inferred.
     and the reasons say so and why;
 (e) an in-process ADK agent: the control imports the base commit's modules, not the pull
     request's already imported ones;
-(f) a sharded pull request: the merge job runs the control from its checkout.
+(f) a sharded pull request: the merge job runs the control from its checkout, or says why
+    not (a shallow checkout) and decides without it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -472,3 +474,39 @@ def test_the_merge_job_of_a_sharded_first_day_pull_request_runs_the_control_from
     assert "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in comment["body"]
     assert [s["state"] for s in fake_github.statuses[head]] == ["failure"]
     assert len(_worktrees(ws)) == 1
+
+
+def test_the_merge_job_of_a_shallow_checkout_says_it_decided_without_the_control(fake_github, tmp_path, capsys):  # noqa: F811
+    """The merge job checked out without history (fetch-depth 1): no base commit to run, a
+    note says why, and the gate decides as without the control (the suspects re-run only)."""
+    from test_entrypoint import Action, _pull_request, _push
+
+    full, root = tmp_path / "full", tmp_path
+    log, _outage = _project(full, root, "evalgate-results/\nlegs/\n")
+    _git(full, "init", "-q")
+    _git(full, "add", ".")
+    _git(full, "commit", "-q", "-m", "base")
+    base = _git(full, "rev-parse", "HEAD")
+    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
+    (tmp_path / "runs").mkdir()
+    assert Action(fake_github, full, tmp_path / "runs", capsys)("push", _push(base), sha=base) == 0
+    _break(full)
+    _git(full, "commit", "-q", "-am", "PR")
+    ws = tmp_path / "ws"  # the pull request's commit alone, as actions/checkout fetches it by default
+    _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{full}", str(ws))
+    assert subprocess.run(["git", "-C", str(ws), "cat-file", "-e", f"{base}^{{commit}}"], capture_output=True).returncode != 0
+    action = Action(fake_github, ws, tmp_path / "runs", capsys)
+    action.n = 1
+    log.unlink()
+
+    head = fake_github.add_commit([base], "PR head")
+    event, ref = _pull_request(head, base), "refs/pull/7/merge"
+    for k in (1, 2):
+        assert action("pull_request", event, sha=head, ref=ref, shard=f"{k}/2", out=f"legs/leg-{k}") == 0, action.stdout
+    assert action("pull_request", event, sha=head, ref=ref, mode="merge", shards="legs") == 0, action.stdout
+    assert ("confirmation: 2 suspect case(s) could not be run at the base commit as a control (the base commit "
+            f"{base[:12]} is not in this clone: actions/checkout with fetch-depth: 0 fetches the history): decided without it") in action.stdout
+    assert _trees(log, ws) == (CASES + 4, 0)
+    [comment] = fake_github.issue_comments(7)
+    assert "first day (no history yet): 2 cases the baseline passed broke and failed every one of 2 re-runs: stock/item-1, stock/item-2" in comment["body"]
+    assert "not significant at alpha 0.01" in comment["body"]
