@@ -372,13 +372,14 @@ def shop_model(monkeypatch):
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
     monkeypatch.setenv("ADK_DISABLE_LOAD_DOTENV", "1")
     monkeypatch.setattr(sys, "path", list(sys.path))
-    before = set(sys.modules)
+    before = dict(sys.modules)
     try:
         yield fake
     finally:
         fake.stop()
-        for name in set(sys.modules) - before:
+        for name in set(sys.modules) - set(before):
             del sys.modules[name]
+        sys.modules.update(before)  # and those the runner forgot
 
 
 def _adk_lines(log: Path) -> list[tuple[str, ...]]:
