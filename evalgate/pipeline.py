@@ -212,6 +212,11 @@ def confirm(
     if policy.runs < 1 or comparison.baseline is None:
         return False
     chosen, left = suspects(comparison, current, policy.max_cases, flips=gate.deterministic_flips == "fail")
+    skipped = {(k.suite, k.eval_set_id, k.eval_id) for s in comparison.suites for c in s.criteria for k in c.first_day_skipped}
+    skipped -= {(s.suite, s.eval_set_id, s.eval_id) for s in chosen}  # re-run for another reason (a flip, a crash)
+    if skipped:  # evalgate.gate.firstday.could_decide; the verdict's reasons name them
+        sink.log(_("confirmation: {cases} first-day suspect case(s) not re-run: too few to FAIL their criterion without history "
+                   "(the verdict's reasons say how many it would take)", cases=len(skipped)))
     if not chosen:
         return False
     kept: dict = {}
@@ -324,7 +329,7 @@ def base_checkout(repo: Path, commit: str, loaded: Any) -> Iterator[tuple[Any, O
         yield None, _("the config is outside the repository {repo}", repo=str(repo))
         return
     tmp = Path(tempfile.mkdtemp(prefix="evalgate-base-"))
-    tree = tmp / "tree"
+    tree = tmp / (top.name or "tree")  # named as the repository: an agent folder at its top (`adk: .`) keeps its package name
     try:
         added = subprocess.run(["git", "-C", str(top), "worktree", "add", "--detach", "--quiet", str(tree), commit],
                                capture_output=True, text=True, errors="replace", timeout=600)

@@ -9,7 +9,13 @@ repository, so the base commit's runs are counted, not inferred.
 (b) a tool is down for both (the outage is outside the repository): the base commit fails
     too: the environment's doing, said, and not a FAIL;
 (c) recorded outputs (`actual:`): no agent to run at the base commit: a note says so, no
-    base run, and the gate decides as without the control.
+    base run, and the gate decides as without the control;
+(d) one broken case of ten: too few to FAIL the criterion on the first day, so not re-run,
+    and the reasons say so and why;
+(e) an in-process ADK agent: the control imports the base commit's modules, not the pull
+    request's already imported ones;
+(f) a sharded pull request: the merge job runs the control from its checkout, or says why
+    not (a shallow checkout) and decides without it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -245,3 +252,262 @@ def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fa
     assert action("merge_group", event, sha=group, ref="refs/heads/gh-readonly-queue/main/pr-7") == 1, action.stdout
     assert _trees(log, ws) == (CASES + 4, 4)
     assert [s["state"] for s in fake_github.statuses[group]] == ["failure"]
+
+
+def _break_one(repo: Path) -> None:
+    agent = repo / "agent.py"
+    agent.write_text(agent.read_text(encoding="utf-8").replace("BROKEN = ()", 'BROKEN = ("1",)'), encoding="utf-8")
+
+
+def test_first_day_one_broken_case_of_ten_is_not_re_run_and_says_why(cli, tmp_path):
+    """On the first day, one case of ten the baseline passed fails now: even failing every
+    re-run beside a base commit that passes it could not FAIL the criterion (it would take 2;
+    evalgate.gate.firstday.could_decide), so no agent runs again, on either commit, and the
+    verdict says which case was the suspect, that it was not re-run, and why, in English and
+    in Korean."""
+    repo, _base, log, _outage = _first_day(cli, tmp_path)
+    _break_one(repo)
+
+    code, out, err = cli("gate", cwd=repo)
+    assert code == 0, out + err
+    assert _trees(log, repo) == (CASES, 0)  # the run only: no re-run, no base commit run
+    assert "confirmation: 1 first-day suspect case(s) not re-run: too few to FAIL their criterion without history" in err
+    reason = ("first day (no history yet): 1 case the baseline passed failed now, not re-run as a first-day suspect: stock/item-1; "
+              "even failing every re-run, it would take 2 such cases to FAIL this criterion without history; more baseline runs "
+              "on the default branch (the flake ledger) let the gate decide on fewer")
+    comment = (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
+    assert reason in comment, comment  # the criterion's reasons; the terminal says the verdict's and the note above
+
+    log.unlink()
+    code, out, err = cli("gate", "--language", "ko", cwd=repo)
+    assert code == 0, out + err
+    assert _trees(log, repo) == (CASES, 0)
+    assert ("첫날(아직 이전 실행 기록 없음): 베이스라인에서 통과한 케이스 1개가 이번에 실패했지만 첫날 의심 케이스로 재실행하지 않았습니다. "
+            "대상: stock/item-1. 모든 재실행에서 실패하더라도, 이전 실행 기록 없이 이 기준을 FAIL로 판정하려면 그런 케이스가 2개 있어야 "
+            "합니다. 기본 브랜치에서 베이스라인 실행이 더 쌓이면(flaky 기록) 더 적은 케이스로도 판정할 수 있습니다"
+            ) in (repo / "evalgate-results" / "comment.md").read_text(encoding="utf-8")
+    assert "확인 실행: 첫날 의심 케이스 1개는 재실행하지 않음" in err
+
+
+# --- an in-process ADK agent at the base commit -------------------------------------------
+
+ADK_TOOLS = '''\
+"""The shop's stock tool: a top-level module beside the agent's package (`from tools import lookup_stock`)."""
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent)
+OUT = ()  # sold out
+
+
+def lookup_stock(item: str) -> dict:
+    return {"item": item, "stock": "sold out" if item in OUT else "in stock"}
+'''
+
+ADK_CATALOG = '''\
+"""Items the shop no longer lists: a module of the agent's own package (`from shop_agent.catalog import HIDDEN`)."""
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent.parent)
+HIDDEN = ()
+'''
+
+ADK_AGENT = '''\
+"""A real ADK agent whose Python tool reads a top-level sibling module and a module of its own package."""
+from pathlib import Path
+
+from google.adk.agents import Agent
+
+import tools
+from shop_agent import catalog
+from shop_agent.catalog import HIDDEN
+from tools import lookup_stock as _lookup
+
+LOG = {log!r}
+ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def lookup_stock(item: str) -> dict:
+    """Returns whether an item is in stock."""
+    with open(LOG, "a", encoding="utf-8") as log:  # the trees this run's code came from
+        log.write(" ".join((ROOT, tools.ROOT, catalog.ROOT)) + "\\n")
+    found = _lookup(item)
+    return dict(found, stock="not listed") if item in HIDDEN else found
+
+
+root_agent = Agent(name="shop", model="gemini-2.5-flash", instruction="Answer stock questions with the tool.", tools=[lookup_stock])
+'''
+
+ADK_CONFIG = """\
+suites:
+  - name: shop
+    agent: {adk: shop_agent}
+    evalsets: [evals]
+    criteria:
+      response_match_score: {threshold: 1.0}
+"""
+
+
+def _shop_model(body: dict) -> "object":
+    """The agent's model at the fake Gemini: "item N" asks lookup_stock; its answer becomes the reply."""
+    from agent_model import _reply
+
+    parts = ((body or {}).get("contents") or [{}])[-1].get("parts") or []
+    answers = [p["functionResponse"] for p in parts if "functionResponse" in p]
+    if answers:
+        data = answers[0].get("response") or {}
+        return _reply([{"text": f"Item {data.get('item')} is {data.get('stock')}."}])
+    item = " ".join(p.get("text", "") for p in parts).split()[-1]
+    return _reply([{"functionCall": {"name": "lookup_stock", "args": {"item": item}}}])
+
+
+@pytest.fixture
+def shop_model(monkeypatch):
+    """A fake Gemini for the shop agent; the interpreter's module table and import path as they were, after."""
+    from fake_gemini import FakeGemini, clear_judge_env
+
+    fake = FakeGemini(_shop_model).start()
+    fake.api_key = None
+    clear_judge_env(monkeypatch)
+    monkeypatch.setenv("GOOGLE_API_KEY", "fake-agent-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+    monkeypatch.setenv("ADK_DISABLE_LOAD_DOTENV", "1")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = dict(sys.modules)
+    try:
+        yield fake
+    finally:
+        fake.stop()
+        for name in set(sys.modules) - set(before):
+            del sys.modules[name]
+        sys.modules.update(before)  # and those the runner forgot
+
+
+def _adk_lines(log: Path) -> list[tuple[str, ...]]:
+    return [tuple(line.split(" ")) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
+
+
+def test_an_in_process_adk_agent_runs_the_base_commits_own_modules_as_the_control(cli, tmp_path, shop_model):
+    """The pull request changes a top-level module beside the agent's package (`tools.py`:
+    item 1 sold out) and a module of the package itself (`shop_agent/catalog.py`: item 2 not
+    listed). The control runs the same in-process runner in the base commit's tree: every
+    module of the project must come from that tree, not from the pull request's run that
+    imported them first, or the base commit would fail items 1 and 2 too and the breakage
+    would read as the environment's. The tool logs the trees its agent, `tools` and
+    `catalog` came from on every call. A second gate in the same process runs the pull
+    request's code again."""
+    repo = tmp_path / "repo"
+    log = tmp_path / "tools.log"
+    (repo / "evals").mkdir(parents=True)
+    evalset = {"eval_set_id": "stock", "eval_cases": [
+        {"eval_id": f"item-{k}", "conversation": [_turn(f"Is this in stock: item {k}", f"Item {k} is in stock.",
+                                                        {"name": "lookup_stock", "args": {"item": str(k)}})]}
+        for k in range(CASES)]}
+    (repo / "evals" / "stock.evalset.json").write_text(json.dumps(evalset, indent=1), encoding="utf-8")
+    (repo / "shop_agent").mkdir()
+    (repo / "shop_agent" / "__init__.py").write_text("from . import agent  # noqa: F401\n", encoding="utf-8")
+    (repo / "shop_agent" / "agent.py").write_text(ADK_AGENT.format(log=str(log)), encoding="utf-8")
+    (repo / "shop_agent" / "catalog.py").write_text(ADK_CATALOG, encoding="utf-8")
+    (repo / "tools.py").write_text(ADK_TOOLS, encoding="utf-8")
+    (repo / "evalgate.yaml").write_text(ADK_CONFIG, encoding="utf-8")
+    (repo / ".gitignore").write_text("evalgate-results/\n.evalgate/\nbase-out/\n__pycache__/\n", encoding="utf-8")
+    base = main_with_baseline(cli, repo)
+    _git(repo, "checkout", "-q", "-b", "feature")
+    here = str(repo.resolve())
+    assert set(_adk_lines(log)) == {(here, here, here)}
+    log.unlink()
+    tools = repo / "tools.py"
+    tools.write_text(tools.read_text(encoding="utf-8").replace("OUT = ()", 'OUT = ("1",)'), encoding="utf-8")
+    catalog = repo / "shop_agent" / "catalog.py"
+    catalog.write_text(catalog.read_text(encoding="utf-8").replace("HIDDEN = ()", 'HIDDEN = ("2",)'), encoding="utf-8")
+
+    code, out, err = cli("gate", cwd=repo)
+    lines = _adk_lines(log)
+    trees = {line[0] for line in lines}
+    assert all(len(set(line)) == 1 for line in lines), lines  # agent, tools and catalog from one tree in every call
+    assert len(trees) == 2 and here in trees, trees
+    assert sum(line[0] == here for line in lines) == CASES + 2 * 2 and sum(line[0] != here for line in lines) == 2 * 2
+    assert f"confirmation: 2 suspect case(s) that failed every re-run also run 2 time(s) each at the base commit {base[:12]}, as a control (4 agent runs)" in err
+    assert ("first day (no history yet): 2 cases the baseline passed broke and failed every one of 2 re-runs while the base commit "
+            "passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2") in out, out
+    assert code == 1, out + err
+
+    log.unlink()  # the pull request's code again, in the same process, after the control imported the base's
+    code, out, err = cli("gate", cwd=repo)
+    lines = _adk_lines(log)
+    assert sum(line == (here, here, here) for line in lines) == CASES + 2 * 2, lines
+    assert code == 1 and "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in out
+
+
+def test_the_merge_job_of_a_sharded_first_day_pull_request_runs_the_control_from_the_checkout(fake_github, tmp_path, capsys):  # noqa: F811
+    """A sharded pull request's legs score their shards (no re-run: the merge job decides);
+    the merge job, whose checkout (fetch-depth: 0) holds the base commit, re-runs the
+    suspects and runs them at the base commit as the control, as the unsharded run does."""
+    from test_entrypoint import Action, _pull_request, _push
+
+    ws, root = tmp_path / "ws", tmp_path
+    log, _outage = _project(ws, root, "evalgate-results/\nlegs/\n")
+    _git(ws, "init", "-q")
+    _git(ws, "add", ".")
+    _git(ws, "commit", "-q", "-m", "base")
+    base = _git(ws, "rev-parse", "HEAD")
+    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
+    action = Action(fake_github, ws, tmp_path / "runs", capsys)
+    (tmp_path / "runs").mkdir()
+    assert action("push", _push(base), sha=base) == 0, action.stdout  # the first day: one baseline run
+    _break(ws)
+    log.unlink()
+
+    head = fake_github.add_commit([base], "PR head")
+    event, ref = _pull_request(head, base), "refs/pull/7/merge"
+    for k in (1, 2):
+        assert action("pull_request", event, sha=head, ref=ref, shard=f"{k}/2", out=f"legs/leg-{k}") == 0, action.stdout
+        assert "confirmation" not in action.stdout
+    assert _trees(log, ws) == (CASES, 0)
+    assert fake_github.issue_comments(7) == []
+
+    assert action("pull_request", event, sha=head, ref=ref, mode="merge", shards="legs") == 1, action.stdout
+    assert "confirmation: 2 suspect case(s) re-run 2 time(s) each (4 agent runs, 0 judge re-draws)" in action.stdout
+    assert f"confirmation: 2 suspect case(s) that failed every re-run also run 2 time(s) each at the base commit {base[:12]}, as a control (4 agent runs)" in action.stdout
+    assert _trees(log, ws) == (CASES + 4, 4)
+    merged = json.loads((ws / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    assert merged["run"]["agent"]["confirm"]["base"] == 4 and merged["run"]["agent"]["confirm"]["base_commit"] == base
+    [comment] = fake_github.issue_comments(7)
+    assert "while the base commit passed every one of its 2 re-runs beside them: stock/item-1, stock/item-2" in comment["body"]
+    assert [s["state"] for s in fake_github.statuses[head]] == ["failure"]
+    assert len(_worktrees(ws)) == 1
+
+
+def test_the_merge_job_of_a_shallow_checkout_says_it_decided_without_the_control(fake_github, tmp_path, capsys):  # noqa: F811
+    """The merge job checked out without history (fetch-depth 1): no base commit to run, a
+    note says why, and the gate decides as without the control (the suspects re-run only)."""
+    from test_entrypoint import Action, _pull_request, _push
+
+    full, root = tmp_path / "full", tmp_path
+    log, _outage = _project(full, root, "evalgate-results/\nlegs/\n")
+    _git(full, "init", "-q")
+    _git(full, "add", ".")
+    _git(full, "commit", "-q", "-m", "base")
+    base = _git(full, "rev-parse", "HEAD")
+    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
+    (tmp_path / "runs").mkdir()
+    assert Action(fake_github, full, tmp_path / "runs", capsys)("push", _push(base), sha=base) == 0
+    _break(full)
+    _git(full, "commit", "-q", "-am", "PR")
+    ws = tmp_path / "ws"  # the pull request's commit alone, as actions/checkout fetches it by default
+    _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{full}", str(ws))
+    assert subprocess.run(["git", "-C", str(ws), "cat-file", "-e", f"{base}^{{commit}}"], capture_output=True).returncode != 0
+    action = Action(fake_github, ws, tmp_path / "runs", capsys)
+    action.n = 1
+    log.unlink()
+
+    head = fake_github.add_commit([base], "PR head")
+    event, ref = _pull_request(head, base), "refs/pull/7/merge"
+    for k in (1, 2):
+        assert action("pull_request", event, sha=head, ref=ref, shard=f"{k}/2", out=f"legs/leg-{k}") == 0, action.stdout
+    assert action("pull_request", event, sha=head, ref=ref, mode="merge", shards="legs") == 0, action.stdout
+    assert ("confirmation: 2 suspect case(s) could not be run at the base commit as a control (the base commit "
+            f"{base[:12]} is not in this clone: actions/checkout with fetch-depth: 0 fetches the history): decided without it") in action.stdout
+    assert _trees(log, ws) == (CASES + 4, 0)
+    [comment] = fake_github.issue_comments(7)
+    assert "first day (no history yet): 2 cases the baseline passed broke and failed every one of 2 re-runs: stock/item-1, stock/item-2" in comment["body"]
+    assert "not significant at alpha 0.01" in comment["body"]

@@ -2,7 +2,9 @@
 
 The agent is loaded as `adk eval` loads it (the folder's `__init__.py`, then `agent.app`,
 `root_agent` or `get_agent_async()`; the nearest `.env` up from the folder fills variables
-that are not set), or from a dotted module path as ADK's AgentEvaluator does. Each case run
+that are not set), or from a dotted module path as ADK's AgentEvaluator does, every module of
+the project imported fresh from the tree the runner points at (a run at the base commit, the
+control, must not reuse the pull request's modules, nor the next run the base's). Each case run
 gets its own google-adk Runner with in-memory session, artifact and memory services, and a
 session made from the case's `session_input` the way ADK's eval makes it. Events become
 invocations in `evalgate.agents.events`, the same code the API-server runner uses.
@@ -130,9 +132,12 @@ class AdkRunner(Runner):
 
     def _import(self, name: str, search: Path, folder: Optional[Path]) -> Any:
         # The agent's own imports (`import my_agent.tools`, `from tools import x`) resolve
-        # from the folder that holds it, as under `adk web` and `adk api_server`.
-        if str(search) not in sys.path:
-            sys.path.insert(0, str(search))
+        # from the folder that holds it, as under `adk web` and `adk api_server`: first on the
+        # path, and every module of the project loaded fresh from it (`_forget_project`).
+        while str(search) in sys.path:
+            sys.path.remove(str(search))
+        sys.path.insert(0, str(search))
+        _forget_project(search)
         try:
             if folder is not None:
                 # A fresh import: a module of the same name loaded before (another suite's
@@ -381,6 +386,30 @@ def _instructions(value: Any) -> str:
 
 def _dump(value: Any) -> Any:
     return value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
+
+
+def _forget_project(search: Path) -> None:
+    """Drop the project's modules that an earlier run in this process imported, so the agent
+    about to load imports its own tree's: those loaded from `search` (its files may have
+    changed since), and those whose top-level name `search` holds (`tools.py`, a package
+    folder) loaded from another tree. The control runs the same runner in the base commit's
+    tree after the pull request's run imported the same names from its own
+    (evalgate.pipeline.at_base); the pull request's next runner drops the base's the same way.
+    The installed environment (the interpreter's prefixes, site-packages, evalgate) is never
+    dropped: both trees share it."""
+    root = search.resolve()
+    here = {p.stem for p in root.glob("*.py")} | {p.parent.name for p in root.glob("*/__init__.py")}
+    shared = [Path(p).resolve() for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}] + [Path(__file__).resolve().parents[1]]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or []), None)
+        if not file or name.split(".")[0] in sys.stdlib_module_names:
+            continue
+        path = Path(file).resolve()
+        if any(part in ("site-packages", "dist-packages") for part in path.parts) or any(path.is_relative_to(s) for s in shared):
+            continue
+        if path.is_relative_to(root) or name.split(".")[0] in here:
+            del sys.modules[name]
+    importlib.invalidate_caches()
 
 
 def _forget_elsewhere(top: str, search: Path) -> None:

@@ -215,7 +215,7 @@ def decide(comp: CriterionComparison, policy: GatePolicy) -> Optional[str]:
     """Why the criterion FAILs on broken stable cases (after Holm), else None; the breaks,
     significant or not, and the flaky ones go to comp.reasons. On the first days (no case
     stable yet), the first-day test's (evalgate.gate.firstday)."""
-    if comp.first_day:
+    if comp.first_day or comp.first_day_skipped:
         from evalgate.gate import firstday
 
         return firstday.decide(comp, policy)

@@ -48,6 +48,15 @@ def could_decide(suspects: int, failed_share: tuple[int, int], runs: int, alpha:
     return break_test([True] * suspects + [False] * max(0, n - suspects), [chance] * max(n, suspects)) < alpha
 
 
+def needed(failed_share: tuple[int, int], runs: int, alpha: float) -> Optional[int]:
+    """The fewest first-day suspects that `could_decide`, among the cases the baseline
+    passed (failed_share: the baseline run's (failed, cases)); None when no number of them could."""
+    for k in range(1, failed_share[1] - failed_share[0] + 1):
+        if could_decide(k, failed_share, runs, alpha):
+            return k
+    return None
+
+
 def applies(outcomes: list[list[float]], policy: GatePolicy) -> bool:
     """Whether the criterion is on its first days: no case has `stable_min_runs` recorded outcomes."""
     return not any(len(h) >= policy.stable_min_runs for h in outcomes)
@@ -76,7 +85,10 @@ def measure(
     if not comp.first_day or runs < 1:
         return
     if not could_decide(len(comp.first_day), (base_failed, len(seen)), runs, policy.alpha):
-        comp.first_day = []  # not worth an agent run: even all of them broken could not FAIL (module docstring)
+        # Not worth an agent run: even all of them broken could not FAIL (module docstring). Said in the reasons.
+        comp.first_day_skipped, comp.first_day = comp.first_day, []
+        comp.first_day_share = (base_failed, len(seen))
+        comp.first_day_needed = needed(comp.first_day_share, runs, policy.alpha)
         return
     graded = confirmation.grades([True] * len(comp.first_day), comp.first_day, reruns or {}, comp.criterion, comp.judge, runs)
     if graded is None:  # not re-run (yet): the first run alone proves nothing without history
@@ -128,8 +140,37 @@ def words(comp: CriterionComparison) -> str:
     return text
 
 
+def skipped_words(comp: CriterionComparison) -> str:
+    """Why the first day's suspects were not re-run (`could_decide`): too few to FAIL the criterion without history."""
+    n, cases = len(comp.first_day_skipped), case_names(sorted(comp.first_day_skipped))
+    failed_now, total = comp.first_day_share
+    if comp.first_day_needed is not None:
+        why = n_(
+            "even failing every re-run, it would take {needed} such case to FAIL this criterion without history",
+            "even failing every re-run, it would take {needed} such cases to FAIL this criterion without history",
+            comp.first_day_needed,
+            needed=comp.first_day_needed,
+        )
+    else:
+        why = _("with the baseline run failing {failed} of {total} cases, no number of such cases could FAIL this criterion "
+                "without history", failed=failed_now, total=total)
+    return n_(
+        "first day (no history yet): {n} case the baseline passed failed now, not re-run as a first-day suspect: {cases}; {why}; more "
+        "baseline runs on the default branch (the flake ledger) let the gate decide on fewer",
+        "first day (no history yet): {n} cases the baseline passed failed now, not re-run as first-day suspects: {cases}; {why}; more "
+        "baseline runs on the default branch (the flake ledger) let the gate decide on fewer",
+        n,
+        cases=cases,
+        why=why,
+    )
+
+
 def decide(comp: CriterionComparison, policy: GatePolicy) -> Optional[str]:
-    """Why the criterion FAILs on the first day's broken cases (after Holm), else None; listed in comp.reasons either way."""
+    """Why the criterion FAILs on the first day's broken cases (after Holm), else None; listed in comp.reasons either way.
+    Suspects not re-run (`could_decide`) are said, never a FAIL."""
+    if comp.first_day_skipped:
+        comp.reasons.append(skipped_words(comp))
+        return None
     if not comp.first_day_broken or comp.breakage_p_adjusted is None:
         if comp.environment:
             comp.reasons.append(

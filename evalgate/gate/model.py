@@ -218,6 +218,12 @@ class CriterionComparison:
     first_day: list[CaseKey] = field(default_factory=list)
     first_day_broken: list[CaseKey] = field(default_factory=list)
     first_day_control: bool = False  # the base commit's re-runs were the control
+    # Suspects not re-run because even all of them failing every re-run could not FAIL the
+    # criterion (firstday.could_decide), said in the reasons: how many would be needed (None:
+    # no number of the cases the baseline passed), and the baseline run's (failed, cases).
+    first_day_skipped: list[CaseKey] = field(default_factory=list)
+    first_day_needed: Optional[int] = None
+    first_day_share: tuple[int, int] = (0, 0)
     # What each stable case's chance of breaking came from: "outcomes" (the criterion's
     # pass/fail histories; alike for equal streaks) or "values" (a continuous criterion:
     # each case's own level, spread and dips; evalgate.gate.stats.dip_hazards).
