@@ -93,6 +93,26 @@ def test_the_check_catches_a_half_width_semicolon_in_japanese_where_it_is_enforc
     assert catalogs.problems(package, style=("ko", "ja")) == []
 
 
+def test_the_check_catches_half_width_parentheses_around_japanese_and_spaces_beside_full_width_ones(tmp_path):
+    source = ('from evalgate.i18n import _\n_("{a} (the last {n} runs)", a=1, n=2)\n_("{status} ({passed} passed)", status=1, passed=2)\n'
+              '_("{summary} ({key})", summary=1, key=2)\n')
+    package = _package(tmp_path, source)
+    catalogs.update(package)
+    root = package / "locale"
+    keys = ["{a} (the last {n} runs)", "{status} ({passed} passed)", "{summary} ({key})"]
+    catalogs.fill("ko", {k: k for k in keys}, root)
+    # A status line keeps the half-width parentheses after its status token; a field alone in
+    # half-width ones is no Japanese text; full-width ones inside a sentence are always right.
+    catalogs.fill("ja", {keys[0]: "{a}（直近 {n} 回）", keys[1]: "{status} (合格 {passed})", keys[2]: "{summary} ({key})"}, root)
+    assert catalogs.problems(package) == []
+    catalogs.fill("ja", {keys[0]: "{a} (直近 {n} 回)", keys[2]: "{summary} （{key}）"}, root)
+    found = [p for p in catalogs.problems(package) if not p.endswith("is stale: run `python -m evalgate.locale.catalogs update`")]
+    assert found == [
+        "ja: half-width parentheses around Japanese text ('(直近 {n} 回)') in the translation of '{a} (the last {n} runs)': use （）",
+        "ja: a space beside a full-width parenthesis in the translation of '{summary} ({key})': （） need no space",
+    ]
+
+
 @pytest.mark.parametrize("code, names, more, tail", [
     ("en", "set/a, set/b", "set/a, set/b, set/c, set/d, set/e and 2 more", " (flaky on main)"),
     ("ko", "set/a, set/b", "set/a, set/b, set/c, set/d, set/e 외 2개", " (main에서 flaky)"),
