@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalgate import i18n
-from evalgate.i18n import _, n_
+from evalgate.i18n import _, listing, n_
 from evalgate.local_run import gc_paused, print_summary, run_and_write, run_exit, select_cases, write_html_alone
 from evalgate.pipeline import EXIT_FAILED, EXIT_PASSED
 
@@ -291,10 +291,12 @@ def cmd_baseline_import(args: argparse.Namespace) -> int:
         imported = import_results(graded, plan, digest, shown, args.eval_set, created)
         runs.append(imported.results)
         if imported.unmatched_cases:
-            left = ", ".join(imported.unmatched_cases[:10]) + (", ..." if len(imported.unmatched_cases) > 10 else "")
+            from evalgate.gate.words import name_list
+
+            left = name_list(imported.unmatched_cases, 10)
             print(plain(n_("note: {n} graded case is not a case of suite {suite}, left out: {cases}", "note: {n} graded cases are not cases of suite {suite}, left out: {cases}", len(imported.unmatched_cases), suite=plan.name, cases=left)), file=sys.stderr)
         if imported.unknown_metrics:
-            print(plain(_("note: metrics that are not criteria of suite {suite}, left out: {metrics}", suite=plan.name, metrics=", ".join(imported.unknown_metrics))), file=sys.stderr)
+            print(plain(_("note: metrics that are not criteria of suite {suite}, left out: {metrics}", suite=plan.name, metrics=listing(imported.unknown_metrics))), file=sys.stderr)
     gate = loaded.config.gate
     if args.store:  # the data branch's layout is the dir store's
         from evalgate.baselines import DirStore
@@ -312,7 +314,7 @@ def cmd_baseline_import(args: argparse.Namespace) -> int:
                 "imported {cases} of suite {suite} ({metrics}) from {file} as the baseline of {commit} for gate '{gate}' in {store}{ledger}",
                 cases=cases,
                 suite=imported.suite,
-                metrics=", ".join(imported.metrics),
+                metrics=listing(imported.metrics),
                 file=shown,
                 commit=commit,
                 gate=gate.id,

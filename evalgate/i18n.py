@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import gettext
+import re
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 LANGUAGES = ("en", "ko", "ja")
 DOMAIN = "evalgate"
@@ -111,3 +112,27 @@ def mark(message: str, /) -> str:
     """Marks a message for extraction where it is defined (a table of labels); it is translated
     where it is shown, with `_(label)`."""
     return message
+
+
+def separator() -> str:
+    """What separates the items of a list in a line: `, `; Japanese `、` (GLOSSARY.md, "Lists")."""
+    # TRANSLATORS: what separates the items of a list in a line ("a, b, c"); Japanese: "、".
+    return p_("list", ", ")
+
+
+def listing(items: Iterable[str]) -> str:
+    """The items of a list in a line, in the current language: `a, b, c`; Japanese `a、b、c`."""
+    return separator().join(items)
+
+
+# Kana, kanji and the full-width forms: text a Japanese reader reads as Japanese.
+_JAPANESE = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
+
+
+def aside(text: str) -> str:
+    """A parenthetical that follows a phrase, its leading space included: ` (text)`. In Japanese,
+    text with Japanese in it goes in full-width parentheses with no space (`（直近 8 回…）`),
+    ASCII (a config key, `p = 0.004`) keeps ` (...)` (GLOSSARY.md, "Parentheses")."""
+    if _code == "ja" and _JAPANESE.search(text):
+        return f"\uff08{text}\uff09"
+    return f" ({text})"

@@ -159,7 +159,7 @@ def write_html_alone(run, out: Path, gate) -> None:
 
 
 def print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed_from: str | None = None, traces: Optional[Path] = None) -> None:
-    from evalgate.reports import incomplete_note
+    from evalgate.reports import duration, incomplete_note
     from evalgate.reports.terminal import summary_table
 
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
@@ -173,7 +173,7 @@ def print_summary(run, out: Path, args: argparse.Namespace, agent: dict, resumed
         tokens = _(", {tokens} model tokens", tokens=f"{u['tokens']['total']:,}") if "total" in u.get("tokens", {}) else ""
         failed = _(", {failed} failed", failed=u["failed"]) if u["failed"] else ""
         reused = _(", {reused} reused from {folder}", reused=u["reused"], folder=resumed_from) if u.get("reused") else ""
-        print(_("agent: {suite}: {runs}{failed}{reused} in {seconds} s{tokens}", suite=name, runs=n_("{n} case run", "{n} case runs", u["case_runs"]), failed=failed, reused=reused, seconds=f"{agent['seconds']:.1f}", tokens=tokens))
+        print(_("agent: {suite}: {runs}{failed}{reused} in {seconds}{tokens}", suite=name, runs=n_("{n} case run", "{n} case runs", u["case_runs"]), failed=failed, reused=reused, seconds=duration(agent["seconds"]), tokens=tokens))
     inference = (out / "inference.jsonl").is_file() and agent
     outputs = _("  agent outputs: {path}", path=out / "inference.jsonl") if inference else ""
     print(_("results: {results}  junit: {junit}", results=out / "results.json", junit=out / "junit.xml") + outputs)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from evalgate.engine import SuitePlan
-from evalgate.i18n import _
+from evalgate.i18n import _, listing
 
 MAX_SHARDS = 256
 
@@ -76,7 +76,7 @@ def select(plans: list[SuitePlan], shard: Shard) -> str:
 def describe(plans: list[SuitePlan], count: int) -> str:
     """'12, 11, 13 cases' for shards 1..count."""
     # TRANSLATORS: {sizes} is a list of case counts, one a shard: "12, 11, 13".
-    return _("{sizes} cases", sizes=", ".join(str(n) for n in sizes(plans, count)))
+    return _("{sizes} cases", sizes=listing(str(n) for n in sizes(plans, count)))
 
 
 def current_commit(folder: Path) -> Optional[str]:

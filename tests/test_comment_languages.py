@@ -88,7 +88,8 @@ def test_the_comment_speaks_the_language_and_keeps_the_tokens(code, monkeypatch)
     assert lines[0] == "<!-- evalgate:gate=evalgate -->"
     assert lines[1].startswith("**evalgate FAIL** · ")
     assert "**FAIL** (p=0.008)" in text and "**INCONCLUSIVE** (p=0.025)" in text
-    assert "shop_support / order-status-ko: response_match_score 0.92 → 0.44, tool_trajectory_avg_score 1.00 → 0.00" in text
+    sep = {"ja": "、"}.get(code, ", ")  # each language's list separator (GLOSSARY.md, "Lists")
+    assert f"shop_support / order-status-ko: response_match_score 0.92 → 0.44{sep}tool_trajectory_avg_score 1.00 → 0.00" in text
     assert "regression" in lines[-1]  # gate.mode, a config value
 
 

@@ -425,7 +425,7 @@ def test_a_list_of_names_is_one_message_a_translator_can_reorder():
     with i18n.language("ko"):
         assert case_names(keys) == ", ".join(f"set/{e}" for e in KO[:5]) + " 외 3개"
     with i18n.language("ja"):
-        assert case_names(keys[:6]) == ", ".join(f"set/{e}" for e in KO[:5]) + " ほか 1 件"
+        assert case_names(keys[:6]) == "、".join(f"set/{e}" for e in KO[:5]) + " ほか 1 件"  # Japanese lists with 、
     assert case_names(keys) == ", ".join(f"set/{e}" for e in KO[:5]) + " and 3 more"
     assert case_names(keys[:5]) == ", ".join(f"set/{e}" for e in KO[:5])
 

@@ -1086,6 +1086,10 @@ def test_the_page_carries_the_translations_of_exactly_report_js_messages():
     assert messages["t"]["Conversation"] == "대화"
     # Korean has one form: the page gives it for 1 and for other counts alike.
     assert messages["nt"]["Showing {shown} of {n} case"] == ["케이스 {n}개 중 {shown}개 표시"] * 2
+    with i18n.language("ja"):
+        japanese = _data(compared_report())["i18n"]
+    # A list's separator comes from the catalog (GLOSSARY.md, "Lists"): "0.50、0.70" in Japanese.
+    assert (messages["t"][", "], japanese["t"][", "]) == (", ", "、")
 
 
 def test_a_language_whose_plurals_report_js_cannot_choose_is_refused(monkeypatch):

@@ -93,6 +93,65 @@ def test_the_check_catches_a_half_width_semicolon_in_japanese_where_it_is_enforc
     assert catalogs.problems(package, style=("ko", "ja")) == []
 
 
+def test_the_check_catches_half_width_parentheses_around_japanese_and_spaces_beside_full_width_ones(tmp_path):
+    source = ('from evalgate.i18n import _\n_("{a} (the last {n} runs)", a=1, n=2)\n_("{status} ({passed} passed)", status=1, passed=2)\n'
+              '_("{summary} ({key})", summary=1, key=2)\n')
+    package = _package(tmp_path, source)
+    catalogs.update(package)
+    root = package / "locale"
+    keys = ["{a} (the last {n} runs)", "{status} ({passed} passed)", "{summary} ({key})"]
+    catalogs.fill("ko", {k: k for k in keys}, root)
+    # A status line keeps the half-width parentheses after its status token; a field alone in
+    # half-width ones is no Japanese text; full-width ones inside a sentence are always right.
+    catalogs.fill("ja", {keys[0]: "{a}（直近 {n} 回）", keys[1]: "{status} (合格 {passed})", keys[2]: "{summary} ({key})"}, root)
+    assert catalogs.problems(package) == []
+    catalogs.fill("ja", {keys[0]: "{a} (直近 {n} 回)", keys[2]: "{summary} （{key}）"}, root)
+    found = [p for p in catalogs.problems(package) if not p.endswith("is stale: run `python -m evalgate.locale.catalogs update`")]
+    assert found == [
+        "ja: half-width parentheses around Japanese text ('(直近 {n} 回)') in the translation of '{a} (the last {n} runs)': use （）",
+        "ja: a space beside a full-width parenthesis in the translation of '{summary} ({key})': （） need no space",
+    ]
+
+
+@pytest.mark.parametrize("code, names, more, tail", [
+    ("en", "set/a, set/b", "set/a, set/b, set/c, set/d, set/e and 2 more", " (flaky on main)"),
+    ("ko", "set/a, set/b", "set/a, set/b, set/c, set/d, set/e 외 2개", " (main에서 flaky)"),
+    ("ja", "set/a、set/b", "set/a、set/b、set/c、set/d、set/e ほか 2 件", "（main で flaky）"),
+])
+def test_lists_and_parentheticals_are_written_the_way_each_language_writes_them(code, names, more, tail):
+    from evalgate.gate.words import name_list
+
+    words = {"en": "flaky on main", "ko": "main에서 flaky", "ja": "main で flaky"}
+    with i18n.language(code):
+        assert name_list(["set/a", "set/b"]) == names
+        assert name_list([f"set/{c}" for c in "abcdefg"]) == more
+        assert i18n.aside(words[code]) == tail
+        assert i18n.aside("p = 0.004") == " (p = 0.004)"  # ASCII keeps half-width ones, in Japanese too
+
+
+def test_a_files_unknown_keys_are_listed_in_the_report_language():
+    from evalgate.reading import ignored_note
+
+    keys = [f"k{i}" for i in range(7)]
+    with i18n.language("ja"):
+        assert "'k0'、'k1'、'k2'、'k3'、'k4' ほか 2 件" in ignored_note("a.json", None, keys)
+    with i18n.language("ko"):
+        assert "'k0', 'k1', 'k2', 'k3', 'k4' 외 2개" in ignored_note("a.json", None, keys)
+
+
+@pytest.mark.parametrize("code, short, whole, long, hours", [
+    ("en", "12.3 s", "9 s", "1 min 5 s", "1 h 3 min"),
+    ("ko", "12.3초", "9초", "1분 5초", "1시간 3분"),
+    ("ja", "12.3 秒", "9 秒", "1 分 5 秒", "1 時間 3 分"),
+])
+def test_one_duration_format_in_each_language(code, short, whole, long, hours):
+    from evalgate.reports import duration
+
+    with i18n.language(code):
+        assert [duration(12.34), duration(9.4, whole=True), duration(65), duration(65.2, whole=True), duration(3790)] == [
+            short, whole, long, long, hours]
+
+
 def test_fields_and_plurals_in_each_language():
     counts = {}
     for code in i18n.LANGUAGES:

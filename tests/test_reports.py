@@ -646,8 +646,8 @@ def test_progress_in_a_ci_log_prints_a_line_per_tenth():
     progress.close()
     lines = out.getvalue().splitlines()
     assert len(lines) == 10
-    assert lines[0] == "agent runs: 2/20 (10%) 2s, about 18s left"
-    assert lines[-1] == "agent runs: 20/20 (100%) 20s"
+    assert lines[0] == "agent runs: 2/20 (10%) 2 s, about 18 s left"
+    assert lines[-1] == "agent runs: 20/20 (100%) 20 s"
     assert "\r" not in out.getvalue()
 
 
@@ -667,7 +667,7 @@ def test_progress_draws_at_most_ten_times_a_second_and_clears():
     clock.now += 0.6
     progress.advance(4)
     # 4 done in 0.6 s: 36 more take about 5.4 s
-    assert out.getvalue() == "\r\x1b[K[###---------------------------] 4/40 cases  0s, about 5s left"
+    assert out.getvalue() == "\r\x1b[K[###---------------------------] 4/40 cases  0 s, about 5 s left"
     for _ in range(10):  # ten more within 50 ms: no redraw
         clock.now += 0.005
         progress.advance()
@@ -675,7 +675,7 @@ def test_progress_draws_at_most_ten_times_a_second_and_clears():
     clock.now += 0.1
     progress.advance()
     assert out.getvalue().count("\r") == 2
-    assert out.getvalue().endswith("[###########-------------------] 15/40 cases  0s, about 1s left")  # 15 in 0.75 s
+    assert out.getvalue().endswith("[###########-------------------] 15/40 cases  0 s, about 1 s left")  # 15 in 0.75 s
     progress.close()
     assert out.getvalue().endswith("\r\x1b[K")
     clock.now += 5

@@ -149,12 +149,15 @@ class _Clock:
 @pytest.mark.parametrize(
     "code, label, lines",
     [
-        ("en", None, ["cases: 1/2 (50%) 4s, about 4s left", "cases: 2/2 (100%) 9s"]),
-        ("ko", "에이전트 실행", ["에이전트 실행: 1/2 (50%) 4s, 약 4s 남음", "에이전트 실행: 2/2 (100%) 9s"]),
-        ("ja", None, ["ケース: 1/2 (50%) 4 秒経過、残り約 4 秒", "ケース: 2/2 (100%) 9s"]),
+        ("en", None, ["cases: 1/2 (50%) 4 s, about 4 s left", "cases: 2/2 (100%) 9 s", "1/3 cases  1 min 5 s, about 2 min 11 s left"]),
+        ("ko", "에이전트 실행", ["에이전트 실행: 1/2 (50%) 4초 경과, 약 4초 남음", "에이전트 실행: 2/2 (100%) 9초",
+                            "1/3 에이전트 실행  1분 5초 경과, 약 2분 11초 남음"]),
+        ("ja", None, ["ケース: 1/2 (50%) 4 秒経過、残り約 4 秒", "ケース: 2/2 (100%) 9 秒", "1/3 ケース  1 分 5 秒経過、残り約 2 分 11 秒"]),
     ],
 )
 def test_progress_label_in_each_language(code, label, lines):
+    """The elapsed time and the time left in the report's language, as every other duration
+    (evalgate.reports.duration): `9 秒`, `1분 5초`, not `9s`."""
     import io
 
     out, clock = io.StringIO(), _Clock()
@@ -164,7 +167,12 @@ def test_progress_label_in_each_language(code, label, lines):
         progress.advance()
         clock.now = 9.0
         progress.advance()
-    assert out.getvalue().splitlines() == lines
+        bar, clock = io.StringIO(), _Clock()  # the terminal's bar, drawn after a minute
+        progress = Progress(3, bar, tty=True, clock=clock, **({"label": label} if label else {}))
+        clock.now = 65.4
+        progress.advance()
+    assert out.getvalue().splitlines() == lines[:2]
+    assert bar.getvalue() == "\r\x1b[K[" + "#" * 10 + "-" * 20 + "] " + lines[2]
 
 
 # --- the CLI ------------------------------------------------------------------------------
@@ -226,7 +234,7 @@ def test_run_prints_its_verdict_and_files_in_each_language(cli, tmp_path, code, 
     [
         ("en", "shard 1/2: 4 of 10 cases (the 2 shards hold 4, 6 cases)", "merged 2 shards: 10 cases", "report: OUT/report.html"),
         ("ko", "샤드 1/2: 케이스 10개 중 4개 (샤드 2개가 각각 케이스 4, 6개)", "샤드 2개 병합: 케이스 10개", "리포트: OUT/report.html"),
-        ("ja", "シャード 1/2: ケース 10 件中 4 件（2 個のシャードのケース数: 4, 6 件）", "シャード 2 個をマージ: ケース 10 件", "レポート: OUT/report.html"),
+        ("ja", "シャード 1/2: ケース 10 件中 4 件（2 個のシャードのケース数: 4、6 件）", "シャード 2 個をマージ: ケース 10 件", "レポート: OUT/report.html"),
     ],
 )
 def test_shards_merge_and_compare_say_so_in_each_language(cli, tmp_path, code, shard, merged, compared):

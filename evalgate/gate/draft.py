@@ -27,7 +27,7 @@ from evalgate.gate.values import (
     score_range,
 )
 from evalgate.gate.words import case_names
-from evalgate.i18n import _, n_
+from evalgate.i18n import _, listing, n_
 from evalgate.results import CaseResult, Status, SuiteResult
 
 
@@ -201,7 +201,7 @@ def draft_suite(
 
     gone = sorted(set(base_specs) - set(cur_specs))
     if gone and not absolute:
-        notes.append(_("not in this run, not compared: {criteria}", criteria=", ".join(gone)))
+        notes.append(_("not in this run, not compared: {criteria}", criteria=listing(gone)))
 
     changes = []
     crashes: list[Crash] = []

@@ -27,7 +27,7 @@ from typing import Optional
 
 from evalgate.gate.model import CaseKey, Refused
 from evalgate.gate.words import case_names
-from evalgate.i18n import _, n_
+from evalgate.i18n import _, n_, p_
 from evalgate.reasons import shown as shown_reason
 from evalgate.results import CaseResult, Status
 
@@ -63,7 +63,7 @@ def _names(items: list[Refused]) -> str:
     by_criterion: dict[str, list[CaseKey]] = {}
     for r in items:
         by_criterion.setdefault(r.criterion, []).append(r.key)
-    return "; ".join(f"{name}: {case_names(sorted(keys))}" for name, keys in sorted(by_criterion.items()))
+    return p_("between reasons", "; ").join(f"{name}: {case_names(sorted(keys))}" for name, keys in sorted(by_criterion.items()))
 
 
 def decide(refused: list[Refused]) -> tuple[Optional[str], list[str]]:

@@ -212,13 +212,37 @@ def korean_problems(catalog: Catalog) -> list[str]:
     return found
 
 
+# Kana, kanji and full-width forms: Japanese text (evalgate.i18n.aside decides the same way).
+_JA_TEXT = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
+_JA_HALF_PARENS = re.compile(r"\(([^()]*)\)")
+# A status line keeps the half-width parentheses after its status token (GLOSSARY.md, Japanese):
+# `全体: {status} (ケース 2 件: 合格 2、…)`.
+_JA_STATUS_BEFORE = re.compile(r"(?:\{status\}|PASSED|FAILED|NOT_EVALUATED|PASS|FAIL|INCONCLUSIVE) $")
+
+
 def japanese_problems(catalog: Catalog) -> list[str]:
-    """A Japanese translation with a half-width `;` (GLOSSARY.md: 。 between sentences, 、 inside one)."""
-    return [
-        f"ja: a half-width ';' in the translation of {m.id!r}: use 。 or 、"
-        for m in catalog
-        if m.id and any(";" in text for text in _strings(m))
-    ]
+    """A Japanese translation with a half-width `;` (GLOSSARY.md: 。 between sentences, 、 inside
+    one), half-width parentheses around Japanese text (full-width （…） there, except a status
+    line's after its status token), or a space beside a full-width parenthesis."""
+    found = []
+    for m in catalog:
+        if not m.id:
+            continue
+        texts = _strings(m)
+        if any(";" in text for text in texts):
+            found.append(f"ja: a half-width ';' in the translation of {m.id!r}: use 。 or 、")
+        for text in texts:
+            half = [h for h in _JA_HALF_PARENS.finditer(text)
+                    if _JA_TEXT.search(h.group(1)) and not _JA_STATUS_BEFORE.search(text[: h.start()])]
+            if half:
+                found.append(f"ja: half-width parentheses around Japanese text ({half[0].group(0)!r}) in the translation "
+                             f"of {m.id!r}: use （）")
+                break
+            if re.search(r" [（）]|[（）] ", text):
+                found.append(f"ja: a space beside a full-width parenthesis in the translation of {m.id!r}: "
+                             "（） need no space")
+                break
+    return found
 
 
 STYLE = {"ko": korean_problems, "ja": japanese_problems}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from evalgate.i18n import _, n_, p_
+from evalgate.i18n import _, aside, listing, n_
 from evalgate.reasons import shown as shown_reason
 from evalgate.results import CaseResult, Counts, Status
 
@@ -57,8 +57,14 @@ def deciding_p(c: Any) -> Optional[float]:
     return min(ps) if ps else None
 
 
-def duration(seconds: float) -> str:
-    """`<0.1 s`, `12.3 s`, `4 min 2 s`, `1 h 3 min`."""
+def duration(seconds: float, *, whole: bool = False) -> str:
+    """`<0.1 s`, `12.3 s`, `4 min 2 s`, `1 h 3 min` in the report's language (Korean `12.3초`,
+    `4분 2초`; Japanese `12.3 秒`, `4 分 2 秒`): every duration a reader sees. `whole`: whole
+    seconds below a minute too (`9 s`), for the live progress line."""
+    if whole:
+        seconds = float(int(seconds + 0.5))
+        if seconds < 60:
+            return _("{seconds} s", seconds=f"{seconds:.0f}")
     if 0 < seconds < 0.05:
         return _("<0.1 s")
     if seconds < 60:
@@ -98,9 +104,7 @@ def time_spent(run: Any) -> list[str]:
     if backoff >= 0.05:
         parts.append(_("backing off after 429 and 5xx answers {seconds}", seconds=duration(backoff)))
     # TRANSLATORS: {parts} is a comma-separated list such as "case runs 12.0 s, judge requests 30.1 s".
-    # TRANSLATORS: what separates the items of a list in a line ("a, b, c"); Japanese: "、".
-    separator = p_("list", ", ")
-    lines = [_("Where the time went, added up over what ran at once: {parts}", parts=separator.join(parts))]
+    lines = [_("Where the time went, added up over what ran at once: {parts}", parts=listing(parts))]
     waits = {"agent": slot_agent, "judge": slot_judge, "rate": rate, "backoff": backoff}
     most = max(waits, key=lambda k: waits[k])
     if waits[most] < 1.0 or waits[most] < 0.2 * (work_agent + work_judge):
@@ -144,8 +148,8 @@ def not_evaluated_reasons(case: CaseResult) -> dict[str, list[str]]:
 
 
 def reason_text(reason: str, criteria: list[str]) -> str:
-    """`criterion, criterion: reason`."""
-    return f"{', '.join(criteria)}: {reason}"
+    """`criterion, criterion: reason` (Japanese `criterion、criterion: reason`)."""
+    return f"{listing(criteria)}: {reason}"
 
 
 def incomplete_note(counts: Counts) -> str:
@@ -199,8 +203,8 @@ def efficiency_cells(values: dict[str, Any]) -> dict[str, str]:
     else:
         d = seconds.details
         parts = [(label, d.get(key)) for label, key in ((_("model"), "model_seconds"), (_("tools"), "tool_seconds"), (_("framework"), "framework_seconds"))]
-        split = ", ".join(f"{label} {v:.2f}" for label, v in parts if v is not None)
-        out["seconds"] = _("{seconds} s", seconds=f"{seconds.value:.2f}") + (f" ({split})" if split else "")
+        split = listing(f"{label} {v:.2f}" for label, v in parts if v is not None)
+        out["seconds"] = _("{seconds} s", seconds=f"{seconds.value:.2f}") + (aside(split) if split else "")
     return out
 
 

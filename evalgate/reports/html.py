@@ -53,7 +53,7 @@ from typing import Any, Optional
 
 from evalgate.gate import CaseKey, Comparison, CriterionComparison, Verdict, case_samples
 from evalgate import efficiency, i18n
-from evalgate.i18n import _, mark, n_
+from evalgate.i18n import _, listing, mark, n_, p_
 from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, templates
 from evalgate.reasons import shown as shown_reason
 from evalgate.reports.trend_chart import svg_chart
@@ -500,7 +500,7 @@ def _run_facts(comparison: Comparison, current: RunResults) -> list[tuple[str, s
     sim = (run.agent or {}).get("simulator")
     if isinstance(sim, dict) and sim:
         words = {**dict(_STAT_COLUMNS), **_SIMULATOR_WORDS}
-        facts.append((_("simulated user"), ", ".join(f"{_(words[k]) if k in words else k.replace('_', ' ')} {_int(v)}" for k, v in sorted(sim.items()) if not isinstance(v, dict))))
+        facts.append((_("simulated user"), listing(f"{_(words[k]) if k in words else k.replace('_', ' ')} {_int(v)}" for k, v in sorted(sim.items()) if not isinstance(v, dict))))
     facts.append(("evalgate", current.evalgate_version))
     facts.append((_("config digest"), current.config_digest[:19]))
     facts.append((_("mode"), comparison.mode))
@@ -695,7 +695,7 @@ def _reruns(case: CaseResult) -> list[list[Any]]:
     the run's error] (drawn with the case, apart from its first run)."""
     out = []
     for r in case.reruns or []:
-        crits = "; ".join(f"{n}: {c.status.value}" + (f" {c.score:.3f}" if c.score is not None else "") for n, c in sorted(r.criteria.items()))
+        crits = p_("between reasons", "; ").join(f"{n}: {c.status.value}" + (f" {c.score:.3f}" if c.score is not None else "") for n, c in sorted(r.criteria.items()))
         said = r.error or (r.invocations[-1].actual_response if r.invocations else "")
         out.append([r.run, _("agent re-run") if r.how == "agent" else _("judge re-draw"), _STATUS[r.status], _text(crits, 2000), _text(said, 2000)])
     return out

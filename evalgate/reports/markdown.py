@@ -44,7 +44,7 @@ from evalgate.gate import (
     Verdict,
 )
 from evalgate import efficiency
-from evalgate.i18n import _, mark, n_, p_
+from evalgate.i18n import _, aside, listing, mark, n_, p_
 from evalgate.reports import COST_COLUMNS, cost_cells, deciding_p, delta_cell, duration, efficiency_cells, flaky_words, incomplete_note, templates, time_spent
 from evalgate.reasons import shown as shown_reason
 from evalgate.reports.sanitize import (
@@ -155,7 +155,7 @@ def _trend_cell(s: Series) -> Markdown:
     pos = position(s)
     if pos is None:
         return Markdown(
-            spark + " " + n_("({n} run: too few to place this one)", "({n} runs: too few to place this one)", len(s.values))
+            spark + aside(n_("{n} run: too few to place this one", "{n} runs: too few to place this one", len(s.values)))
         )
     value = {"below": "▼ ", "above": "▲ ", "within": ""}[pos.where] + f"{pos.value:.3f}"
     if pos.where == "below":  # the one a reviewer must not miss
@@ -1090,7 +1090,7 @@ def _confirm_lines(comparison: Comparison, current: RunResults) -> list[Markdown
 
     shown = len(comparison.suites) > 1
     return [
-        Markdown(f"{md(l.suite, 60) + ': ' if shown else ''}{md(l.case, 100)} ({md(', '.join(l.criteria), 120)}): {md(l.text, 200)}")
+        Markdown(f"{md(l.suite, 60) + ': ' if shown else ''}{md(l.case, 100)} ({md(listing(l.criteria), 120)}): {md(l.text, 200)}")
         for l in lines(comparison, current)
     ]
 
@@ -1136,6 +1136,7 @@ def _environment() -> Any:
         _=lambda message, **fields: Markdown(_(message, **filled(fields))),
         n_=lambda singular, plural, n, **fields: Markdown(n_(singular, plural, n, **filled(fields))),
         p_=lambda context, message, **fields: Markdown(p_(context, message, **filled(fields))),
+        aside=lambda text: Markdown(aside(finalize(text))),  # ` (text)`, in Japanese `（テキスト）`
     )
     env.filters.update(md=md, html=html, fenced=fenced, url=url)
     env.tests["markdown"] = lambda v: isinstance(v, Markdown)

@@ -11,7 +11,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from evalgate import efficiency
 from evalgate.i18n import _, n_
-from evalgate.reports import efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text, time_spent
+from evalgate.reports import duration, efficiency_cells, format_scores, incomplete_note, not_evaluated_reasons, reason_text, time_spent
 from evalgate.results import Counts, RunResults, Status, SuiteResult
 
 MAX_ID = 40  # display columns an id or name may take in a table before it is cut
@@ -315,8 +315,9 @@ class Progress:
         elapsed = now - self._start
         if 0 < self.done < self.total:
             eta = elapsed / self.done * (self.total - self.done)
-            return _("{elapsed}s, about {left}s left", elapsed=int(elapsed), left=int(eta + 0.5))
-        return f"{int(elapsed)}s"
+            # TRANSLATORS: {elapsed} and {left} are durations such as "9 s" or "1 min 5 s".
+            return _("{elapsed}, about {left} left", elapsed=duration(int(elapsed), whole=True), left=duration(eta, whole=True))
+        return duration(int(elapsed), whole=True)
 
     def _draw(self, now: float) -> None:
         self._last_draw = now

@@ -271,7 +271,9 @@
       tr.appendChild(el("td", "num", num(r.sc)));
       tr.appendChild(add(el("td"), pill(r.st), r.flaky ? tag("unsteady") : null));
       var note = el("td", "small");
-      if (r.runs) note.appendChild(el("span", "muted", t("runs: {scores}", { scores: r.runs.map(function (x) { return num(x); }).join(", ") })));
+      // TRANSLATORS: between the items of a list in report.html ("0.50, 0.70"); Japanese: "、".
+      var sep = t(", ");  // apart from the t() below: a t() inside another's arguments is not extracted
+      if (r.runs) note.appendChild(el("span", "muted", t("runs: {scores}", { scores: r.runs.map(function (x) { return num(x); }).join(sep) })));
       tr.appendChild(note);
       body.appendChild(tr);
     });
