@@ -276,10 +276,11 @@ def test_the_comment_and_the_html_report_show_the_pairs(fake_gemini, monkeypatch
     assert "The baseline's answer:" in comment and "This pull request's answer:" in comment
     assert "the baseline's answer shown as A: **prefers the baseline's**: It keeps the order number and the tracking id." in comment
     assert "the pull request's answer shown as A: **prefers the baseline's**" in comment
+    assert "net -4 of 4 verdicts" in comment  # both rounds (gate.pairwise.confirm), every verdict counted as read
     assert comment.count("<!--") == 1  # the marker only: the agent's text cannot forge one (sanitize.fenced)
     assert "| support: side by side |" in comment or "| side by side |" in comment  # judge usage
     page = render_html(comparison, current, baseline)
-    assert '"pw":{' in page and '"o":"loss"' in page and '"cf":1' in page and '"cf":0' in page
+    assert '"pw":{' in page and '"o":"loss"' in page and '"cf":1' in page and '"cf":0' in page and '"net":-4' in page
     assert "judged side by side: 14 of 17 changed answers" in page
 
 

@@ -151,6 +151,13 @@ class CasePair:
     def changed(self) -> bool:
         return bool(self.invocations)
 
+    def tally(self) -> tuple[int, int]:
+        """(net, read): the verdicts the pull request's answers won less those they lost, over
+        every verdict read (both rounds of a confirmed answer), and how many were read: what the
+        reports show ("net -3 of 4 verdicts"); `score` is the test's, on one round's scale."""
+        picks = [v.choice for inv in self.invocations for v in inv.verdicts if v.choice is not None]
+        return sum(_POINTS[c] for c in picks), len(picks)
+
 
 @dataclass
 class SuitePairs:
