@@ -37,7 +37,12 @@ as a check. Then one PR with the cache on, and its rerun: requests per changed i
 and requests on the rerun.
 
 Goals (issue 28): false FAIL at most 1% with either judge; a PR dropping the key detail in
-15% of cases caught in at least 90% of PRs; 2 requests per changed invocation, 0 on a rerun.
+15% of cases caught in at least 90% of PRs; 2 requests per changed invocation (and, since
+issue 37, 2 more for an answer whose verdicts all picked one side: gate.pairwise.confirm), 0
+on a rerun. The FAIL rates here come from the sign test on each case's outcome; both judges
+give every case a net of -2, 0 or +2 per round, where the gate's cubes weigh every decided
+case alike, as the sign test does (confirmation rounds aside). The --biased table runs the
+gate's own test.
 Prints the table with each figure as a ratio to its goal, and exits 1 when a judge request
 failed or a case was not evaluated (a missed goal is printed, not an exit code).
 """
@@ -195,7 +200,9 @@ def biased(args: argparse.Namespace) -> int:
     for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
         os.environ.pop(var, None)
     rng = random.Random(args.seed)
-    policy = GatePolicy(pairwise=PairwisePolicy(enabled=True, num_samples=args.samples))
+    policy = GatePolicy(pairwise=PairwisePolicy(enabled=True, num_samples=args.samples, confirm=not args.no_confirm))
+    if args.scores:  # a variant of the test measured beside the gate's own (side_by_side.SCORES)
+        side_by_side.SCORES = args.scores
     started = time.monotonic()
     nets: dict[str, dict[str, list]] = {}
     wire: dict[str, list[int]] = {}
@@ -228,9 +235,10 @@ def biased(args: argparse.Namespace) -> int:
     drop = nets["dropped"]["dropped"]
     print(f"gate.pairwise, issue 37's biased judge (prefers the longer of equal answers 25%, position A 15%, 3% of replies cut "
           f"off): {BIASED_CASES} cases (en/ko/ja), the PR drops the order number from {BIASED_DROP_SHARE:.0%}; {args.prs} PRs at the "
-          f"wire per world, {args.draws} drawn PRs; num_samples {args.samples}; {time.monotonic() - started:.0f} s")
+          f"wire per world, {args.draws} drawn PRs; num_samples {args.samples}, confirm {not args.no_confirm}, scores "
+          f"{side_by_side.SCORES}; {time.monotonic() - started:.0f} s")
     print()
-    hist = lambda xs: " ".join(f"{k:+d}:{sum(x == k for x in xs) / len(xs):.3f}" for k in range(-args.samples, args.samples + 1)) + (  # noqa: E731
+    hist = lambda xs: " ".join(f"{k:+g}:{sum(x == k for x in xs) / len(xs):.3f}" for k in sorted({x for x in xs if x is not None})) + (  # noqa: E731
         f" NE:{sum(x is None for x in xs) / len(xs):.3f}")
     print(f"net verdicts, paraphrased cases: {hist(para)}")
     print(f"net verdicts, dropped-detail cases: {hist(drop)}")
@@ -269,6 +277,9 @@ def main() -> int:
     ap.add_argument("--biased", action="store_true", help="instead: issue 37's biased judge, 90 cases in en/ko/ja, 20%% dropped detail")
     ap.add_argument("--draws", type=int, default=20000, help="with --biased: PRs drawn from the measured chances")
     ap.add_argument("--samples", type=int, default=2, help="with --biased: gate.pairwise.num_samples (even)")
+    ap.add_argument("--no-confirm", action="store_true", help="with --biased: gate.pairwise.confirm off")
+    ap.add_argument("--scores", choices=("signs", "ranks", "squares", "cubes"), help="with --biased: the test's scores "
+                    "instead of the gate's (evalgate.gate.side_by_side.SCORES)")
     args = ap.parse_args()
     if args.biased:
         return biased(args)
@@ -335,6 +346,7 @@ def main() -> int:
                 first = judge_pairs(baseline, current, policy.pairwise, rt)
             asked = len(fake.requests) - before
             changed = sum(len(c.invocations) for c in first["support"].cases)
+            confirmed = sum(len(p.verdicts) > 2 for c in first["support"].cases for p in c.invocations)
             before = len(fake.requests)
             with JudgeRuntime(concurrency=args.concurrency, cache_dir=Path(cache)) as rt:
                 again = judge_pairs(baseline, current, policy.pairwise, rt)
@@ -365,10 +377,11 @@ def main() -> int:
     print("decided share split evenly between losses and wins (their symmetry tested in 'sym. p'), the dropped cases' as")
     print("measured; '(as measured)' takes the paraphrased cases' measured split as it is, noise and all.")
     print()
-    print(f"requests per changed invocation: {asked / changed:.2f} (goal 2; ratio {asked / changed / 2:.2f}); "
-          f"on an unchanged rerun: {rerun} (goal 0), outcomes the same: {same}")
+    print(f"requests per changed invocation: {asked / changed:.2f} (goal 2, and 2 more for the {confirmed / changed:.0%} whose "
+          f"verdicts all picked one side, gate.pairwise.confirm: {2 + 2 * confirmed / changed:.2f}; ratio "
+          f"{asked / (2 * changed + 2 * confirmed):.2f}); on an unchanged rerun: {rerun} (goal 0), outcomes the same: {same}")
     print(f"judge failures and cases not evaluated: {problems}; wall time {time.monotonic() - started:.0f} s")
-    met &= asked == 2 * changed and rerun == 0 and same
+    met &= asked == 2 * changed + 2 * confirmed and rerun == 0 and same
     print("goals met" if met else "GOAL MISSED (see the table)")
     return 1 if problems else 0
 

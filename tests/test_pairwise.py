@@ -94,13 +94,14 @@ def test_both_orders_are_asked_and_a_dropped_detail_fails_the_gate(fake_gemini, 
     current = _run({f"c{i:02}": [DROPPED if i < 14 else PARAPHRASE.format(n=i)] for i in range(n)})
     pairs, comparison = _judge(baseline, current, _policy(), tmp_path)
 
-    assert len(fake_gemini.requests) == 2 * n  # 2 per changed invocation
+    # 2 per changed invocation; the 14 lost in both orders are judged once more, both orders (gate.pairwise.confirm)
+    assert len(fake_gemini.requests) == 2 * n + 2 * 14
     firsts = {}
     for r in fake_gemini.requests:
         a = answers(r.body)
         firsts.setdefault(a["A"] == DROPPED or a["A"].startswith("Good news"), 0)
         firsts[a["A"] == DROPPED or a["A"].startswith("Good news")] += 1
-    assert firsts == {True: n, False: n}  # half with the pull request's answer as A, half with the baseline's
+    assert firsts == {True: n + 14, False: n + 14}  # half with the pull request's answer as A, half with the baseline's
 
     [suite] = comparison.suites
     pw = suite.pairwise
@@ -112,7 +113,8 @@ def test_both_orders_are_asked_and_a_dropped_detail_fails_the_gate(fake_gemini, 
     assert pw.p_adjusted is not None and pw.p_adjusted < 0.01
     assert pw.status is Verdict.FAIL and suite.verdict is Verdict.FAIL and comparison.verdict is Verdict.FAIL
     assert suite.reasons[0].startswith("judged side by side: 14 of 20 changed answers worse than the baseline's, 0 better, 6 equal")
-    assert pw.pairs.stats["requests"] == 2 * n and pw.pairs.stats["cache_hits"] == 0
+    assert pw.pairs.stats["requests"] == 2 * n + 2 * 14 and pw.pairs.stats["cache_hits"] == 0
+    assert [c.score for c in pw.pairs.cases] == [-2] * 14 + [0] * 6  # two rounds lost in full: the mean, -2
 
 
 def test_a_judge_that_always_prefers_one_position_gives_ties(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
@@ -148,11 +150,11 @@ def test_unchanged_answers_are_ties_and_cost_nothing(fake_gemini, monkeypatch, t
     baseline = _run({"a": [KEPT.format(n=1)], "b": [KEPT.format(n=2)]})
     current = _run({"a": [KEPT.format(n=1) + "  "], "b": [DROPPED]})  # whitespace is no change
     pairs, comparison = _judge(baseline, current, _policy(), tmp_path)
-    assert len(fake_gemini.requests) == 2
+    assert len(fake_gemini.requests) == 4  # b's 2, and 2 more to confirm its loss in both orders
     [a, b] = pairs["support"].cases
     assert (a.outcome, a.changed, b.outcome) == ("tie", False, "loss")
-    assert [v.current_first for v in b.invocations[0].verdicts] == [False, True]
-    assert [v.choice for v in b.invocations[0].verdicts] == ["baseline", "baseline"]
+    assert [v.current_first for v in b.invocations[0].verdicts] == [False, True, False, True]
+    assert [v.choice for v in b.invocations[0].verdicts] == ["baseline"] * 4
 
 
 def test_max_cases_names_the_cases_left_out(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
@@ -160,7 +162,7 @@ def test_max_cases_names_the_cases_left_out(fake_gemini, monkeypatch, tmp_path):
     fake_gemini.responder = equal_paraphrases()
     baseline = _run({f"c{i}": [KEPT.format(n=i)] for i in range(5)} | {"same": ["unchanged"]})
     current = _run({f"c{i}": [DROPPED] for i in range(5)} | {"same": ["unchanged"]})
-    pairs, comparison = _judge(baseline, current, _policy(max_cases=3), tmp_path)
+    pairs, comparison = _judge(baseline, current, _policy(max_cases=3, confirm=False), tmp_path)
     suite = pairs["support"]
     assert len(fake_gemini.requests) == 3 * 2
     judged = sorted(c.eval_id for c in suite.cases if c.changed)
@@ -172,7 +174,7 @@ def test_max_cases_names_the_cases_left_out(fake_gemini, monkeypatch, tmp_path):
     assert "(2 left out by max_cases)" in pw.reasons[0]
     assert all(f"shop/{i}" in named for i in left) and not any(f"shop/{i}" in named for i in judged)
     # The same cases are chosen again (a hash of their ids), so a rerun hits the cache.
-    again, _ = _judge(baseline, current, _policy(max_cases=3), tmp_path)
+    again, _ = _judge(baseline, current, _policy(max_cases=3, confirm=False), tmp_path)
     assert again["support"].left_out == suite.left_out
     assert len(fake_gemini.requests) == 3 * 2
 
@@ -183,15 +185,15 @@ def test_an_unchanged_rerun_makes_no_request(fake_gemini, monkeypatch, tmp_path)
     baseline = _run({f"c{i}": [KEPT.format(n=i)] for i in range(6)})
     current = _run({f"c{i}": [DROPPED if i % 2 else PARAPHRASE.format(n=i)] for i in range(6)})
     first, c1 = _judge(baseline, current, _policy(), tmp_path)
-    assert len(fake_gemini.requests) == 12
+    assert len(fake_gemini.requests) == 12 + 3 * 2  # the 3 dropped details lose in both orders: confirmed
     fake_gemini.reset()
     second, c2 = _judge(baseline, current, _policy(), tmp_path)
-    assert len(fake_gemini.requests) == 0
-    assert second["support"].stats["requests"] == 0 and second["support"].stats["cache_hits"] == 12
+    assert len(fake_gemini.requests) == 0  # the confirmation round comes from the cache too
+    assert second["support"].stats["requests"] == 0 and second["support"].stats["cache_hits"] == 18
     assert [c.outcome for c in second["support"].cases] == [c.outcome for c in first["support"].cases]
     # The cache is keyed by both answers and their order: a changed answer asks again, both orders.
     current2 = _run({f"c{i}": [DROPPED if i % 2 else PARAPHRASE.format(n=i)] for i in range(5)} | {"c5": ["Shipped."]})
-    _judge(baseline, current2, _policy(), tmp_path)
+    _judge(baseline, current2, _policy(confirm=False), tmp_path)
     assert len(fake_gemini.requests) == 2
 
 
@@ -235,7 +237,7 @@ def test_the_judge_sees_the_conversation_tools_and_results_in_korean(fake_gemini
         last = run.suites[0].cases[0].invocations[1]
         last.actual_tools = lookup
         last.actual_tool_results = [{"name": "track", "response": result}]
-    pairs, comparison = _judge(baseline, current, _policy(), tmp_path)
+    pairs, comparison = _judge(baseline, current, _policy(confirm=False), tmp_path)
     assert len(fake_gemini.requests) == 2  # only the second invocation changed
     prompt = prompt_text(fake_gemini.requests[0].body)
     assert "주문 상태를 알려 주세요." in prompt and "배송 번호는요?" in prompt  # the user's turns so far
@@ -274,10 +276,11 @@ def test_the_comment_and_the_html_report_show_the_pairs(fake_gemini, monkeypatch
     assert "The baseline's answer:" in comment and "This pull request's answer:" in comment
     assert "the baseline's answer shown as A: **prefers the baseline's**: It keeps the order number and the tracking id." in comment
     assert "the pull request's answer shown as A: **prefers the baseline's**" in comment
+    assert "net -4 of 4 verdicts" in comment  # both rounds (gate.pairwise.confirm), every verdict counted as read
     assert comment.count("<!--") == 1  # the marker only: the agent's text cannot forge one (sanitize.fenced)
     assert "| support: side by side |" in comment or "| side by side |" in comment  # judge usage
     page = render_html(comparison, current, baseline)
-    assert '"pw":{' in page and '"o":"loss"' in page and '"cf":1' in page and '"cf":0' in page
+    assert '"pw":{' in page and '"o":"loss"' in page and '"cf":1' in page and '"cf":0' in page and '"net":-4' in page
     assert "judged side by side: 14 of 17 changed answers" in page
 
 
@@ -311,7 +314,7 @@ def test_evalgate_compare_judges_side_by_side_and_keeps_tool_results(cli, fake_g
     outputs("The light is off.")
     cli("run", "--out", "cur", "--quiet", cwd=root)
     code, out, err = cli("compare", "--current", "cur/results.json", "--baseline", "base/results.json", cwd=root)
-    assert len(fake_gemini.requests) == 2, err
+    assert len(fake_gemini.requests) == 4, err  # both orders, then again: the loss was unanimous (gate.pairwise.confirm)
     assert '"상태": "완료"' in prompt_text(fake_gemini.requests[0].body)  # the tool's result, from results.json
     assert "| judged side by side (judge, both orders) | – | 2 | – | – | 1 of 1 changed answer worse than the baseline's, 0 better, 0 equal" in out
     assert "The light is off." in out and "The bedroom light is off (order ORD-5)." in out
@@ -361,18 +364,32 @@ def test_signed_rank_test_against_textbook_values_and_enumeration():
     assert signed_rank_test([0, 0]) == 1.0
 
 
+def test_cubes_of_mean_net_verdicts_against_enumeration():
+    """The side-by-side test's scores (cubes) on net verdicts averaged over confirmation rounds
+    (halves beside whole numbers; one scale for all), and on sizes with no common step."""
+    from evalgate.gate.side_by_side import SCORES
+    from evalgate.gate.stats import signed_rank_test
+
+    assert SCORES == "cubes"
+    for values in ([-2, -1.5, 1, 0.5, -2, 0, 1], [-1, -1, 1.5, -0.5, 2, -2, -2, 1], [-2, 1, 1, 1, 1, 1, 1, 1], [4, -10 / 3, 2, -1, -2 / 3]):
+        assert signed_rank_test(values, scores="cubes") == pytest.approx(_signs_tail(values, lambda s, _: s**3), rel=1e-12)
+        assert signed_rank_test(values, scores="squares") == pytest.approx(_signs_tail(values, lambda s, _: s * s), rel=1e-12)
+    # Before one scale, whole sizes were scored on 1 and fractional ones on 1/1000 (a 1.5 weighed 562 times a 2): 0.5.
+    assert signed_rank_test([-1.5, 2, 2], scores="squares") == pytest.approx(7 / 8, rel=1e-12)
+
+
 def test_decisive_losses_weigh_more_than_split_ones(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
     """Five cases lost in both orders and five paraphrases won in one order (tied in the other)
-    are 5 losses against 5 wins to the sign test (p 0.62), and a tenth of that to the side-by-side
-    test, which weighs a both-orders loss 4 times a one-order win."""
+    are 5 losses against 5 wins to the sign test (p 0.62), and a twentieth of that (0.031) to the
+    side-by-side test, which weighs a both-orders loss 8 times a one-order win (cubes)."""
     from evalgate.gate.pairwise import CasePair, SuitePairs
     from evalgate.gate.side_by_side import measure
 
     cases = [CasePair("s", f"d{i}", "loss", score=-2) for i in range(5)] + [CasePair("s", f"p{i}", "win", score=1) for i in range(5)]
     comp = measure(SuitePairs("support", "m", 2, cases), _policy())
     assert comp.sign_p == pytest.approx(sign_test(5, 5))
-    assert comp.p_value == pytest.approx(_signs_tail([-2] * 5 + [1] * 5, lambda s, _: s * s), rel=1e-12)
-    assert comp.p_value < comp.sign_p / 10  # 0.061 against 0.62
+    assert comp.p_value == pytest.approx(_signs_tail([-2] * 5 + [1] * 5, lambda s, _: s**3), rel=1e-12)
+    assert comp.p_value < comp.sign_p / 15  # 0.031 against 0.62
 
 
 def test_a_cut_off_reply_is_asked_again_once(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
@@ -385,18 +402,92 @@ def test_a_cut_off_reply_is_asked_again_once(fake_gemini, monkeypatch, tmp_path)
     c0_first = lambda body: "(c0)" in prompt_text(body) and '"A">\nYour order has shipped' in prompt_text(body)  # noqa: E731
     # c0's order with the PR's answer first is cut off once: asked again, answered, a loss like the others.
     fake_gemini.queue(cut_off(), times=1, when=c0_first)
-    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "a")
+    pairs, _ = _judge(baseline, current, _policy(confirm=False), tmp_path / "a")
     assert len(fake_gemini.requests) == 3 * 2 + 1
     assert [c.outcome for c in pairs["support"].cases] == ["loss"] * 3
     # Cut off twice: asked twice, then NOT_EVALUATED with the reason (never a third time).
     fake_gemini.reset()
     fake_gemini.queue(cut_off(), times=2, when=c0_first)
-    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "b")
+    pairs, _ = _judge(baseline, current, _policy(confirm=False), tmp_path / "b")
     assert len(fake_gemini.requests) == 3 * 2 + 1
     c0 = pairs["support"].cases[0]
     assert c0.outcome == "not_evaluated" and "cut off" in c0.error
     # A reply that is text but no verdict is asked again too; a refused request (400) is not.
     fake_gemini.reset()
     fake_gemini.queue(error(400, "API key not valid"), times=1, when=c0_first)
-    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "c")
+    pairs, _ = _judge(baseline, current, _policy(confirm=False), tmp_path / "c")
     assert len(fake_gemini.requests) == 3 * 2 and pairs["support"].cases[0].outcome == "not_evaluated"
+
+
+# --- gate.pairwise.confirm: an answer whose verdicts all picked one side is judged once more ---
+
+
+def _first_time_then_equal():
+    """Prefers the answer that keeps the order number the first time it sees a pair of
+    answers (in either order), and calls them equal every time after: a leaning that does not
+    repeat. Deterministic whichever order the requests come in."""
+    import threading
+
+    from pairwise_judges import _keys, _reply
+
+    seen: dict[frozenset, int] = {}
+    lock = threading.Lock()
+
+    def respond(body):
+        a = answers(body)
+        key = frozenset((a["A"], a["B"]))
+        with lock:
+            seen[key] = seen.get(key, 0) + 1
+            round_ = (seen[key] - 1) // 2  # both orders of a round, then the next round
+        ka, kb = _keys(a["A"]), _keys(a["B"])
+        if round_ == 0 and ka != kb:
+            return _reply("A" if ka > kb else "B", "It keeps the order number.")
+        return _reply("equal", "Both say the same thing.")
+
+    return respond
+
+
+def test_a_unanimous_verdict_is_judged_once_more_and_the_rounds_are_averaged(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    fake_gemini.use_gemini_api(monkeypatch)
+    baseline = _run({"a": [KEPT.format(n=1)], "b": [KEPT.format(n=2)]})
+    current = _run({"a": [DROPPED], "b": [PARAPHRASE.format(n=2)]})
+    # A leaning that does not repeat: a's first round is lost in full (-2), its second tied (0): net -1.
+    fake_gemini.responder = _first_time_then_equal()
+    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "1")
+    a, b = pairs["support"].cases
+    assert [v.sample for v in a.invocations[0].verdicts] == [0, 1, 2, 3]
+    assert [v.choice for v in a.invocations[0].verdicts] == ["baseline", "baseline", "equal", "equal"]
+    assert (a.outcome, a.score) == ("loss", -1)
+    assert [v.sample for v in b.invocations[0].verdicts] == [0, 1] and (b.outcome, b.score) == ("tie", 0)  # equal: not confirmed
+    assert len(fake_gemini.requests) == 2 + 2 + 2
+    # A difference that repeats stays -2; a judge that always picks position A is split, never confirmed.
+    fake_gemini.reset()
+    fake_gemini.responder = equal_paraphrases()
+    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "2")
+    assert pairs["support"].cases[0].score == -2 and len(fake_gemini.requests) == 6
+    fake_gemini.reset()
+    fake_gemini.responder = always("A")
+    pairs, _ = _judge(baseline, current, _policy(), tmp_path / "3")
+    assert [c.score for c in pairs["support"].cases] == [0, 0] and len(fake_gemini.requests) == 4
+    # confirm: false asks one round only.
+    fake_gemini.reset()
+    fake_gemini.responder = equal_paraphrases()
+    pairs, _ = _judge(baseline, current, _policy(confirm=False), tmp_path / "4")
+    assert pairs["support"].cases[0].score == -2 and len(fake_gemini.requests) == 4
+
+
+def test_confirmation_does_not_favour_either_side(fake_gemini, monkeypatch, tmp_path):  # noqa: F811
+    """Which answers are judged again depends on how unanimous the verdicts were, not on the
+    side they favoured: with the roles of baseline and pull request swapped, every case's net
+    verdict is negated exactly, confirmation rounds included (the test's null stays symmetric)."""
+    fake_gemini.use_gemini_api(monkeypatch)
+    texts = [KEPT, PARAPHRASE, "Shipped: ORD-{n}, tracking TRK{n}, arriving Friday.", DROPPED, "ORD-{n} shipped."]
+    one = _run({f"c{i}": [texts[i % 5].format(n=i)] for i in range(10)})
+    two = _run({f"c{i}": [texts[(i + 1 + i // 5) % 5].format(n=i)] for i in range(10)})
+    fake_gemini.responder = _first_time_then_equal()
+    forward, _ = _judge(one, two, _policy(), tmp_path / "f")
+    fake_gemini.responder = _first_time_then_equal()
+    backward, _ = _judge(two, one, _policy(), tmp_path / "b")
+    nets = [c.score for c in forward["support"].cases]
+    assert nets == [-c.score for c in backward["support"].cases]
+    assert any(n == -1 or n == 1 for n in nets) and any(len(c.invocations[0].verdicts) == 4 for c in forward["support"].cases if c.changed)

@@ -56,7 +56,7 @@ def test_the_pr_comment_shows_the_side_by_side_row_and_a_loss_with_both_answers(
     head = fake.add_commit([base], "PR head")
     _pr_outputs(action.ws)
     action("pull_request", _pull_request(head, base), sha=fake.add_commit([base, head]), ref=f"refs/pull/{PR}/merge")
-    assert len(fake_gemini.requests) == 4  # 2 changed invocations, both orders
+    assert len(fake_gemini.requests) == 6  # 2 changed invocations, both orders; the unanimous loss once more (confirm)
     [comment] = fake.issue_comments(PR)
     body = comment["body"]
     assert "| judged side by side (judge, both orders) | – | 2 | – | – | 1 of 2 changed answers worse than the baseline's, 0 better, 1 equal" in body
@@ -64,7 +64,7 @@ def test_the_pr_comment_shows_the_side_by_side_row_and_a_loss_with_both_answers(
     losses = body[body.index("### Worse than the baseline"):]
     assert "거실 난방을 켰습니다." in losses and "난방을 켰습니다." in losses, losses  # both answers
     assert "방 이름을 말합니다" in body  # the judge's reason
-    assert "| side by side | 4 |" in body  # judge usage, per suite
+    assert "| side by side | 6 |" in body  # judge usage, per suite
     page = (action.ws / "evalgate-results" / "report.html").read_text(encoding="utf-8")
     assert '"pw":{' in page and '"o":"loss"' in page and '"o":"tie"' in page
 
@@ -74,7 +74,7 @@ def test_the_pr_comment_shows_the_side_by_side_row_and_a_loss_with_both_answers(
     # judge is asked again. `evalgate compare` reruns are free (tests/test_pairwise.py).
     fake_gemini.reset()
     action("pull_request", _pull_request(head, base), sha=fake.add_commit([base, head]), ref=f"refs/pull/{PR}/merge")
-    assert len(fake_gemini.requests) == 4
+    assert len(fake_gemini.requests) == 6
     [again] = fake.issue_comments(PR)
     assert "1 of 2 changed answers worse than the baseline's" in again["body"]
-    assert "| side by side | 4 |" in again["body"]
+    assert "| side by side | 6 |" in again["body"]

@@ -34,7 +34,7 @@ class PairwisePolicy(BaseModel):
     enabled: bool = Field(
         default=False,
         description="Judge every changed answer against the baseline's, side by side, and fail when the pull request's "
-        "answers lose significantly more often than they win (a sign test in the gate's Holm family).",
+        "answers lose significantly more often, and more decisively, than they win (a sign-flip test in the gate's Holm family).",
     )
     judge_model: str = Field(default="gemini-2.5-flash", min_length=1, description="The Gemini model that judges the pairs.")
     num_samples: int = Field(
@@ -43,6 +43,12 @@ class PairwisePolicy(BaseModel):
         le=20,
         description="Verdicts per changed invocation, even: half with the baseline's answer shown first, half with the "
         "pull request's, so a judge's preference for a position cancels out.",
+    )
+    confirm: bool = Field(
+        default=True,
+        description="Judge a changed answer once more (num_samples more verdicts, half in each order) when every one of "
+        "its verdicts picked the same side; its net verdict is then the mean of the two rounds. A judge's leaning (the "
+        "longer answer, a position) seldom repeats in full; a real difference does. Costs requests only for such answers.",
     )
     instructions: Optional[str] = Field(
         default=None,
@@ -100,17 +106,28 @@ class InvocationPair:
     current: str
     verdicts: list[PairVerdict] = field(default_factory=list)
 
-    def score(self) -> Optional[int]:
-        """The pull request's net verdicts over complete order pairs; None when none is complete."""
+    def score(self, num_samples: int) -> Optional[float]:
+        """The pull request's net verdicts on the scale of one round of `num_samples` verdicts
+        (-num_samples .. num_samples): the sum over complete order pairs, times the pairs one
+        round holds, over the complete pairs (a confirmed answer's two rounds averaged); None
+        when no pair is complete."""
         total, complete = 0, 0
         by_sample = {v.sample: v for v in self.verdicts}
-        for m in range(0, len(self.verdicts), 2):
+        for m in range(0, max(by_sample, default=-1) + 1, 2):
             pair = [by_sample.get(m), by_sample.get(m + 1)]
             if any(v is None or v.choice is None for v in pair):
                 continue
             complete += 1
             total += sum(_POINTS[v.choice] for v in pair)  # type: ignore[union-attr, index]
-        return total if complete else None
+        if not complete:
+            return None
+        return total * (num_samples // 2) / complete
+
+    def unanimous(self, num_samples: int) -> bool:
+        """Every one of the first round's `num_samples` verdicts was read and picked the same
+        answer (in both orders): what `gate.pairwise.confirm` judges once more."""
+        first = [v.choice for v in self.verdicts if v.sample < num_samples]
+        return len(first) == num_samples and len(set(first)) == 1 and first[0] != "equal"
 
     def errors(self) -> list[str]:
         return [v.error for v in self.verdicts if v.error]
@@ -127,12 +144,19 @@ class CasePair:
     eval_id: str
     outcome: Outcome
     invocations: list[InvocationPair] = field(default_factory=list)  # the changed ones; empty: unchanged (a tie)
-    score: int = 0  # net verdicts won by the pull request (order pairs complete)
+    score: float = 0  # net verdicts won by the pull request, on one round's scale (InvocationPair.score)
     error: Optional[str] = None  # NOT_EVALUATED: why
 
     @property
     def changed(self) -> bool:
         return bool(self.invocations)
+
+    def tally(self) -> tuple[int, int]:
+        """(net, read): the verdicts the pull request's answers won less those they lost, over
+        every verdict read (both rounds of a confirmed answer), and how many were read: what the
+        reports show ("net -3 of 4 verdicts"); `score` is the test's, on one round's scale."""
+        picks = [v.choice for inv in self.invocations for v in inv.verdicts if v.choice is not None]
+        return sum(_POINTS[c] for c in picks), len(picks)
 
 
 @dataclass

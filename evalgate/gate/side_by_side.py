@@ -15,12 +15,13 @@ from evalgate.i18n import _, n_
 
 
 # How the test scores a case by how decisive its verdicts were (evalgate.gate.stats.signed_rank_test):
-# its net verdict squared, so a case lost in every order weighs 4 times one lost in one order and
-# tied in the other (2 samples). Measured (bench/bench_pairwise.py --biased, issue 37's biased
-# judge, 90 cases, 20% dropped detail, from the net verdicts measured at the wire): caught with 2
-# samples 25% (sign test) / 67% (Wilcoxon's ranks) / 73% (squares), with 4 samples 28 / 73 / 93%;
-# unchanged paraphrases FAIL 0.2-0.5% with each.
-SCORES = "squares"
+# its net verdict cubed (a mean over rounds when gate.pairwise.confirm judged it twice), so a case
+# lost in every order weighs 8 times one lost in one order and tied in the other (2 samples).
+# Measured (bench/bench_pairwise.py --biased, issue 37's biased judge, 90 cases, 20% dropped
+# detail, the net verdicts measured at the wire, 2 samples): caught with the sign test 24%,
+# squares 80%, cubes 81%; with gate.pairwise.confirm, squares 85-86%, cubes 94%; unchanged
+# paraphrases FAIL 0.3-0.4% with each.
+SCORES = "cubes"
 
 
 @dataclass
@@ -36,10 +37,12 @@ class PairwiseComparison:
     orders cancel a position bias). The test: H0, the expected drop is at most the margin;
     given the n decided cases, each is lost with probability at most 1/2 + margin * compared
     / n, however decisively. The test weighs how decisive each case was: an exact sign-flip
-    test on the cases' net verdicts, each scored by its net squared (SCORES;
+    test on the cases' net verdicts, each scored by its net cubed (SCORES;
     evalgate.gate.stats.signed_rank_test), conditional on the nets' sizes: a case lost in both
-    orders weighs 4 times one lost in one order and tied in the other, which is what a
-    judge's length or position preference makes of a paraphrase. Before issue 37 it was the
+    orders weighs 8 times one lost in one order and tied in the other, which is what a
+    judge's length or position preference makes of a paraphrase; a case whose verdicts all
+    picked one side was judged a second round (gate.pairwise.confirm) and its net is the mean
+    of the two, so a leaning that did not repeat weighs as a one-order verdict. Before issue 37 it was the
     sign test, p = P(Binomial(n, that) >= losses), kept in `sign_p`.
     Measured in bench/bench_pairwise.py --biased. One entry in the gate's Holm family. INCONCLUSIVE by the gate's rule: the drop is beyond the margin, not
     significant, and its one-sided 95% upper bound (Clopper-Pearson on the share of losses)
@@ -118,7 +121,7 @@ def measure(pairs: SuitePairs, policy: GatePolicy) -> PairwiseComparison:
     return comp
 
 
-def _net(case) -> int:
+def _net(case) -> float:
     """A case's net verdict, its sign its outcome's (a case built without its verdicts counts 1)."""
     if case.outcome == "loss":
         return case.score if case.score < 0 else -1

@@ -605,17 +605,22 @@ def sign_test(losses: int, wins: int, margin_share: float = 0.5) -> float:
     return binomial_sf(losses, losses + wins, min(max(margin_share, 0.0), 1.0))
 
 
+_POWERS = {"squares": 2, "cubes": 3}
+SCORE_STEPS = 4096  # the finest integer scale signed_rank_test convolves on
+
+
 def signed_rank_test(values: Sequence[float], loss_share: float = 0.5, scores: str = "ranks") -> float:
     """One-sided exact sign-flip test that `values` lean negative, conditional on their sizes:
     zeros set aside, each other value scored by its size, W the sum of the negative values'
     scores, p = P(W' >= W) when each value's sign is negative with chance `loss_share`
     independently of its size (1/2: no preference; above 1/2: a margin allowed, as
     `sign_test`'s). `scores`: "ranks", the Wilcoxon signed-rank test (sizes ranked, ties
-    given their mean rank); "squares", each value's size squared (what the side-by-side test
-    uses: evalgate.gate.side_by_side.SCORES); "signs", every value 1 (the sign test). Exact: values of one size
-    share a score, so W' is the sum over sizes of score x Binomial(count, loss_share),
-    convolved on integer scores (ranks doubled; squares of sizes that are whole numbers, as
-    net verdicts are; other sizes rounded to 1/1000).
+    given their mean rank); "squares" or "cubes", each value's size to that power ("cubes" is
+    what the side-by-side test uses: evalgate.gate.side_by_side.SCORES); "signs", every value
+    1 (the sign test). Exact: values of one size share a score, so W' is the sum over sizes of
+    score x Binomial(count, loss_share), convolved on integer scores (every score on one scale
+    of 1/1000, divided by their greatest common divisor; rounded to 1/SCORE_STEPS of the
+    largest when that scale is finer).
 
     Why (gate.pairwise, evalgate.gate.side_by_side): a case's net verdict over both orders is
     -2 when the pull request's answer lost in both, -1 when it lost one order and tied the
@@ -626,21 +631,32 @@ def signed_rank_test(values: Sequence[float], loss_share: float = 0.5, scores: s
         return 1.0
     q = min(max(loss_share, 0.0), 1.0)
     sizes = sorted(abs(v) for v in nonzero)
-    score: dict[float, int] = {}
+    raw: dict[float, float] = {}
     i = 0
     while i < len(sizes):
         j = i
         while j < len(sizes) and sizes[j] == sizes[i]:
             j += 1
         if scores == "ranks":
-            score[sizes[i]] = i + 1 + j  # 2 x the mean of ranks i + 1 .. j
-        elif scores == "squares":
-            score[sizes[i]] = round(sizes[i] * sizes[i] * (1 if float(sizes[i]).is_integer() else 1000))
+            raw[sizes[i]] = i + 1 + j  # 2 x the mean of ranks i + 1 .. j
+        elif scores in _POWERS:
+            raw[sizes[i]] = sizes[i] ** _POWERS[scores]
         elif scores == "signs":
-            score[sizes[i]] = 1
+            raw[sizes[i]] = 1
         else:
-            raise ValueError(f"scores must be ranks, squares or signs, not {scores!r}")
+            raise ValueError(f"scores must be ranks, squares, cubes or signs, not {scores!r}")
         i = j
+    # One integer scale for every score (1/1000), reduced by the scores' common divisor so the
+    # convolution stays small: a mean net verdict of 1.5 (two rounds) cubed is 3.375, 27
+    # eighths beside 1 cubed, 8 eighths. Scores that share no such divisor (sizes like 10/3)
+    # are rounded to 1/SCORE_STEPS of the largest.
+    milli = {size: max(1, round(value * 1000)) for size, value in raw.items()}
+    step = math.gcd(*milli.values())
+    top = max(milli.values()) // step
+    if top <= SCORE_STEPS:
+        score = {size: value // step for size, value in milli.items()}
+    else:
+        score = {size: max(1, round(value * SCORE_STEPS / max(milli.values()))) for size, value in milli.items()}
     observed = sum(score[abs(v)] for v in nonzero if v < 0)
     dist = {0: 1.0}
     for weight, size in Counter(score[abs(v)] for v in nonzero).items():

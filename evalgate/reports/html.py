@@ -710,7 +710,7 @@ def _pairwise_items(comparison: Comparison) -> dict[CaseKey, dict[str, Any]]:
         if pw is None:
             continue
         for c in pw.pairs.cases:
-            item: dict[str, Any] = {"o": c.outcome, "net": c.score}
+            item: dict[str, Any] = {"o": c.outcome, "net": c.tally()[0]}
             if c.error:
                 item["err"] = _text(c.error, 2000)
             item["inv"] = [

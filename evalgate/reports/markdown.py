@@ -722,7 +722,7 @@ def _losses(comparison: Comparison, budget: _Budget, show_suite: bool) -> tuple[
     found.sort(key=lambda x: (x[0], x[1], x[2].eval_set_id, x[2].eval_id))
     limit = MAX_LOSSES if budget.details is None else min(MAX_LOSSES, budget.details)
     out = []
-    for score, suite, c in found[:limit]:
+    for _worst, suite, c in found[:limit]:
         turns = []
         for inv in c.invocations[:MAX_INVOCATIONS]:
             turns.append(
@@ -734,8 +734,8 @@ def _losses(comparison: Comparison, budget: _Budget, show_suite: bool) -> tuple[
                     verdicts=[_pair_verdict(v) for v in inv.verdicts],
                 )
             )
-        votes = sum(1 for inv in c.invocations for v in inv.verdicts if v.choice is not None)
-        out.append(_Loss(_label(CaseKey(suite, c.eval_set_id, c.eval_id), show_suite), Markdown(n_("net {score} of {n} verdict", "net {score} of {n} verdicts", votes, score=score)), turns))
+        net, votes = c.tally()
+        out.append(_Loss(_label(CaseKey(suite, c.eval_set_id, c.eval_id), show_suite), Markdown(n_("net {score} of {n} verdict", "net {score} of {n} verdicts", votes, score=net)), turns))
     return out, len(found)
 
 
