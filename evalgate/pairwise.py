@@ -278,7 +278,7 @@ def judge_suite(
             if again:
                 runtime.map(again)
     out.stats = _stats_delta(before, runtime.stats().get(CRITERION, {})) if jobs else {}
-    for _, c, inv_pairs in pairs:
+    for _base, c, inv_pairs in pairs:
         for p in inv_pairs:
             p.verdicts.sort(key=lambda v: v.sample)
         scores = [p.score(n) for p in inv_pairs]

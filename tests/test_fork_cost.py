@@ -65,7 +65,7 @@ def _unknown_keys(n: int) -> int:
     data = _record(**{f"未知{i}": i for i in range(n)})
     rec, unknown = validate_known(InferenceRecord, data, record_keys)
     assert rec.eval_id == "난방-ko" and len(unknown) == n
-    assert f"ignored keys '未知0', '未知1', '未知2', '未知3', '未知4' and {n - 5} more" in ignored_note("f", None, unknown)
+    assert f"ignored keys '未知0', '未知1', '未知2', '未知3', '未知4' and {n - 5:,} more" in ignored_note("f", None, unknown)
     return _steps(lambda: validate_known(InferenceRecord, data, record_keys))
 
 

@@ -5,6 +5,7 @@ check catches what a translator can get wrong, and the language comes from the c
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -331,3 +332,36 @@ def test_empty_text_stays_empty(code):
     with i18n.language(code):
         assert _("") == ""
         assert i18n.p_("agent runs", "") == ""
+
+
+def test_no_function_binds_the_name_of_the_translation_function():
+    """A function that calls `_()` and also binds `_` itself (`for _, x in ...`, `_ = ...`)
+    makes `_` local to the whole function: every `_()` in it raises UnboundLocalError before
+    that line, on whichever path reaches it first (a case without answers judged side by side
+    did, in evalgate.pairwise.judge_suite). Comprehensions and nested functions have scopes of
+    their own and may use `_` freely."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    scoped = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+    def binds(node: ast.AST) -> list[int]:
+        out = []
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, scoped):
+                continue
+            if isinstance(child, ast.Name) and child.id == "_" and isinstance(child.ctx, ast.Store):
+                out.append(child.lineno)
+            out += binds(child)
+        return out
+
+    found = []
+    for path in sorted([*root.glob("evalgate/**/*.py"), *root.glob("entrypoint/**/*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calls = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_" for n in ast.walk(fn))
+                lines = binds(fn)
+                if calls and lines:
+                    found.append(f"{path.relative_to(root)}:{lines[0]} ({fn.name})")
+    assert not found, "binds `_`, which shadows the translation function it calls: " + ", ".join(found)

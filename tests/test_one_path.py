@@ -277,7 +277,7 @@ def test_every_way_in_gates_the_change_alike(cli, fake_github, fake_gemini, tmp_
     assert "tool calls per turn +50%" in reasons and "stable cases broke (each passed all of its last 5+ runs): home/fan, home/heater" in reasons, reasons
     assert "flaky on the default branch" in (repo / "local-out" / "comment.md").read_text(encoding="utf-8")  # blinds
     # The side-by-side judge was asked the same questions on every path, `evalgate gate` included.
-    assert len(asked["gate"]) == 8
+    assert len(asked["gate"]) == 8 + 6  # 4 changed answers in both orders; 3 whose verdicts all picked one side, again (confirm)
     assert asked["pr"] == asked["gate"] == asked["merge_group"] == asked["merge"] == asked["publish"]
     if confirm_runs:
         assert "### Confirmation runs" in comment and "failed 2 of 2 re-runs: broken" in comment
