@@ -8,6 +8,7 @@ only (plus evalgate).
     python bench/bench_gate.py --confirm --rules --prs 100   # judge early stopping: evalgate's rule beside the plain one
     python bench/bench_gate.py --ablate --prs 100 --workers 1   # each gate test switched off in turn, same draws
     python bench/bench_gate.py --sharper --prs 200   # issue 37: 2 broken stable cases, newly flaky ones, an outage, the first day
+    python bench/bench_gate.py --calibration --prs 200   # the graded breakage test's fitted chances against the true ones
 
 Every case carries three criteria at once, as real suites do:
 
@@ -615,6 +616,58 @@ def sharper_table(args: argparse.Namespace) -> int:
     return 0
 
 
+# --calibration: the graded test's null (evalgate.gate.flakiness) against the simulation's truth.
+CALIBRATION_GRADES = ((2, 2), (1, 4), (2, 4), (3, 4), (0, 2))  # (re-runs failed, re-runs made), as control.more makes them
+
+
+def _calibration_ledger(job: tuple[int, int]) -> dict:
+    """One ledger of --sharper's world (10 runs of history of the trajectories, which fail
+    exactly when a case goes off): per smoothing width, per grade (j, m), the fitted chance
+    summed over the stable cases divided by the true one (the simulation's own rates)."""
+    from evalgate.gate import flakiness
+
+    seed, index = job
+    rng = random.Random(f"{seed}/calibration/{index}")
+    world = World(rng, SHARP_WORLD)
+    n, history = len(world.flip), SHARP_WORLD["history"]
+    rows = [[0.0 if rng.random() < world.flip[i] else 1.0 for _ in range(history)] for i in range(n)]
+    stable = [i for i in range(n) if all(o == 1.0 for o in rows[i])]
+    from collections import Counter
+
+    from evalgate.gate.stats import rate_mixture
+
+    grid, fitted = rate_mixture(Counter((len(r), sum(o == 0.0 for o in r)) for r in rows))
+    # The protocol's ways to each grade: 2 re-runs, 2 more when they were mixed (control.more).
+    ways = {(2, 2): 1, (1, 4): 2, (2, 4): 4, (3, 4): 2, (0, 2): 1}
+    out = {}
+    for width in sorted({0.0, flakiness.SMOOTH}):
+        post = flakiness._posterior(grid, flakiness.smooth(fitted, width), history, 0)
+        for j, m in CALIBRATION_GRADES:
+            fit = len(stable) * ways[j, m] * sum(w * p ** (1 + j) * (1 - p) ** (m - j) for w, p in zip(post, grid))
+            true = sum(ways[j, m] * world.flip[i] ** (1 + j) * (1 - world.flip[i]) ** (m - j) for i in stable)
+            out[width, (j, m)] = fit / true if true > 0 else math.inf
+    return out
+
+
+def calibration_table(args: argparse.Namespace) -> int:
+    """--calibration: per grade of the graded test, fitted / true chance over `--prs` ledgers."""
+    jobs = [(args.seed, i) for i in range(args.prs)]
+    results = [_calibration_ledger(j) for j in jobs]
+    print(f"{args.prs} ledgers of issue 37's world (10 runs of history), seed {args.seed}: a stable trajectory's chance of "
+          "breaking now and failing j of m re-runs, summed over the stable cases, fitted (the mixture, smoothed by a kernel "
+          "of sd `width` grid steps) / true (the simulation's rates): median, 10th percentile, smallest")
+    print()
+    print("| width | " + " | ".join(f"{j} of {m}" for j, m in CALIBRATION_GRADES) + " |")
+    print("|---|" + "---|" * len(CALIBRATION_GRADES))
+    for width in sorted({k[0] for k in results[0]}):
+        cells = []
+        for grade in CALIBRATION_GRADES:
+            ratios = sorted(r[width, grade] for r in results)
+            cells.append(f"{ratios[len(ratios) // 2]:.2f} / {ratios[len(ratios) // 10]:.2f} / {ratios[0]:.3f}")
+        print(f"| {width:g} | " + " | ".join(cells) + " |")
+    return 0
+
+
 # --moved: the default branch's judge level moved (logit offset) three runs before the PR.
 MOVED_WORLD = "moody judge"
 MOVES = (
@@ -979,6 +1032,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", action="store_true", help="with --confirm: judge early stopping, evalgate's rule beside the plain majority rule, same draws")
     parser.add_argument("--sharper", action="store_true", help="instead: issue 37's world (two broken stable cases, newly flaky "
                         "cases, a tool outage, the first day), with and without the base commit's control")
+    parser.add_argument("--calibration", action="store_true", help="instead: the graded breakage test's fitted chances "
+                        "against the simulation's true ones, over --prs ledgers of --sharper's world")
     parser.add_argument("--ablate", action="store_true", help="instead: each test of the gate switched off in turn, same draws")
     parser.add_argument("--test", action="append", choices=list(ABLATIONS), help="with --ablate: only this ablation (repeatable; default: all)")
     args = parser.parse_args(argv)
@@ -986,6 +1041,8 @@ def main(argv: list[str] | None = None) -> int:
         return ablate_table(args)
     if args.sharper:
         return sharper_table(args)
+    if args.calibration:
+        return calibration_table(args)
     if any(w in RECORDED or w == MOVED_ABLATE for w in args.world or ()):
         parser.error("the recorded-output and moved worlds of --ablate are simulated with --ablate only")
     if args.confirm and args.rules:

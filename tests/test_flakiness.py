@@ -250,3 +250,27 @@ def test_a_newly_flaky_suspect_gets_more_re_runs_once_and_all_of_them_are_read()
     assert two.chance_each == pytest.approx(2 * p**2 * (1 - p)) and four.chance_each == pytest.approx(6 * p**3 * (1 - p) ** 2)
     assert four.newly_flaky == [K("c001")] and four.breakage_p < two.breakage_p / 100
     assert any("1 newly flaky (broke now and failed 2 of 4 re-runs" in r for r in four.reasons)
+
+
+def test_the_prior_is_the_fitted_mixture_smoothed_by_a_normal_kernel_on_its_grid():
+    from collections import Counter
+
+    from evalgate.gate.flakiness import SMOOTH, population, smooth
+    from evalgate.gate.stats import rate_mixture
+
+    point = [0.0] * 40
+    point[20] = 1.0
+    out = smooth(point, 4.0)
+    assert sum(out) == pytest.approx(1.0, rel=1e-12)
+    # A normal kernel of sd 4 steps: 4 steps away, exp(-1/2) of the centre; 8 away, exp(-2); symmetric.
+    assert out[24] / out[20] == pytest.approx(math.exp(-0.5), rel=1e-12) and out[12] / out[20] == pytest.approx(math.exp(-2.0), rel=1e-12)
+    assert out[17] == pytest.approx(out[23], rel=1e-12)
+    # At the grid's end the kernel is cut and renormalized: the point keeps its mass, none leaks.
+    edge = smooth([0.7] + [0.0] * 38 + [0.3], 4.0)
+    assert sum(edge) == pytest.approx(1.0, rel=1e-12) and sum(edge[:20]) == pytest.approx(0.7, abs=1e-3)
+    assert smooth([0.2, 0.8], 0.0) == [0.2, 0.8] and smooth([1.0], 4.0) == [1.0]
+    # population() is rate_mixture's fit, smoothed.
+    rng = random.Random(2)
+    histories = [[0.0 if rng.random() < (0.3 if i < 15 else 0.002) else 1.0 for _ in range(10)] for i in range(100)]
+    grid, weights = rate_mixture(Counter((10, sum(o == 0.0 for o in h)) for h in histories))
+    assert population(histories) == (grid, pytest.approx(smooth(weights, SMOOTH), rel=1e-12))

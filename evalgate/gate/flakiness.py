@@ -33,6 +33,26 @@ Runs are not independent of their re-runs: kappa
     weight. kappa is 1 when history shows no clustering (or too few failures to say).
     Measured in bench/bench_gate.py --sharper.
 
+The prior's shape: the fitted mixture, smoothed (`population`, `smooth`)
+    The Kiefer-Wolfowitz fit is a handful of atoms on the rate grid even when the cases'
+    rates are spread (here 12% of them between 0.1 and 0.4), and where the flaky atom lands
+    sets how much lucky-flaky mass a case with a clean streak keeps. The prior is that fit
+    with each atom's weight spread over its neighbours by a normal kernel of sd SMOOTH (4)
+    steps of the log-spaced grid (about a factor 2 in rate), cut at the grid's ends.
+    Measured (bench/bench_gate.py --calibration --prs 200: the chance of each grade summed
+    over a ledger's stable cases, fitted / true; median, 10th percentile, smallest; before ->
+    after): broke and failed 2 of 2 re-runs 1.62 / 0.35 / 0.062 -> 1.17 / 0.27 / 0.074;
+    1 of 4 1.22 / 0.36 / 0.11 -> 1.24 / 0.50 / 0.21; 2 of 4 1.41 / 0.34 / 0.051 -> 1.07 / 0.30 /
+    0.091; 3 of 4 2.16 / 0.35 / 0.036 -> 1.31 / 0.21 / 0.059: closer to the truth in the
+    median, the worst ledgers less far off, the 10th percentile of the high grades a little
+    lower. bench_gate --sharper --prs 200, newly flaky row: seed 1 74.5 -> 77.5%, seed 2
+    63.0 -> 67.5% (goal 80%); unchanged PRs' FAIL (0 / 0.5% with history, 2.0 / 2.0% with
+    the setup ledger), extra runs and the other rows as before, but for one more outage PR
+    of 200 blamed with the control on seed 2 (1.5 -> 2.0%). Tried on the same PRs, the same tests replayed (bench/README.md):
+    the exact null of control.more's protocol, the passed-both grade weighed, other
+    alternatives, BREAK_SHARE, a larger Holm weight; none reached 80% without raising a false
+    FAIL row.
+
 Newly flaky cases: `graded_test`
     A stable case that breaks now and fails some, not all, of its re-runs was "flaky, not
     counted". Under an unchanged agent that is rare for a case with a long clean streak
@@ -64,6 +84,7 @@ from typing import Optional, Sequence
 from evalgate.gate.stats import BREAK_SHARE, WEIGHT_CELLS, WEIGHT_STEP, beta_quantile, failed, rate_mixture
 
 KAPPA_RUNS = 3  # recorded runs needed before failures' clustering within a run is measured
+SMOOTH = 4.0  # the prior's smoothing: sd of its kernel, in steps of the rate grid (module docstring)
 
 
 def run_intensity(rows: Sequence[Sequence[Optional[float]]], orders: int) -> list[float]:
@@ -98,10 +119,30 @@ def _posterior(grid: Sequence[float], weights: Sequence[float], runs: int, event
 
 def population(histories: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
     """The criterion's population of failure rates (evalgate.gate.stats.rate_mixture) fitted to
-    every case's recorded outcomes: the prior each case's own history is shrunk toward."""
+    every case's recorded outcomes, smoothed (`smooth`, SMOOTH grid steps): the prior each
+    case's own history is shrunk toward (module docstring: the prior's shape)."""
     from collections import Counter
 
-    return rate_mixture(Counter((len(h), sum(failed(o) for o in h)) for h in histories if h))
+    grid, weights = rate_mixture(Counter((len(h), sum(failed(o) for o in h)) for h in histories if h))
+    return grid, smooth(weights, SMOOTH)
+
+
+def smooth(weights: Sequence[float], width: float) -> list[float]:
+    """The mixture's weights on its log-spaced grid with each point's mass spread over its
+    neighbours by a normal kernel of sd `width` grid steps, cut at the grid's ends and
+    renormalized there, so each point keeps its mass (width 0: unchanged)."""
+    if width <= 0 or len(weights) < 2:
+        return list(weights)
+    n = len(weights)
+    out = [0.0] * n
+    for i, w in enumerate(weights):
+        if w <= 0.0:
+            continue
+        kernel = [math.exp(-0.5 * ((k - i) / width) ** 2) for k in range(n)]
+        total = sum(kernel)
+        for k in range(n):
+            out[k] += w * kernel[k] / total
+    return out
 
 
 def case_chances(grid: Sequence[float], weights: Sequence[float], streak: int, runs: int, kappa: Sequence[float],
