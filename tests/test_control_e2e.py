@@ -101,6 +101,25 @@ def _project(where: Path, root: Path, ignored: str) -> tuple[Path, Path]:
     return log, outage
 
 
+def _pushed_first_day(fake_github, tmp_path: Path, capsys, where: Path, ignored: str):
+    """The stock project committed at `where` as the base commit, its one baseline run saved by
+    the action's push (the first day), then broken in the working tree (not committed).
+    Returns (the action at `where`, the runs log, the base commit)."""
+    from test_entrypoint import Action, _push
+
+    log, _outage = _project(where, tmp_path, ignored)
+    _git(where, "init", "-q")
+    _git(where, "add", ".")
+    _git(where, "commit", "-q", "-m", "base")
+    base = _git(where, "rev-parse", "HEAD")
+    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
+    action = Action(fake_github, where, tmp_path / "runs", capsys)
+    (tmp_path / "runs").mkdir()
+    assert action("push", _push(base), sha=base) == 0, action.stdout  # the first day: one baseline run
+    _break(where)
+    return action, log, base
+
+
 def _first_day(cli, root: Path, history: int = 1) -> tuple[Path, str, Path, Path]:
     """A repository whose main has one baseline run (the first day; or `history` runs), and a feature branch."""
     repo = root / "repo"
@@ -220,19 +239,10 @@ def test_a_stable_case_that_failed_some_re_runs_is_re_run_as_often_again(cli, tm
 def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fake_github, tmp_path, capsys):  # noqa: F811
     """The action's checkout (fetch-depth: 0) holds the base commit: the pull request's and
     the merge queue's confirmation run the suspects there too, and say it in the log."""
-    from test_entrypoint import Action, _pull_request, _push
+    from test_entrypoint import _pull_request
 
-    ws, root = tmp_path / "ws", tmp_path
-    log, outage = _project(ws, root, "evalgate-results/\n")
-    _git(ws, "init", "-q")
-    _git(ws, "add", ".")
-    _git(ws, "commit", "-q", "-m", "base")
-    base = _git(ws, "rev-parse", "HEAD")
-    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
-    action = Action(fake_github, ws, tmp_path / "runs", capsys)
-    (tmp_path / "runs").mkdir()
-    assert action("push", _push(base), sha=base) == 0, action.stdout  # the first day: one baseline run
-    _break(ws)
+    ws = tmp_path / "ws"
+    action, log, base = _pushed_first_day(fake_github, tmp_path, capsys, ws, "evalgate-results/\n")
     log.unlink()
 
     head = fake_github.add_commit([base], "PR head")
@@ -442,19 +452,10 @@ def test_the_merge_job_of_a_sharded_first_day_pull_request_runs_the_control_from
     """A sharded pull request's legs score their shards (no re-run: the merge job decides);
     the merge job, whose checkout (fetch-depth: 0) holds the base commit, re-runs the
     suspects and runs them at the base commit as the control, as the unsharded run does."""
-    from test_entrypoint import Action, _pull_request, _push
+    from test_entrypoint import _pull_request
 
-    ws, root = tmp_path / "ws", tmp_path
-    log, _outage = _project(ws, root, "evalgate-results/\nlegs/\n")
-    _git(ws, "init", "-q")
-    _git(ws, "add", ".")
-    _git(ws, "commit", "-q", "-m", "base")
-    base = _git(ws, "rev-parse", "HEAD")
-    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
-    action = Action(fake_github, ws, tmp_path / "runs", capsys)
-    (tmp_path / "runs").mkdir()
-    assert action("push", _push(base), sha=base) == 0, action.stdout  # the first day: one baseline run
-    _break(ws)
+    ws = tmp_path / "ws"
+    action, log, base = _pushed_first_day(fake_github, tmp_path, capsys, ws, "evalgate-results/\nlegs/\n")
     log.unlink()
 
     head = fake_github.add_commit([base], "PR head")
@@ -480,18 +481,10 @@ def test_the_merge_job_of_a_sharded_first_day_pull_request_runs_the_control_from
 def test_the_merge_job_of_a_shallow_checkout_says_it_decided_without_the_control(fake_github, tmp_path, capsys):  # noqa: F811
     """The merge job checked out without history (fetch-depth 1): no base commit to run, a
     note says why, and the gate decides as without the control (the suspects re-run only)."""
-    from test_entrypoint import Action, _pull_request, _push
+    from test_entrypoint import Action, _pull_request
 
-    full, root = tmp_path / "full", tmp_path
-    log, _outage = _project(full, root, "evalgate-results/\nlegs/\n")
-    _git(full, "init", "-q")
-    _git(full, "add", ".")
-    _git(full, "commit", "-q", "-m", "base")
-    base = _git(full, "rev-parse", "HEAD")
-    fake_github.add_commit([], "base", sha=base, files={"evalgate.yaml": CONFIG.encode("utf-8")})
-    (tmp_path / "runs").mkdir()
-    assert Action(fake_github, full, tmp_path / "runs", capsys)("push", _push(base), sha=base) == 0
-    _break(full)
+    full = tmp_path / "full"
+    _, log, base = _pushed_first_day(fake_github, tmp_path, capsys, full, "evalgate-results/\nlegs/\n")
     _git(full, "commit", "-q", "-am", "PR")
     ws = tmp_path / "ws"  # the pull request's commit alone, as actions/checkout fetches it by default
     _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{full}", str(ws))
