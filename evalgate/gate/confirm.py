@@ -55,57 +55,40 @@ def suspects(comparison: Any, current: Any, max_cases: int, flips: bool = True) 
     suspect, 2% without)."""
     found: dict[tuple[str, str, str], Suspect] = {}
     ranked: list[tuple[tuple, tuple[str, str, str]]] = []
+
+    def suspect(key: tuple[str, str, str], rank: tuple[int, float], names: list[str], stable: bool = False) -> Suspect:
+        """The case's suspect, made (and ranked by `rank`) the first time it is named; `names`
+        added to its criteria."""
+        s = found.get(key)
+        if s is None:
+            s = found[key] = Suspect(*key, criteria=[], stable=stable)
+            ranked.append(((*rank, key), key))
+        s.criteria += [n for n in names if n not in s.criteria]
+        return s
+
     for suite in comparison.suites:
         judge = {c.criterion: c.judge for c in suite.criteria}
         result = next((r for r in current.suites if r.name == suite.name), None)
         cases = {(c.eval_set_id, c.eval_id): c for c in (result.cases if result is not None else [])}
         for comp in sorted(suite.criteria, key=lambda c: (c.breakage_p if c.breakage_p is not None else 1.0, c.criterion)):
             for k in sorted(comp.broken):
-                key = (k.suite, k.eval_set_id, k.eval_id)
-                s = found.get(key)
-                if s is None:
-                    s = found[key] = Suspect(*key, criteria=[], stable=True)
-                    ranked.append(((0, comp.breakage_p if comp.breakage_p is not None else 1.0, key), key))
-                s.criteria.append(comp.criterion)
+                p = comp.breakage_p if comp.breakage_p is not None else 1.0
+                suspect((k.suite, k.eval_set_id, k.eval_id), (0, p), [comp.criterion], stable=True)
         for comp in sorted(suite.criteria, key=lambda c: c.criterion):  # the first days: the cases the baseline passed that broke now
             for k in sorted(comp.first_day):
-                key = (k.suite, k.eval_set_id, k.eval_id)
-                s = found.get(key)
-                if s is None:
-                    s = found[key] = Suspect(*key, criteria=[], stable=False)
-                    ranked.append(((0, 1.0, key), key))
-                if comp.criterion not in s.criteria:
-                    s.criteria.append(comp.criterion)
+                suspect((k.suite, k.eval_set_id, k.eval_id), (0, 1.0), [comp.criterion])
         for c in suite.crashes:
-            key = (c.key.suite, c.key.eval_set_id, c.key.eval_id)
-            s = found.get(key)
-            if s is None:
-                s = found[key] = Suspect(*key, criteria=[], stable=False)
-                ranked.append(((1, 1.0, key), key))
-            s.crashed = True
-            s.criteria += [n for n in c.criteria if n not in s.criteria]
+            suspect((c.key.suite, c.key.eval_set_id, c.key.eval_id), (1, 1.0), list(c.criteria)).crashed = True
         for r in suite.refused:  # not evaluated now, its service up (evalgate.gate.refused)
-            if r.service is not None:
-                continue
-            key = (r.key.suite, r.key.eval_set_id, r.key.eval_id)
-            s = found.get(key)
-            if s is None:
-                s = found[key] = Suspect(*key, criteria=[], stable=False)
-                ranked.append(((1, 1.0, key), key))
-            if r.criterion not in s.criteria:
-                s.criteria.append(r.criterion)
+            if r.service is None:
+                suspect((r.key.suite, r.key.eval_set_id, r.key.eval_id), (1, 1.0), [r.criterion])
         for change in suite.changes if flips else []:
             if change.kind not in ("regressed", "broken_stable"):
                 continue
             k = change.key
-            key = (k.suite, k.eval_set_id, k.eval_id)
             now = cases.get((k.eval_set_id, k.eval_id))
             fell = [n for n in change.criteria if n in judge and not judge[n] and now is not None and n in now.criteria and now.criteria[n].status.value == "FAILED"]
-            s = found.get(key)
-            if s is None:
-                s = found[key] = Suspect(*key, criteria=[], stable=False)
-                ranked.append(((2, 1.0, key), key))
-            s.criteria += [n for n in fell if n not in s.criteria]
+            suspect((k.suite, k.eval_set_id, k.eval_id), (2, 1.0), fell)
         for s in found.values():
             if s.suite == suite.name:
                 s.judged = [n for n in s.criteria if judge.get(n)]
