@@ -291,7 +291,7 @@ def cmd_baseline_import(args: argparse.Namespace) -> int:
         imported = import_results(graded, plan, digest, shown, args.eval_set, created)
         runs.append(imported.results)
         if imported.unmatched_cases:
-            from evalgate.gate.words import name_list
+            from evalgate.i18n import name_list
 
             left = name_list(imported.unmatched_cases, 10)
             print(plain(n_("note: {n} graded case is not a case of suite {suite}, left out: {cases}", "note: {n} graded cases are not cases of suite {suite}, left out: {cases}", len(imported.unmatched_cases), suite=plan.name, cases=left)), file=sys.stderr)

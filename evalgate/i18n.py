@@ -125,6 +125,16 @@ def listing(items: Iterable[str]) -> str:
     return separator().join(items)
 
 
+def name_list(names: list[str], limit: int = 5) -> str:
+    """`a, b and 3 more`: the first `limit` names, and how many more, in the current language
+    (Korean `a, b 외 3개`, Japanese `a、b ほか 3 件`)."""
+    shown = listing(names[:limit])
+    if len(names) <= limit:
+        return shown
+    # TRANSLATORS: {names} is a list of case names, {n} how many more were not listed.
+    return n_("{names} and {n} more", "{names} and {n} more", len(names) - limit, names=shown)
+
+
 # Kana, kanji and the full-width forms: text a Japanese reader reads as Japanese.
 _JAPANESE = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from evalgate.errors import _UNION_TAGS, json_path
-from evalgate.i18n import _, listing, n_
+from evalgate.i18n import _, n_, name_list
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -121,9 +121,7 @@ def ignored_note(shown: str, place: str | None, keys: list[str], more: int = 0) 
     """One warning for a file's unknown keys: the first place that had them, and how many more.
     In the report's language; `place` is a location as error messages write it (`line 3`)."""
     where = f"{shown}: {place}" if place else shown
-    names = listing(f"'{k}'" for k in keys[:5])
-    if len(keys) > 5:
-        names = n_("{names} and {n} more", "{names} and {n} more", len(keys) - 5, names=names)
+    names = name_list([f"'{k}'" for k in keys])
     also = n_("; {n} more place in it had unknown keys too", "; {n} more places in it had unknown keys too", more) if more else ""
     return n_(
         "{where}: ignored key {names}, which this evalgate does not know (written by another evalgate version?){also}. "

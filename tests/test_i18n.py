@@ -120,7 +120,7 @@ def test_the_check_catches_half_width_parentheses_around_japanese_and_spaces_bes
     ("ja", "set/a、set/b", "set/a、set/b、set/c、set/d、set/e ほか 2 件", "（main で flaky）"),
 ])
 def test_lists_and_parentheticals_are_written_the_way_each_language_writes_them(code, names, more, tail):
-    from evalgate.gate.words import name_list
+    from evalgate.i18n import name_list
 
     words = {"en": "flaky on main", "ko": "main에서 flaky", "ja": "main で flaky"}
     with i18n.language(code):

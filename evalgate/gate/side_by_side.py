@@ -10,8 +10,8 @@ from typing import Optional
 from evalgate.gate.model import GatePolicy, Verdict
 from evalgate.gate.pairwise import SuitePairs
 from evalgate.gate.stats import binomial_upper, sign_test, signed_rank_test
-from evalgate.gate.words import fmt_p, name_list
-from evalgate.i18n import _, n_
+from evalgate.gate.words import fmt_p
+from evalgate.i18n import _, n_, name_list
 
 
 # How the test scores a case by how decisive its verdicts were (evalgate.gate.stats.signed_rank_test):

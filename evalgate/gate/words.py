@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from evalgate.i18n import listing, n_
+from evalgate.i18n import name_list
 
 if TYPE_CHECKING:
     from evalgate.gate.model import CaseKey
@@ -28,12 +28,3 @@ def case_names(keys: list[CaseKey], limit: int = 5) -> str:
     """`set/a, set/b and 3 more` (see name_list)."""
     return name_list([_name(k) for k in keys], limit)
 
-
-def name_list(names: list[str], limit: int = 5) -> str:
-    """`a, b and 3 more`: the first `limit` names, and how many more, in the report's language
-    (Korean `a, b 외 3개`, Japanese `a、b ほか 3 件`)."""
-    shown = listing(names[:limit])
-    if len(names) <= limit:
-        return shown
-    # TRANSLATORS: {names} is a list of case names, {n} how many more were not listed.
-    return n_("{names} and {n} more", "{names} and {n} more", len(names) - limit, names=shown)
