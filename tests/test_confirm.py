@@ -168,16 +168,23 @@ def test_verdicts_and_words():
     assert verdicts([True, True, False], keys, reruns, "traj", False, 0) is None  # off
     assert words(reruns[K("a")], ["traj"], {}) == "failed 2 of 2 re-runs: broken"
     assert words(reruns[K("b")], ["traj"], {}) == "passed on re-run: flaky, not counted (1 of 2 passed)"
+    assert words(reruns[K("b")], ["traj"], {}, newly=True) == "failed 1 of 2 re-runs: newly flaky, weighed as evidence"
+    assert words(reruns[K("a")], ["traj"], {}, newly=True) == "failed 2 of 2 re-runs: broken"
+    assert words([_rerun(1, 1.0), _rerun(2, 1.0)], ["traj"], {}, newly=True) == "passed on re-run: flaky, not counted (2 of 2 passed)"
     assert words(None, ["traj"], {}) == "not re-run"
 
 
 def test_the_comment_says_per_suspect_what_the_re_runs_showed():
     base = one({e: {"traj": 1.0} for e in IDS})
-    cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [0.0, 0.0], "c009": [0.0, 1.0]})
-    comment = render_comment(compare(base, cur, GatePolicy(), ledger=_ledger([1.0] * 10)), cur)
+    cur = _with_reruns(_current(), {"c001": [0.0, 0.0], "c007": [1.0, 1.0], "c009": [0.0, 1.0]})
+    comparison = compare(base, cur, GatePolicy(), ledger=_ledger([1.0] * 10))
+    comment = render_comment(comparison, cur)
     assert "### Confirmation runs" in comment
     assert "- set/c001 (traj): failed 2 of 2 re-runs: broken" in comment
-    assert "- set/c009 (traj): passed on re-run: flaky, not counted (1 of 2 passed)" in comment
+    assert "- set/c007 (traj): passed on re-run: flaky, not counted (2 of 2 passed)" in comment
+    # A stable case that failed some re-runs: the breakage test weighs it, and its line says so (it said "flaky, not counted").
+    assert comparison.suites[0].criteria[0].newly_flaky == [K("c009")]
+    assert "- set/c009 (traj): failed 1 of 2 re-runs: newly flaky, weighed as evidence" in comment
 
 
 # --- several agent runs per case (num_runs): pass/fail runs, not a score -----------------

@@ -169,9 +169,11 @@ def _broken_reruns(broken: list[bool], keys: list, reruns: dict, criterion: str,
     return out
 
 
-def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -> str:
+def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool], newly: bool = False) -> str:
     """What a suspect's re-runs showed: "failed 2 of 2 re-runs: broken", "passed on re-run:
-    flaky, not counted", or why they tell nothing."""
+    flaky, not counted", or why they tell nothing; with `newly` (the breakage test weighed
+    the case as newly flaky: a stable case that failed some of its re-runs), "failed 3 of 8
+    re-runs: newly flaky, weighed as evidence"."""
     from evalgate.gate.stats import failed
 
     if not reruns:
@@ -191,6 +193,10 @@ def words(reruns: Optional[list], criteria: list[str], judge: dict[str, bool]) -
         return _("{missing} of {n} re-runs not evaluated: not confirmed, the first run stands", missing=n - evaluated, n=n)
     if fails == n:
         return _("failed {fails} of {n} re-draws of the judge: broken", fails=fails, n=n) if judged else _("failed {fails} of {n} re-runs: broken", fails=fails, n=n)
+    if newly and fails:
+        if judged:
+            return _("failed {fails} of {n} re-draws of the judge: newly flaky, weighed as evidence", fails=fails, n=n)
+        return _("failed {fails} of {n} re-runs: newly flaky, weighed as evidence", fails=fails, n=n)
     if judged:
         return _("passed on re-draw: flaky, not counted ({passed} of {n} passed)", passed=n - fails, n=n)
     return _("passed on re-run: flaky, not counted ({passed} of {n} passed)", passed=n - fails, n=n)
@@ -225,12 +231,16 @@ def lines(comparison: Any, current: Any) -> list[Line]:
                 out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", crashed.criteria, False, crash.words(crashed, len(case.reruns))))
                 continue
             names = sorted(n for n in case.criteria if case.criteria[n].status.value == "FAILED" and n in judge)
-            stable = any(c.criterion in names and any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for k in c.broken + c.flaky) for c in suite.criteria)
-            text = words(case.reruns, names, judge)
+            stable = any(c.criterion in names and _among(case, c.broken + c.newly_flaky + c.flaky) for c in suite.criteria)
+            text = words(case.reruns, names, judge, newly=any(c.criterion in names and _among(case, c.newly_flaky) for c in suite.criteria))
             if any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for c in suite.criteria for k in c.environment):
                 text = _("failed {n} of {n} re-runs, and the base commit's re-runs beside them failed too: the environment's doing, not counted", n=len(case.reruns))
             out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, text))
     return out
+
+
+def _among(case: Any, keys: list) -> bool:
+    return any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for k in keys)
 
 
 def rerun_any(current: Any) -> bool:
