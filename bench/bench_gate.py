@@ -78,7 +78,9 @@ fails 4 stable trajectories on both commits, in the run and in the re-runs. Each
 three ways: the first run alone; with confirmation runs as the pipeline makes them (`compare`,
 `evalgate.gate.confirm.suspects`, re-runs right after the run with its mood and drift into
 `CaseResult.reruns`, a suspect that failed some of them re-run as often again when
-`evalgate.gate.control.more` says so, `compare` again: `_pipeline`); and with the base commit's re-runs as the
+`evalgate.gate.control.more` says so, `compare` again, and where `evalgate.gate.control.extension`
+names suspects (the breakage test suggestive, not decisive) they are re-run further and
+`compare` runs a third time: `_pipeline`, `_further`); and with the base commit's re-runs as the
 control as well (each suspect that `evalgate.gate.control.wanted` re-run as often on the base
 commit, the PR's change absent and the outage present, into the baseline's
 `CaseResult.reruns`), counting the extra agent runs of each.
@@ -342,7 +344,34 @@ def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: 
             reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
         cases[s.eval_id].reruns = reruns
         runs += len(reruns)
-    return compare(baseline, current, policy, ledger=ledger).verdict.value, runs
+    second = compare(baseline, current, policy, ledger=ledger)
+    verdict, more = _further(world, second, chosen, cases, policy, broken, drop, lambda: compare(baseline, current, policy, ledger=ledger))
+    return verdict, runs + more
+
+
+def _further(world: World, comparison, chosen: list, cases: dict, policy: GatePolicy, broken: dict, drop: set[int] | None,
+             again) -> tuple[str, int]:
+    """The pipeline's further round (evalgate.pipeline.further): the suspects
+    `evalgate.gate.control.extension` names in `comparison` re-run `EXTEND x runs` more times,
+    right after the others (the run's mood and drift), each on a stream of its own, then
+    `again()` (compare a third time). (verdict, extra agent runs)."""
+    if _control is None or not hasattr(_control, "extension"):  # the gate before the further round
+        return comparison.verdict.value, 0
+    judge = {SUITE: {TRAJ: False, ROUGE: False, JUDGE: True}}
+    chosen = _control.extension(comparison, chosen, lambda s: cases[s.eval_id].reruns, judge)
+    if not chosen:
+        return comparison.verdict.value, 0
+    mood, drift = world.last
+    runs = 0
+    for s in chosen:
+        i = int(s.eval_id[4:])
+        reruns = cases[s.eval_id].reruns
+        stream = random.Random(f"{mood}/{drift}/{i}/further")
+        for r in range(len(reruns) + 1, len(reruns) + 1 + _control.EXTEND * policy.confirm.runs):
+            criteria = {k: CriterionResult.model_validate(v) for k, v in world.case(i, stream, mood, drift, broken, drop or set()).items()}
+            reruns.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
+            runs += 1
+    return again().verdict.value, runs
 
 
 def simulate_confirm(job: tuple) -> list[tuple[str, str, int, str, float]]:
@@ -538,11 +567,12 @@ def _pipeline(world: World, rng: random.Random, baseline: RunResults, current: R
                 base.append(Rerun(run=r, how="agent", status=case_status(criteria), criteria=criteria))
             base_cases[s.eval_id].reruns = base
             base_runs += len(base)
-    verdict = compare(baseline, current, policy, ledger=ledger).verdict.value
+    second = compare(baseline, current, policy, ledger=ledger)
+    verdict, more = _further(world, second, chosen, cases, policy, broken, set(), lambda: compare(baseline, current, policy, ledger=ledger))
     for run in (baseline, current):
         for case in run.suites[0].cases:
             case.reruns = None
-    return verdict, pr_runs, base_runs
+    return verdict, pr_runs + more, base_runs
 
 
 def _pick(rng: random.Random, world: World, baseline: RunResults, ledger: dict | None, policy: GatePolicy, what: dict) -> dict:

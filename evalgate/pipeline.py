@@ -133,8 +133,11 @@ def gate_change(
     runtime = make_runtime(loaded)
     pairs = pairwise(gate, baseline, current, runtime)  # gate.pairwise (off by default)
     comparison = compare(baseline, current, gate, base.ledger, base.info, pairwise=pairs)
-    if plans and confirm(comparison, current, plans, loaded, gate, runtime, sink, secrets, agents, baseline, source.base_tree):
+    done = confirm(comparison, current, plans, loaded, gate, runtime, sink, secrets, agents, baseline, source.base_tree) if plans else None
+    if done is not None:
         comparison = compare(baseline, current, gate, base.ledger, base.info, pairwise=pairs)
+        if further(done, comparison, sink):
+            comparison = compare(baseline, current, gate, base.ledger, base.info, pairwise=pairs)
     comparison = cached_new_cases(incomplete(comparison, missing_shards()), current)
     comparison.gate_change = under.change() if policy_change else None
     if base.missing is not None and policy_change:
@@ -192,7 +195,7 @@ def confirm(
     agents: bool = True,
     baseline: Any = None,
     base_tree: Optional[Callable[[], tuple[Optional[Path], Optional[str], Optional[str]]]] = None,
-) -> bool:
+) -> Optional["Confirmation"]:
     """Confirmation runs (`gate.confirm`), in the order evalgate.gate.control describes:
     the suspects the gate picks (evalgate.gate.confirm.suspects) re-run `runs` times into
     `current` (evalgate.rerun); a suspect whose re-runs both failed and passed re-run `runs`
@@ -200,7 +203,8 @@ def confirm(
     `runs` times at the base commit too, its agent in the base commit's tree (`base_tree()`
     says where, or why not), those runs scored into `baseline`'s case `.reruns` (in memory:
     `baseline` is the comparison's, never written to a store). Results written again;
-    whether anything was re-run, so the caller compares again. Its notes (how many were
+    what was re-run (a `Confirmation`, for `further`), or None when nothing was, so the
+    caller compares again when there is one. Its notes (how many were
     re-run, at the base commit or why not, left out by max_cases, or had nothing to re-run)
     go to the sink's log; the counts
     into `current.run.agent["confirm"]`, outside the comparable payload."""
@@ -210,7 +214,7 @@ def confirm(
 
     policy = gate.confirm
     if policy.runs < 1 or comparison.baseline is None:
-        return False
+        return None
     chosen, left = suspects(comparison, current, policy.max_cases, flips=gate.deterministic_flips == "fail")
     skipped = {(k.suite, k.eval_set_id, k.eval_id) for s in comparison.suites for c in s.criteria for k in c.first_day_skipped}
     skipped -= {(s.suite, s.eval_set_id, s.eval_id) for s in chosen}  # re-run for another reason (a flip, a crash)
@@ -218,7 +222,7 @@ def confirm(
         sink.log(_("confirmation: {cases} first-day suspect case(s) not re-run: too few to FAIL their criterion without history "
                    "(the verdict's reasons say how many it would take)", cases=len(skipped)))
     if not chosen:
-        return False
+        return None
     kept: dict = {}
     counts = rerun(chosen, plans, loaded, policy.runs, make_runtime, current, secrets, agents=agents, kept=kept)
     judge = {s.name: {c.criterion: c.judge for c in s.criteria} for s in comparison.suites}
@@ -242,9 +246,60 @@ def confirm(
                    cases=counts["base_cases"], runs=policy.runs, commit=counts["base_commit"][:12], agent=counts["base"]))
     current.run.agent = {**current.run.agent, "confirm": {"suspects": len(chosen), "left_out": left, **counts}}
     if not rerun_any(current):
-        return False
+        return None
     sink.rewrote(current)
+    return Confirmation(chosen, kept, judge, reruns, counts, plans, loaded, policy.runs, make_runtime, current, secrets, agents)
+
+
+@dataclass
+class Confirmation:
+    """What `confirm` re-ran, for its further round (`further`): the suspects, each one's agent
+    re-runs so far (`kept`, evalgate.rerun), per suite {criterion: judge?}, the case's re-runs
+    in the results (`reruns(suspect)`), the counts written into the results, and what
+    re-running takes."""
+
+    chosen: list
+    kept: dict
+    judge: dict
+    reruns: Callable[[Any], Optional[list]]
+    counts: dict
+    plans: list
+    loaded: Any
+    runs: int
+    make_runtime: MakeRuntime
+    current: Any
+    secrets: tuple[str, ...]
+    agents: bool
+
+
+def further(done: Confirmation, comparison: Any, sink: Sink) -> bool:
+    """The further round of confirmation (evalgate.gate.control.extension): where the
+    comparison with the re-runs in leaves a criterion's breakage test suggestive but not
+    decisive, its undecided stable suspects whose agent was re-run are re-run
+    `EXTEND x runs` times more, appended to their re-runs. Results written again; whether
+    any was, so the caller compares again."""
+    from evalgate.gate import control
+    from evalgate.rerun import rerun
+
+    chosen = [s for s in control.extension(comparison, done.chosen, done.reruns, done.judge)
+              if (s.suite, s.eval_set_id, s.eval_id) in done.kept]
+    if not chosen:
+        return False
+    runs = control.EXTEND * done.runs
+    counts = rerun(chosen, done.plans, done.loaded, runs, done.make_runtime, done.current, done.secrets, agents=done.agents,
+                   kept=done.kept)
+    if not counts["agent"]:
+        return False
+    done.counts["agent"] += counts["agent"]
+    done.counts["further"] = counts["agent"]
+    done.current.run.agent = {**done.current.run.agent, "confirm": {**done.current.run.agent.get("confirm", {}), **done.counts}}
+    sink.log(_("confirmation: the breakage test was suggestive but not decisive (p < {p} before Holm): {cases} suspect case(s) "
+               "that passed some re-runs re-run {runs} time(s) more each ({agent} agent runs)",
+               p=f"{control.EXTEND_P:g}", cases=len(chosen), runs=runs, agent=counts["agent"]))
+    sink.rewrote(done.current)
     return True
+
+
 
 
 def at_base(

@@ -89,14 +89,15 @@ suites:
 """
 
 
-def _project(where: Path, root: Path, ignored: str) -> tuple[Path, Path]:
+def _project(where: Path, root: Path, ignored: str, gate: str = "") -> tuple[Path, Path]:
     """The stock project at `where`, its agent logging each run's tree to root/runs.log and
-    failing items 1 and 2 while root/outage exists. Returns (the log, the outage switch)."""
+    failing items 1 and 2 while root/outage exists; `gate`: the config's gate section, if
+    any. Returns (the log, the outage switch)."""
     log, outage = root / "runs.log", root / "outage"
     (where / "evals").mkdir(parents=True)
     (where / "evals" / "stock.evalset.json").write_text(json.dumps(EVALSET, indent=1), encoding="utf-8")
     (where / "agent.py").write_text(AGENT.format(log=str(log), outage=str(outage)), encoding="utf-8")
-    (where / "evalgate.yaml").write_text(CONFIG, encoding="utf-8")
+    (where / "evalgate.yaml").write_text(CONFIG + gate, encoding="utf-8")
     (where / ".gitignore").write_text(ignored, encoding="utf-8")
     return log, outage
 
@@ -120,10 +121,10 @@ def _pushed_first_day(fake_github, tmp_path: Path, capsys, where: Path, ignored:
     return action, log, base
 
 
-def _first_day(cli, root: Path, history: int = 1) -> tuple[Path, str, Path, Path]:
+def _first_day(cli, root: Path, history: int = 1, gate: str = "") -> tuple[Path, str, Path, Path]:
     """A repository whose main has one baseline run (the first day; or `history` runs), and a feature branch."""
     repo = root / "repo"
-    log, outage = _project(repo, root, "evalgate-results/\n.evalgate/\nbase-out/\npr-out/\n")
+    log, outage = _project(repo, root, "evalgate-results/\n.evalgate/\nbase-out/\npr-out/\n", gate)
     base = main_with_baseline(cli, repo, history)
     _git(repo, "checkout", "-q", "-b", "feature")
     log.unlink()
@@ -234,6 +235,29 @@ def test_a_stable_case_that_failed_some_re_runs_is_re_run_as_often_again(cli, tm
     statuses = [r["status"] for r in item["reruns"]]  # each pair: one of its two runs was wrong (they may run at once)
     assert sorted(statuses[:2]) == sorted(statuses[2:]) == ["FAILED", "PASSED"]
     assert results["run"]["agent"]["confirm"]["more"] == 2
+
+
+def test_a_suggestive_breakage_test_re_runs_the_undecided_suspect_further(cli, tmp_path):
+    """The same newly flaky case, its ledger's window full (6 runs, `history_runs: 6`) and an
+    alpha no single case can reach (1e-9): after its 4 re-runs the breakage test is
+    suggestive (p < 0.02) but not decisive, so the pipeline re-runs it 2 x 2 times more
+    (evalgate.gate.control.extension), appended as runs 5-8, and compares a third time."""
+    repo, _base, log, _outage = _first_day(cli, tmp_path, history=6, gate="gate: {alpha: 0.000000001, history_runs: 6}\n")
+    agent = repo / "agent.py"
+    agent.write_text(agent.read_text(encoding="utf-8").replace("FLIPPY = ()", 'FLIPPY = ("3",)'), encoding="utf-8")
+
+    code, out, err = cli("gate", cwd=repo)
+    assert "re-run 2 time(s) more each (2 agent runs, counted above)" in err, err
+    assert ("confirmation: the breakage test was suggestive but not decisive (p < 0.02 before Holm): 1 suspect case(s) that "
+            "passed some re-runs re-run 4 time(s) more each (4 agent runs)") in err
+    assert _trees(log, repo) == (CASES + 8, 0)
+    results = json.loads((repo / "evalgate-results" / "results.json").read_text(encoding="utf-8"))
+    item = next(c for c in results["suites"][0]["cases"] if c["eval_id"] == "item-3")
+    assert [r["run"] for r in item["reruns"]] == list(range(1, 9))
+    assert sorted(r["status"] for r in item["reruns"]) == ["FAILED"] * 4 + ["PASSED"] * 4
+    assert results["run"]["agent"]["confirm"]["further"] == 4 and results["run"]["agent"]["confirm"]["agent"] == 8
+    assert "stock/item-3 re-run: failed 4 of 8 re-runs: newly flaky, weighed as evidence" in out, out
+    assert code == 0, out + err  # one such case cannot reach alpha 1e-9
 
 
 def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fake_github, tmp_path, capsys):  # noqa: F811

@@ -13,7 +13,7 @@ import pytest
 
 from evalgate.engine import case_status
 from evalgate.gate import GatePolicy, Verdict, compare
-from evalgate.gate.control import base_says, classify, more, wanted
+from evalgate.gate.control import EXTEND_P, base_says, classify, extension, more, wanted
 from evalgate.gate.flakiness import (
     _worst,
     alternative,
@@ -250,6 +250,49 @@ def test_a_newly_flaky_suspect_gets_more_re_runs_once_and_all_of_them_are_read()
     assert two.chance_each == pytest.approx(2 * p**2 * (1 - p)) and four.chance_each == pytest.approx(6 * p**3 * (1 - p) ** 2)
     assert four.newly_flaky == [K("c001")] and four.breakage_p < two.breakage_p / 100
     assert any("1 newly flaky (broke now and failed 2 of 4 re-runs" in r for r in four.reasons)
+
+
+def test_a_suggestive_breakage_test_re_runs_its_undecided_suspects_with_a_full_window_further():
+    """control.extension: after the second compare, a criterion whose breakage test is below
+    EXTEND_P but does not FAIL the gate has its stable suspects that passed some re-run re-run
+    further, where their clean streak fills the ledger's window; not when the gate FAILs,
+    not a suspect that failed every re-run (broken: nothing to tell), not one whose streak is
+    shorter (a ledger filled at setup), not a suspect that is not stable."""
+    from evalgate.gate.confirm import suspects
+
+    from test_confirm import _ledger
+
+    base = one({e: {"traj": 1.0} for e in IDS})
+    judge = {"s": {"traj": False}}
+
+    def decided(reruns: dict[str, list[float]], history: int = 10, alpha: float = 1e-12):
+        cur = one({e: {"traj": 0.0 if e in reruns else 1.0} for e in IDS})
+        policy, ledger = GatePolicy(alpha=alpha), _ledger([1.0] * history, IDS)
+        chosen, _ = suspects(compare(base, cur, policy, ledger=ledger), cur, 20)  # the first run's, as the pipeline picks them
+        comparison = compare(base, _with(cur, reruns), policy, ledger=ledger)  # ... compared again with their re-runs
+        by_id = {c.eval_id: c for c in cur.suites[0].cases}
+        picked = extension(comparison, chosen, lambda s: by_id[s.eval_id].reruns, judge)
+        return comparison, [s.eval_id for s in picked]
+
+    comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0], "c002": [1.0, 1.0]})
+    comp = comparison.suites[0].criteria[0]
+    assert comparison.verdict != Verdict.FAIL and comp.breakage_p < EXTEND_P  # suggestive, not decisive at this alpha
+    assert comp.full_streak == [K("c001"), K("c002")] and picked == ["c001", "c002"]
+    comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0], "c003": [0.0, 0.0]}, alpha=1e-15)
+    assert comparison.verdict != Verdict.FAIL and comparison.suites[0].criteria[0].full_streak == [K("c001"), K("c003")]
+    assert picked == ["c001"]  # c003 failed both re-runs: broken already, nothing to tell
+    comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0], "c003": [0.0, 0.0]}, alpha=0.01)
+    assert comparison.verdict == Verdict.FAIL and picked == []  # decided: nothing to gain
+    comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0], "c002": [1.0, 1.0]}, history=6)
+    assert comparison.suites[0].criteria[0].full_streak == [] and picked == []  # 6 of the window's 10 runs recorded
+    comparison, picked = decided({"c002": [1.0, 1.0]})  # passed both: flaky, not counted: no test to suggest anything
+    assert comparison.suites[0].criteria[0].breakage_p == 1.0 and picked == []
+    comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0]})
+    cur = one({e: {"traj": 0.0 if e == "c001" else 1.0} for e in IDS})
+    chosen, _ = suspects(compare(base, cur, GatePolicy(alpha=1e-12), ledger=_ledger([1.0] * 10, IDS)), cur, 20)
+    assert picked == ["c001"] and [s.stable for s in chosen] == [True]
+    chosen[0].stable = False  # a first day's suspect, or a flip: its mixed re-runs are not weighed
+    assert extension(comparison, chosen, lambda s: [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 1.0})], judge) == []
 
 
 def test_the_prior_is_the_fitted_mixture_smoothed_by_a_normal_kernel_on_its_grid():

@@ -89,6 +89,8 @@ def measure(
         broken.append(now is not None and broke_now(now))  # every sample failed; with num_runs, most runs
         if broken[-1]:
             comp.broken.append(k)
+            if len(recorded) >= policy.history_runs:
+                comp.full_streak.append(k)
     if not comp.stable:
         return
     recent = [h[-policy.history_runs :] for h in outcomes]

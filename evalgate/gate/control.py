@@ -29,21 +29,49 @@ More re-runs for a newly flaky suspect (`more`)
     pull-request re-runs would tell them apart (`runs` more, once). The pipeline appends them
     to the case's `CaseResult.reruns` before comparing again. Measured in bench_gate --sharper.
 
+A further round where the test is suggestive (`extension`)
+    With 10 runs of history, a case that now fails half the time looks, in its run and 2-4
+    re-runs, much like a flaky case that passed its last 10 runs by luck (about 1 in 75 of a
+    suite's clean-streak cases are that, in bench_gate --sharper's world), so one such case
+    cannot clear Holm's bar and it takes two or more: a breakage test that knew the world's
+    true population of failure rates would itself catch 70% of the PRs that made 6 stable
+    cases newly flaky, with the re-runs above (bench/bound_newly_flaky.py, at alpha / 7), 82%
+    with 6 more for every suspect that passed a re-run. Re-running every suspect more costs
+    runs on every pull request (5.3 per unchanged PR there, against 1.5); re-running them when the test is suggestive
+    (p < EXTEND_P before Holm) but not decisive costs runs on few unchanged ones and tells the
+    two apart: a case failing half the time keeps failing, a lucky flaky one (its rate mostly
+    0.1-0.2 after 10 clean runs) mostly passes. After the second compare,
+    `extension(comparison, chosen, reruns, judge)` names the stable suspects whose criterion's
+    breakage test came out below EXTEND_P while nothing FAILs the gate, whose clean streak
+    fills the ledger's window (`CriterionComparison.full_streak`: with fewer recorded runs, as
+    with a ledger filled at setup, a lucky flaky case is common and the fitted rates too rough
+    for the extra evidence to be weighed fairly), and whose re-runs on it did not all fail;
+    each gets EXTEND x `runs` more re-runs (once), and the gate compares a third time. The
+    breakage test reads them as it reads every re-run (j of m failed, m the case's own); that
+    they were asked for only where the test was suggestive is not in its p (as `more`'s are
+    not): measured instead, on 2,000 unchanged PRs of bench_gate --sharper's world it FAILed
+    the same 17 with and without the further round, for 0.2 points more agent runs.
+
 In order, per suspect `s` of `confirm.suspects(...)` (judge: {criterion: judge?} of its suite):
     1. re-run on the pull request `runs` times into `case.reruns`;
     2. k = more(case.reruns, s.criteria, judge, runs, s.stable): k more re-runs appended;
     3. if wanted(case.reruns, s.criteria, judge): `runs` re-runs at the base commit into
        the baseline's case `.reruns`;
-    then `compare(baseline, current, policy, ledger)` once more.
+    then `compare(baseline, current, policy, ledger)` once more; then, for each suspect of
+    extension(that comparison, chosen, ...), EXTEND x `runs` more re-runs appended, and
+    `compare` a third time when there were any.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Sequence
+from typing import Any, Callable, Literal, Optional, Sequence
 
 from evalgate.gate.stats import failed
 
 Said = Literal["pr", "environment", "none"]
+
+EXTEND_P = 0.02  # a criterion's breakage test below this (before Holm), the gate not FAILing: its undecided suspects are re-run more
+EXTEND = 2  # ... `runs` x this many times more (module docstring: a further round)
 
 
 def classify(pr: Sequence[float], base: Sequence[float]) -> Literal["pr", "environment", "flaky", "unconfirmed"]:
@@ -110,3 +138,34 @@ def more(pr_reruns: Optional[list], criteria: Sequence[str], judge: dict[str, bo
         if outcomes and 0 < sum(failed(o) for o in outcomes) < len(outcomes):
             return runs
     return 0
+
+
+def extension(comparison: Any, chosen: Sequence[Any], reruns: Callable[[Any], Optional[list]], judge: dict[str, dict[str, bool]]) -> list:
+    """The suspects (evalgate.gate.confirm.Suspect, of `chosen`) a further round of re-runs is
+    for, read from the comparison made with the re-runs so far (module docstring: a further
+    round): none when the gate FAILs already; else each stable suspect of a criterion whose
+    breakage test is below EXTEND_P (before Holm), whose clean streak fills the ledger's window
+    on it, and whose re-runs (`reruns(s)`) did not all fail it. `judge`: per suite, {criterion:
+    judge?}. The caller re-runs each `EXTEND * gate.confirm.runs` more times, once."""
+    from evalgate.gate.confirm import rerun_outcomes
+    from evalgate.gate.model import CaseKey, Verdict
+
+    if comparison.verdict == Verdict.FAIL:
+        return []
+    suggestive = {(suite.name, c.criterion): c for suite in comparison.suites for c in suite.criteria
+                  if c.breakage_p is not None and c.breakage_p < EXTEND_P}
+    out = []
+    for s in chosen:
+        made = reruns(s) if s.stable else None
+        if not made:
+            continue
+        key = CaseKey(s.suite, s.eval_set_id, s.eval_id)
+        for name in s.criteria:
+            comp = suggestive.get((s.suite, name))
+            if comp is None or key not in comp.full_streak:
+                continue
+            outcomes = rerun_outcomes(made, name, judge.get(s.suite, {}).get(name, False))
+            if outcomes and not all(failed(o) for o in outcomes):
+                out.append(s)
+                break
+    return out

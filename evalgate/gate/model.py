@@ -208,6 +208,10 @@ class CriterionComparison:
     # failed its own re-runs too (the environment, evalgate.gate.control: said, not counted).
     newly_flaky: list[CaseKey] = field(default_factory=list)
     environment: list[CaseKey] = field(default_factory=list)
+    # Of the stable cases that broke in the run, those whose clean streak fills the ledger's
+    # window (history_runs): where a further round of re-runs can tell a newly flaky case from
+    # a flaky one that was lucky (evalgate.gate.control.extension).
+    full_streak: list[CaseKey] = field(default_factory=list)
     chance_each: Optional[float] = None  # a counted case's own chance of what it did (median), under an unchanged agent
     streak_each: int = 0  # ... for a case with this many clean runs (median)
     rerun_span: tuple[int, int] = (0, 0)  # the fewest and most re-runs a case that broke had (more where the pipeline re-ran again)
