@@ -51,7 +51,9 @@ The prior's shape: the fitted mixture, smoothed (`population`, `smooth`)
     of 200 blamed with the control on seed 2 (1.5 -> 2.0%). Tried on the same PRs, the same tests replayed (bench/README.md):
     the exact null of control.more's protocol, the passed-both grade weighed, other
     alternatives, BREAK_SHARE, a larger Holm weight; none reached 80% without raising a false
-    FAIL row.
+    FAIL row: with those re-runs even the world's true rates would catch 70%
+    (bench/bound_newly_flaky.py). The further round where the test is suggestive
+    (evalgate.gate.control.extension) brings the evidence: 86.5% / 84.5%.
 
 Newly flaky cases: `graded_test`
     A stable case that breaks now and fails some, not all, of its re-runs was "flaky, not
