@@ -81,10 +81,11 @@ def config_digest(loaded: LoadedConfig, plans: list[SuitePlan]) -> str:
             # What changes the measurement, not where the agent is served or how fast.
             entry["agent"] = {"num_runs": plan.agent.num_runs, "tools": plan.agent.tools}
         effective.append(entry)
-    # The gate's policy decides verdicts too: a change to it is a config change.
-    from evalgate.gate.base_policy import gate_policy
-
-    return digest({"suites": effective, "gate": gate_policy(loaded.config.gate)})
+    # The gate's policy decides verdicts too: a change to it is a config change. Only what
+    # differs from the defaults: a release that adds a gate field (with its default) leaves
+    # every project's digest as it was, so no baseline reads as "the config changed".
+    gate = loaded.config.gate.model_dump(mode="json", exclude={"id"}, exclude_defaults=True)
+    return digest({"suites": effective, "gate": gate})
 
 
 def _build_suite(loaded: LoadedConfig, i: int, suite: SuiteConfig) -> SuitePlan:
