@@ -265,8 +265,8 @@ def test_a_suggestive_breakage_test_re_runs_its_undecided_suspects_with_a_full_w
     base = one({e: {"traj": 1.0} for e in IDS})
     judge = {"s": {"traj": False}}
 
-    def decided(reruns: dict[str, list[float]], history: int = 10, alpha: float = 1e-12):
-        cur = one({e: {"traj": 0.0 if e in reruns else 1.0} for e in IDS})
+    def decided(reruns: dict[str, list[float]], history: int = 10, alpha: float = 1e-12, unrun: tuple[str, ...] = ()):
+        cur = one({e: {"traj": 0.0 if e in reruns or e in unrun else 1.0} for e in IDS})
         policy, ledger = GatePolicy(alpha=alpha), _ledger([1.0] * history, IDS)
         chosen, _ = suspects(compare(base, cur, policy, ledger=ledger), cur, 20)  # the first run's, as the pipeline picks them
         comparison = compare(base, _with(cur, reruns), policy, ledger=ledger)  # ... compared again with their re-runs
@@ -285,6 +285,11 @@ def test_a_suggestive_breakage_test_re_runs_its_undecided_suspects_with_a_full_w
     assert comparison.verdict == Verdict.FAIL and picked == []  # decided: nothing to gain
     comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0], "c002": [1.0, 1.0]}, history=6)
     assert comparison.suites[0].criteria[0].full_streak == [] and picked == []  # 6 of the window's 10 runs recorded
+    # A stable case that broke was not re-run (max_cases): the test is the first run's, which
+    # further re-runs cannot move, however low its p.
+    comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0], "c002": [1.0, 1.0]}, unrun=("c003",))
+    comp = comparison.suites[0].criteria[0]
+    assert comp.confirm_runs == 0 and comp.breakage_p < EXTEND_P and picked == []
     comparison, picked = decided({"c002": [1.0, 1.0]})  # passed both: flaky, not counted: no test to suggest anything
     assert comparison.suites[0].criteria[0].breakage_p == 1.0 and picked == []
     comparison, picked = decided({"c001": [0.0, 1.0, 0.0, 1.0]})
@@ -293,6 +298,56 @@ def test_a_suggestive_breakage_test_re_runs_its_undecided_suspects_with_a_full_w
     assert picked == ["c001"] and [s.stable for s in chosen] == [True]
     chosen[0].stable = False  # a first day's suspect, or a flip: its mixed re-runs are not weighed
     assert extension(comparison, chosen, lambda s: [_rerun(1, {"traj": 0.0}), _rerun(2, {"traj": 1.0})], judge) == []
+
+
+def test_the_further_round_re_runs_only_suspects_whose_agent_it_re_ran():
+    """evalgate.pipeline.further: a suspect the extension names whose re-runs were judge
+    re-draws (recorded outputs, or the trusted publish job: not in `kept`) is not re-run
+    further (evalgate.rerun would replace its re-draws, not append), and nothing is logged."""
+    from evalgate.gate.confirm import suspects
+    from evalgate.pipeline import Confirmation, further
+
+    from test_confirm import _ledger
+
+    class Sink:
+        def __init__(self):
+            self.lines = []
+
+        def log(self, text):
+            self.lines.append(text)
+
+        def rewrote(self, current):
+            self.lines.append("rewrote")
+
+    base, ledger, policy = one({e: {"traj": 1.0} for e in IDS}), _ledger([1.0] * 10, IDS), GatePolicy(alpha=1e-12)
+    cur = one({e: {"traj": 0.0 if e == "c001" else 1.0} for e in IDS})
+    chosen, _ = suspects(compare(base, cur, policy, ledger=ledger), cur, 20)
+    comparison = compare(base, _with(cur, {"c001": [0.0, 1.0, 0.0, 1.0]}), policy, ledger=ledger)
+    by_id = {c.eval_id: c for c in cur.suites[0].cases}
+    judge = {"s": {"traj": False}}
+    assert [s.eval_id for s in extension(comparison, chosen, lambda s: by_id[s.eval_id].reruns, judge)] == ["c001"]
+    sink = Sink()
+    done = Confirmation(chosen, {}, judge, lambda s: by_id[s.eval_id].reruns, {"agent": 0}, [], None, 2, lambda: (None, 1), cur, (), False)
+    assert further(done, comparison, sink) is False and sink.lines == []
+    assert len(by_id["c001"].reruns) == 4
+
+
+def test_a_newly_flaky_cases_line_counts_the_re_runs_of_the_criteria_it_is_newly_flaky_on():
+    """confirm.lines: c001 is stable on `traj` and fails 1 of its 2 re-runs there (newly flaky);
+    `rouge`, never stable for it, fails both. Its line counts `traj`, as the reason does."""
+    from evalgate.gate.confirm import lines
+
+    from test_confirm import _ledger
+
+    ledger = {**_ledger([1.0] * 10, IDS), **_ledger([1.0, 0.0] * 5, ["c001"], name="rouge"), **_ledger([1.0] * 10, [e for e in IDS if e != "c001"], name="rouge")}
+    base = one({e: {"traj": 1.0, "rouge": 1.0} for e in IDS})
+    cur = one({e: {"traj": 0.0 if e == "c001" else 1.0, "rouge": 0.0 if e == "c001" else 1.0} for e in IDS})
+    cur.suites[0].cases[IDS.index("c001")].reruns = [_rerun(1, {"traj": 0.0, "rouge": 0.0}), _rerun(2, {"traj": 1.0, "rouge": 0.0})]
+    comparison = compare(base, cur, GatePolicy(), ledger=ledger)
+    traj = next(c for c in comparison.suites[0].criteria if c.criterion == "traj")
+    assert traj.newly_flaky == [K("c001")]
+    [line] = lines(comparison, cur)
+    assert line.text == "failed 1 of 2 re-runs: newly flaky, weighed as evidence" and line.stable
 
 
 def test_the_prior_is_the_fitted_mixture_smoothed_by_a_normal_kernel_on_its_grid():

@@ -49,8 +49,10 @@ A further round where the test is suggestive (`extension`)
     each gets EXTEND x `runs` more re-runs (once), and the gate compares a third time. The
     breakage test reads them as it reads every re-run (j of m failed, m the case's own); that
     they were asked for only where the test was suggestive is not in its p (as `more`'s are
-    not): measured instead, on 2,000 unchanged PRs of bench_gate --sharper's world it FAILed
-    the same 17 with and without the further round, for 0.2 points more agent runs.
+    not), so its false FAILs are measured, not bounded: in bench_gate --sharper's world, 23
+    -> 25 of 2,800 unchanged or outage PRs (2,000 of them FAILed the same 17 with and without
+    it; seed 2's unchanged row 0.5 -> 1.0%, its outage row 2.0 -> 2.5%: twice a flaky case of
+    rate ~0.5 that had passed its 10 runs kept failing), for 0.2-0.3 points more agent runs.
 
 In order, per suspect `s` of `confirm.suspects(...)` (judge: {criterion: judge?} of its suite):
     1. re-run on the pull request `runs` times into `case.reruns`;
@@ -145,15 +147,20 @@ def extension(comparison: Any, chosen: Sequence[Any], reruns: Callable[[Any], Op
     for, read from the comparison made with the re-runs so far (module docstring: a further
     round): none when the gate FAILs already; else each stable suspect of a criterion whose
     breakage test is below EXTEND_P (before Holm), whose clean streak fills the ledger's window
-    on it, and whose re-runs (`reruns(s)`) did not all fail it. `judge`: per suite, {criterion:
-    judge?}. The caller re-runs each `EXTEND * gate.confirm.runs` more times, once."""
+    on it, and whose re-runs (`reruns(s)`) did not all fail it; a criterion whose test did not
+    read re-runs (a stable case that broke was left out by max_cases, or a re-run could not be
+    evaluated) has none. `judge`: per suite, {criterion: judge?}. The caller re-runs each
+    `EXTEND * gate.confirm.runs` more times, once, where its agent was re-run (not a recorded
+    output's judge re-draws, nor in the trusted publish job, which runs no agent)."""
     from evalgate.gate.confirm import rerun_outcomes
     from evalgate.gate.model import CaseKey, Verdict
 
     if comparison.verdict == Verdict.FAIL:
         return []
+    # Only a test that read the re-runs (`confirm_runs`: every stable case that broke was re-run)
+    # can read more of them; else it is the first run's, which further re-runs cannot move.
     suggestive = {(suite.name, c.criterion): c for suite in comparison.suites for c in suite.criteria
-                  if c.breakage_p is not None and c.breakage_p < EXTEND_P}
+                  if c.confirm_runs and c.breakage_p is not None and c.breakage_p < EXTEND_P}
     out = []
     for s in chosen:
         made = reruns(s) if s.stable else None
