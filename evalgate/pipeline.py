@@ -288,6 +288,9 @@ def further(done: Confirmation, comparison: Any, sink: Sink) -> bool:
     runs = control.EXTEND * done.runs
     counts = rerun(chosen, done.plans, done.loaded, runs, done.make_runtime, done.current, done.secrets, agents=done.agents,
                    kept=done.kept)
+    if counts.get("unstarted"):
+        sink.log(_("confirmation: the agent could not start here ({why}): {cases} suspect case(s) not re-run further, their re-runs "
+                   "so far stand", why=counts.get("why"), cases=counts["unstarted"]))
     if not counts["agent"]:
         return False
     done.counts["agent"] += counts["agent"]

@@ -238,11 +238,12 @@ def test_a_stable_case_that_failed_some_re_runs_is_re_run_as_often_again(cli, tm
 
 
 def test_a_suggestive_breakage_test_re_runs_the_undecided_suspect_further(cli, tmp_path):
-    """The same newly flaky case, its ledger's window full (6 runs, `history_runs: 6`) and an
-    alpha no single case can reach (1e-9): after its 4 re-runs the breakage test is
-    suggestive (p < 0.02) but not decisive, so the pipeline re-runs it 2 x 2 times more
-    (evalgate.gate.control.extension), appended as runs 5-8, and compares a third time."""
-    repo, _base, log, _outage = _first_day(cli, tmp_path, history=6, gate="gate: {alpha: 0.000000001, history_runs: 6}\n")
+    """The same newly flaky case, its ledger's window full (6 runs, `history_runs: 6`), at an
+    alpha of 1e-5: after its 4 re-runs (2 of 4 failed) the breakage test is suggestive (p ~1e-4
+    after Holm, < 0.02 before) but not decisive, so the pipeline re-runs it 2 x 2 times more
+    (evalgate.gate.control.extension), appended as runs 5-8, and compares a third time: 4 of 8
+    failed FAILs the gate (p ~5e-7 after Holm)."""
+    repo, _base, log, _outage = _first_day(cli, tmp_path, history=6, gate="gate: {alpha: 0.00001, history_runs: 6}\n")
     agent = repo / "agent.py"
     agent.write_text(agent.read_text(encoding="utf-8").replace("FLIPPY = ()", 'FLIPPY = ("3",)'), encoding="utf-8")
 
@@ -257,7 +258,10 @@ def test_a_suggestive_breakage_test_re_runs_the_undecided_suspect_further(cli, t
     assert sorted(r["status"] for r in item["reruns"]) == ["FAILED"] * 4 + ["PASSED"] * 4
     assert results["run"]["agent"]["confirm"]["further"] == 4 and results["run"]["agent"]["confirm"]["agent"] == 8
     assert "stock/item-3 re-run: failed 4 of 8 re-runs: newly flaky, weighed as evidence" in out, out
-    assert code == 0, out + err  # one such case cannot reach alpha 1e-9
+    # The verdict is the third compare's: it read all 8 re-runs (the second's read 4 and did not FAIL).
+    assert code == 1, out + err
+    assert "evalgate gate: FAIL against the baseline" in out
+    assert "1 newly flaky (broke now and failed 4 of 8 re-runs, where history never saw them fail), weighed as evidence: stock/item-3" in out
 
 
 def test_the_actions_pr_and_merge_queue_run_the_base_commit_from_the_checkout(fake_github, tmp_path, capsys):  # noqa: F811

@@ -232,7 +232,11 @@ def lines(comparison: Any, current: Any) -> list[Line]:
                 continue
             names = sorted(n for n in case.criteria if case.criteria[n].status.value == "FAILED" and n in judge)
             stable = any(c.criterion in names and _among(case, c.broken + c.newly_flaky + c.flaky) for c in suite.criteria)
-            text = words(case.reruns, names, judge, newly=any(c.criterion in names and _among(case, c.newly_flaky) for c in suite.criteria))
+            newly = [c.criterion for c in suite.criteria if c.criterion in names and _among(case, c.newly_flaky)]
+            broken = any(c.criterion in names and _among(case, c.broken) for c in suite.criteria)
+            # Newly flaky (and broken on none): its re-runs counted on the criteria it is newly
+            # flaky on, as their reasons count them, not on another criterion's failures.
+            text = words(case.reruns, newly, judge, newly=True) if newly and not broken else words(case.reruns, names, judge)
             if any(k.eval_id == case.eval_id and k.eval_set_id == case.eval_set_id for c in suite.criteria for k in c.environment):
                 text = _("failed {n} of {n} re-runs, and the base commit's re-runs beside them failed too: the environment's doing, not counted", n=len(case.reruns))
             out.append(Line(suite.name, f"{case.eval_set_id}/{case.eval_id}", names, stable, text))
