@@ -643,7 +643,32 @@ def sharper_table(args: argparse.Namespace) -> int:
         label = {"history": f"{p['history']} runs of history", "first day": "first day (1 baseline run)",
                  "setup": f"first day, ledger filled at setup ({SETUP_RUNS} runs)"}[key[0]]
         print(f"| {label} | {key[1]} | {rows[key][0]:.1f} | {rows[key][1]:.1f} | {rows[key][2]:.1f} | {rows[key][3]:.1f}% | {rows[key][4]:.1f}% |")
-    return 0
+    print()
+    goals = sharper_goals(rows)
+    for text, ok in goals:
+        print(f"{'met' if ok else 'MISSED'}: {text}")
+    return 0 if all(ok for _, ok in goals) else 1
+
+
+def sharper_goals(rows: dict) -> list[tuple[str, bool]]:
+    """Issue 37's goals against --sharper's rows ({(when, scenario): (alone, confirmed, + control,
+    extra runs, extra runs + control)}, in %): the pipeline's default (confirmation with the
+    base commit as the control) against each."""
+    def row(when: str, scenario: str) -> tuple:
+        return rows[(when, scenario)]
+
+    h, first = "history", "first day"
+    return [
+        ("2 broken stable cases caught >= 90% with history", row(h, SHARP_HISTORY[1][0])[2] >= 90),
+        ("first day: 6 broken stable cases caught >= 80%", row(first, SHARP_FIRST[1][0])[2] >= 80),
+        ("first day: unchanged PRs FAIL <= 1%", row(first, SHARP_FIRST[0][0])[2] <= 1),
+        ("unchanged PRs with history FAIL <= 1%", row(h, SHARP_HISTORY[0][0])[2] <= 1),
+        ("extra agent runs on unchanged PRs <= 5% (with history and on the first day)",
+         row(h, SHARP_HISTORY[0][0])[4] <= 5 and row(first, SHARP_FIRST[0][0])[4] <= 5),
+        ("a tool outage seen on the base commit's re-runs too is blamed in <= 5% of PRs (history, first day)",
+         row(h, SHARP_HISTORY[4][0])[2] <= 5 and row(first, SHARP_FIRST[2][0])[2] <= 5),
+        ("6 newly flaky stable cases caught >= 80%", row(h, SHARP_HISTORY[3][0])[2] >= 80),
+    ]
 
 
 # --calibration: the graded test's null (evalgate.gate.flakiness) against the simulation's truth.
