@@ -303,8 +303,6 @@ def further(done: Confirmation, comparison: Any, sink: Sink) -> bool:
     return True
 
 
-
-
 def at_base(
     wanted: list,
     kept: dict,
