@@ -28,10 +28,21 @@ def _package(tmp_path, source: str):
     return package
 
 
-def test_the_check_names_each_kind_of_mistake(tmp_path):
-    package = _package(tmp_path, 'from evalgate.i18n import _, n_\n_("{suite} regressed", suite=1)\nn_("{n} case broke", "{n} cases broke", 2)\n')
+def _catalogs(tmp_path, source: str):
+    """A package whose only module is `source`, its catalogs made (`catalogs.update`), still
+    untranslated: (the package, its locale folder)."""
+    package = _package(tmp_path, source)
     catalogs.update(package)
-    root = package / "locale"
+    return package, package / "locale"
+
+
+def _style_problems(package) -> list[str]:
+    """What the check finds, but for the compiled catalogs being stale (the tests fill .po files only)."""
+    return [p for p in catalogs.problems(package) if not p.endswith("is stale: run `python -m evalgate.locale.catalogs update`")]
+
+
+def test_the_check_names_each_kind_of_mistake(tmp_path):
+    package, root = _catalogs(tmp_path, 'from evalgate.i18n import _, n_\n_("{suite} regressed", suite=1)\nn_("{n} case broke", "{n} cases broke", 2)\n')
     found = catalogs.problems(package)
     assert "ko: no translation for '{suite} regressed' (reports.py)" in found
     assert any(p.startswith("ja: no translation for ('{n} case broke', '{n} cases broke')") for p in found)
@@ -58,9 +69,7 @@ def test_the_check_names_each_kind_of_mistake(tmp_path):
 def test_the_check_catches_a_korean_particle_glued_to_a_field_and_the_fallbacks(tmp_path):
     source = ('from evalgate.i18n import _\n_("{criterion} failed", criterion=1)\n_("no {path}", path=1)\n'
               '_("read from {path}", path=1)\n_("{n} kinds", n=1)\n')
-    package = _package(tmp_path, source)
-    catalogs.update(package)
-    root = package / "locale"
+    package, root = _catalogs(tmp_path, source)
     good = {"{criterion} failed": "기준({criterion})을 통과하지 못했습니다", "no {path}": "파일 없음: {path}",
             "read from {path}": "{path}에서 읽었습니다", "{n} kinds": "{n}가지"}
     catalogs.fill("ja", {k: "{" + k.split("{")[1].split("}")[0] + "}" for k in good}, root)
@@ -70,7 +79,7 @@ def test_the_check_catches_a_korean_particle_glued_to_a_field_and_the_fallbacks(
     bad = {"{criterion} failed": "{criterion}을 통과하지 못했습니다", "no {path}": "`{path}`이(가) 없습니다",
            "read from {path}": "{path}(으)로부터 읽었습니다", "{n} kinds": "{n}는 종류"}
     catalogs.fill("ko", bad, root)
-    found = [p for p in catalogs.problems(package) if not p.endswith("is stale: run `python -m evalgate.locale.catalogs update`")]
+    found = _style_problems(package)
     assert found == [
         "ko: a particle glued to a field ('}을') in the translation of '{criterion} failed': "
         "put the field in parentheses after a noun, or after a colon",
@@ -82,9 +91,7 @@ def test_the_check_catches_a_korean_particle_glued_to_a_field_and_the_fallbacks(
 
 
 def test_the_check_catches_a_half_width_semicolon_in_japanese_where_it_is_enforced(tmp_path):
-    package = _package(tmp_path, 'from evalgate.i18n import _\n_("{a}; {b}", a=1, b=2)\n')
-    catalogs.update(package)
-    root = package / "locale"
+    package, root = _catalogs(tmp_path, 'from evalgate.i18n import _\n_("{a}; {b}", a=1, b=2)\n')
     catalogs.fill("ko", {"{a}; {b}": "{a}. {b}"}, root)
     catalogs.fill("ja", {"{a}; {b}": "{a}; {b}"}, root)
     message = "ja: a half-width ';' in the translation of '{a}; {b}': use 。 or 、"
@@ -97,9 +104,7 @@ def test_the_check_catches_a_half_width_semicolon_in_japanese_where_it_is_enforc
 def test_the_check_catches_half_width_parentheses_around_japanese_and_spaces_beside_full_width_ones(tmp_path):
     source = ('from evalgate.i18n import _\n_("{a} (the last {n} runs)", a=1, n=2)\n_("{status} ({passed} passed)", status=1, passed=2)\n'
               '_("{summary} ({key})", summary=1, key=2)\n')
-    package = _package(tmp_path, source)
-    catalogs.update(package)
-    root = package / "locale"
+    package, root = _catalogs(tmp_path, source)
     keys = ["{a} (the last {n} runs)", "{status} ({passed} passed)", "{summary} ({key})"]
     catalogs.fill("ko", {k: k for k in keys}, root)
     # A status line keeps the half-width parentheses after its status token; a field alone in
@@ -107,7 +112,7 @@ def test_the_check_catches_half_width_parentheses_around_japanese_and_spaces_bes
     catalogs.fill("ja", {keys[0]: "{a}（直近 {n} 回）", keys[1]: "{status} (合格 {passed})", keys[2]: "{summary} ({key})"}, root)
     assert catalogs.problems(package) == []
     catalogs.fill("ja", {keys[0]: "{a} (直近 {n} 回)", keys[2]: "{summary} （{key}）"}, root)
-    found = [p for p in catalogs.problems(package) if not p.endswith("is stale: run `python -m evalgate.locale.catalogs update`")]
+    found = _style_problems(package)
     assert found == [
         "ja: half-width parentheses around Japanese text ('(直近 {n} 回)') in the translation of '{a} (the last {n} runs)': use （）",
         "ja: a space beside a full-width parenthesis in the translation of '{summary} ({key})': （） need no space",
