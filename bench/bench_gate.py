@@ -113,6 +113,7 @@ from evalgate.gate.stats import break_test  # noqa: E402
 
 TRAJ, ROUGE, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
 THRESHOLDS = {TRAJ: 1.0, ROUGE: 0.5, JUDGE: 0.8}
+JUDGED = {TRAJ: False, ROUGE: False, JUDGE: True}  # each criterion: judged? (what the gate's control functions ask)
 SAMPLES = 5
 SUITE = "bench"
 HALF, DOWN = "half", "down"  # --sharper: `broken` keys of trajectories made flaky (pass half the time), and of a tool outage
@@ -329,7 +330,7 @@ def _confirmed(world: World, rng: random.Random, baseline: RunResults, current: 
         return first.verdict.value, 0
     mood, drift = world.last
     cases = {c.eval_id: c for c in current.suites[0].cases}
-    judge = {TRAJ: False, ROUGE: False, JUDGE: True}
+    judge = JUDGED
     runs = 0
     for s in chosen:
         i = int(s.eval_id[4:])
@@ -357,7 +358,7 @@ def _further(world: World, comparison, chosen: list, cases: dict, policy: GatePo
     `again()` (compare a third time). (verdict, extra agent runs)."""
     if _control is None or not hasattr(_control, "extension"):  # the gate before the further round
         return comparison.verdict.value, 0
-    judge = {SUITE: {TRAJ: False, ROUGE: False, JUDGE: True}}
+    judge = {SUITE: JUDGED}
     chosen = _control.extension(comparison, chosen, lambda s: cases[s.eval_id].reruns, judge)
     if not chosen:
         return comparison.verdict.value, 0
@@ -545,7 +546,7 @@ def _pipeline(world: World, rng: random.Random, baseline: RunResults, current: R
     cases = {c.eval_id: c for c in current.suites[0].cases}
     base_cases = {c.eval_id: c for c in baseline.suites[0].cases}
     base_broken = {DOWN: broken.get(DOWN, set())}  # the base commit: the outage, not the PR's change
-    judge = {TRAJ: False, ROUGE: False, JUDGE: True}
+    judge = JUDGED
     pr_runs = base_runs = 0
     base_rng = random.Random(rng.random())  # its own stream: the PR's re-runs are the same with and without the control
     for s in chosen:
